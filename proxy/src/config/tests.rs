@@ -1,0 +1,447 @@
+//! Unit tests for both config layers: defaults, every validation error with
+//! its position, toml errors, and the `to_toml` round trip.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ringside_runtime::config::{
+    Affinity, BackendChoice, RuntimeConfig, ServerConfig, Timeouts, Workers,
+};
+use ringside_runtime::http::Limits;
+
+use super::cpus::allowed_cpus;
+use super::error::Position;
+use super::{Config, ConfigError};
+
+const NAME: &str = "ringside.toml";
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new(NAME))
+}
+
+/// The Display of the error `text` gives.
+fn error(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("ringside-config-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn empty_file_is_the_default() {
+    let config = parse("").unwrap();
+    let default = Config::default();
+    assert_eq!(config.runtime, RuntimeConfig::default());
+    assert_eq!(config.server, ServerConfig::default());
+    assert_eq!(config.root, default.root);
+    assert_eq!(config.source.as_deref(), Some(Path::new(NAME)));
+    assert_eq!(default.source, None);
+    assert_eq!(
+        default.server.listen,
+        vec![SocketAddr::from(([127, 0, 0, 1], 8080))]
+    );
+    assert_eq!(default.runtime.workers, Workers::Auto);
+    assert_eq!(default.root, fs::canonicalize(".").unwrap());
+    // Empty sections are fine too.
+    let config = parse("[runtime]\n[server]\n[limits]\n[timeouts]\n").unwrap();
+    assert_eq!(config.runtime, RuntimeConfig::default());
+    assert_eq!(config.server, ServerConfig::default());
+}
+
+#[test]
+fn full_file() {
+    let dir = TempDir::new("full");
+    fs::create_dir(dir.0.join("www")).unwrap();
+    let text = r#"
+[runtime]
+workers = 3
+cpu_affinity = false
+backend = "epoll"
+ring_entries = 256
+
+[server]
+listen = ["127.0.0.1:8081", "[::1]:8082"]
+backlog = 128
+root = "www"
+
+[limits]
+max_request_line = 4096
+max_head = "32k"
+max_headers = 100
+max_body = "2g"
+
+[timeouts]
+header_read = "500ms"
+keepalive = 5
+body_read = "2m"
+send = "1h"
+shutdown_grace = "1s"
+"#;
+    let path = dir.0.join(NAME);
+    fs::write(&path, text).unwrap();
+    let config = Config::load(&path).unwrap();
+    assert_eq!(
+        config.runtime,
+        RuntimeConfig {
+            workers: Workers::Count(3),
+            affinity: Affinity::Off,
+            backend: BackendChoice::Epoll,
+            ring_entries: 256,
+        }
+    );
+    assert_eq!(
+        config.server,
+        ServerConfig {
+            listen: vec![
+                "127.0.0.1:8081".parse().unwrap(),
+                "[::1]:8082".parse().unwrap()
+            ],
+            backlog: 128,
+            limits: Limits {
+                max_request_line: 4096,
+                max_head: 32 * 1024,
+                max_headers: 100,
+                max_body: 2 << 30,
+            },
+            timeouts: Timeouts {
+                header_read: Duration::from_millis(500),
+                keepalive_idle: Duration::from_secs(5),
+                body_read: Duration::from_secs(120),
+                send: Duration::from_secs(3600),
+                shutdown_grace: Duration::from_secs(1),
+            },
+        }
+    );
+    // A relative root is taken from the file's directory, not the cwd.
+    assert_eq!(config.root, fs::canonicalize(dir.0.join("www")).unwrap());
+    assert_eq!(config.source, Some(path));
+}
+
+#[test]
+fn backends() {
+    for (name, want) in [
+        ("auto", BackendChoice::Auto),
+        ("io-uring", BackendChoice::IoUring),
+        ("epoll", BackendChoice::Epoll),
+        ("kqueue", BackendChoice::Kqueue),
+        ("devpoll", BackendChoice::Devpoll),
+        ("glommio", BackendChoice::Glommio),
+    ] {
+        let config = parse(&format!("[runtime]\nbackend = \"{name}\"\n")).unwrap();
+        assert_eq!(config.runtime.backend, want);
+    }
+}
+
+/// Each refused value, with the exact position of its value.
+#[test]
+fn validation_errors() {
+    #[rustfmt::skip]
+    let cases: &[(&str, &str)] = &[
+        ("[runtime]\nworkers = 0\n",
+         "ringside.toml:2:11: [runtime] workers: expected \"auto\" or a positive integer, got 0"),
+        ("\n\n\n\n\n\n[runtime]\nworkers = -4\n",
+         "ringside.toml:8:11: [runtime] workers: expected \"auto\" or a positive integer, got -4"),
+        ("[runtime]\nworkers = \"lots\"\n",
+         "ringside.toml:2:11: [runtime] workers: expected \"auto\" or a positive integer, got \"lots\""),
+        ("[runtime]\nworkers = true\n",
+         "ringside.toml:2:11: [runtime] workers: expected \"auto\" or a positive integer, got true"),
+        ("[runtime]\nbackend = \"uring\"\n",
+         "ringside.toml:2:11: [runtime] backend: expected one of \"auto\", \"io-uring\", \"epoll\", \"kqueue\", \"devpoll\", \"glommio\", got \"uring\""),
+        ("[runtime]\nring_entries = 0\n",
+         "ringside.toml:2:16: [runtime] ring_entries: expected an integer from 1 to 32768, got 0"),
+        ("[runtime]\nring_entries = 65536\n",
+         "ringside.toml:2:16: [runtime] ring_entries: expected an integer from 1 to 32768, got 65536"),
+        ("[runtime]\ncpu_affinity = []\n",
+         "ringside.toml:2:16: [runtime] cpu_affinity: expected at least one CPU (false turns pinning off)"),
+        ("[runtime]\ncpu_affinity = \"auto\"\n",
+         "ringside.toml:2:16: [runtime] cpu_affinity: expected true, false or a list of CPU numbers like [0, 2, 4], got \"auto\""),
+        ("[runtime]\ncpu_affinity = [-1]\n",
+         "ringside.toml:2:17: [runtime] cpu_affinity: expected a CPU number, got -1"),
+        ("[server]\nlisten = []\n",
+         "ringside.toml:2:10: [server] listen: expected at least one address"),
+        ("[server]\nlisten = [\"127.0.0.1:80\", \"nonsense\"]\n",
+         "ringside.toml:2:27: [server] listen: expected HOST:PORT like \"127.0.0.1:8080\", \"[::1]:8080\" or \"localhost:8080\", got \"nonsense\""),
+        ("[server]\nlisten = [\"127.0.0.1:80\", \"127.0.0.1:80\"]\n",
+         "ringside.toml:2:27: [server] listen: 127.0.0.1:80 is listed twice"),
+        ("[server]\nlisten = [\"127.0.0.1:99999\"]\n",
+         "ringside.toml:2:11: [server] listen: expected HOST:PORT like \"127.0.0.1:8080\", \"[::1]:8080\" or \"localhost:8080\", got \"127.0.0.1:99999\""),
+        ("[server]\nlisten = \"127.0.0.1:80\"\n",
+         "ringside.toml:2:10: [server] listen: invalid type: string \"127.0.0.1:80\", expected a sequence"),
+        ("[server]\nbacklog = 0\n",
+         "ringside.toml:2:11: [server] backlog: expected an integer from 1 to 65535, got 0"),
+        ("[server]\nbacklog = 65536\n",
+         "ringside.toml:2:11: [server] backlog: expected an integer from 1 to 65535, got 65536"),
+        ("[server]\nroot = \"no-such-dir-here\"\n",
+         "ringside.toml:2:8: [server] root: cannot open \"no-such-dir-here\": No such file or directory"),
+        ("[server]\nroot = \"Cargo.toml\"\n",
+         "ringside.toml:2:8: [server] root: \"Cargo.toml\" is not a directory"),
+        ("[limits]\nmax_request_line = 0\n",
+         "ringside.toml:2:20: [limits] max_request_line: expected a size from 1 to 16384 bytes, got 0 (max_head is 16384)"),
+        ("[limits]\nmax_request_line = \"20k\"\n",
+         "ringside.toml:2:20: [limits] max_request_line: expected a size from 1 to 16384 bytes, got \"20k\" (max_head is 16384)"),
+        ("[limits]\nmax_head = \"64k\"\n",
+         "ringside.toml:2:12: [limits] max_head: expected a size from 1 to 65535 bytes, got \"64k\""),
+        ("[limits]\nmax_head = 0\n",
+         "ringside.toml:2:12: [limits] max_head: expected a size from 1 to 65535 bytes, got 0"),
+        ("[limits]\nmax_head = \"4k\"\n",
+         "ringside.toml:2:12: [limits] max_head: expected a size of at least 8192 bytes (the default max_request_line), got \"4k\""),
+        ("[limits]\nmax_head = -1\n",
+         "ringside.toml:2:12: [limits] max_head: expected a size like 8192, \"16k\" or \"1m\", got -1"),
+        ("[limits]\nmax_head = \"big\"\n",
+         "ringside.toml:2:12: [limits] max_head: expected a size like 8192, \"16k\" or \"1m\", got \"big\""),
+        ("[limits]\nmax_headers = 0\n",
+         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 100, got 0"),
+        ("[limits]\nmax_headers = 101\n",
+         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 100, got 101"),
+        ("[limits]\nmax_body = \"0k\"\n",
+         "ringside.toml:2:12: [limits] max_body: expected a size of at least 1 bytes, got \"0k\""),
+        ("[limits]\nmax_body = 1.5\n",
+         "ringside.toml:2:12: [limits] max_body: expected a size like 8192, \"16k\" or \"1m\", got 1.5"),
+        ("[timeouts]\nheader_read = \"0s\"\n",
+         "ringside.toml:2:15: [timeouts] header_read: expected a nonzero duration, got \"0s\""),
+        ("[timeouts]\nkeepalive = 0\n",
+         "ringside.toml:2:13: [timeouts] keepalive: expected a nonzero duration, got 0"),
+        ("[timeouts]\nbody_read = \"1.5s\"\n",
+         "ringside.toml:2:13: [timeouts] body_read: expected a duration like \"500ms\", \"10s\", \"2m\", \"1h\" or integer seconds, got \"1.5s\""),
+        ("[timeouts]\nsend = -3\n",
+         "ringside.toml:2:8: [timeouts] send: expected a duration like \"500ms\", \"10s\", \"2m\", \"1h\" or integer seconds, got -3"),
+        ("[timeouts]\nshutdown_grace = \"1d\"\n",
+         "ringside.toml:2:18: [timeouts] shutdown_grace: expected a duration like \"500ms\", \"10s\", \"2m\", \"1h\" or integer seconds, got \"1d\""),
+        // Inline tables and dotted keys are located too.
+        ("runtime = { workers = 0 }\n",
+         "ringside.toml:1:23: [runtime] workers: expected \"auto\" or a positive integer, got 0"),
+        ("runtime.workers = 0\n",
+         "ringside.toml:1:19: [runtime] workers: expected \"auto\" or a positive integer, got 0"),
+    ];
+    for &(text, want) in cases {
+        assert_eq!(error(text), want, "for {text:?}");
+    }
+}
+
+#[test]
+fn error_fields() {
+    let err = parse("[runtime]\nworkers = 0\n").unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::File {
+            file: NAME.into(),
+            position: Some(Position {
+                line: 2,
+                column: 11
+            }),
+            key: Some("[runtime] workers".into()),
+            message: "expected \"auto\" or a positive integer, got 0".into(),
+        }
+    );
+}
+
+#[test]
+fn unknown_keys_are_named_with_their_line() {
+    assert_eq!(
+        error("[runtime]\nworkers = 2\nworker = 3\n"),
+        "ringside.toml:3:1: [runtime] worker: unknown key, expected one of `workers`, `cpu_affinity`, `backend`, `ring_entries`"
+    );
+    assert_eq!(
+        error("[server]\n  listen = [\"127.0.0.1:1\"]\n  port = 80\n"),
+        "ringside.toml:3:3: [server] port: unknown key, expected one of `listen`, `backlog`, `root`"
+    );
+    assert_eq!(
+        error("# a comment\n[runtimes]\n"),
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`"
+    );
+    assert_eq!(
+        error("verbose = true\n"),
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`"
+    );
+}
+
+#[test]
+fn syntax_errors_have_positions() {
+    let err = parse("[runtime]\nworkers = \n").unwrap_err();
+    let ConfigError::File { position, key, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        *position,
+        Some(Position {
+            line: 2,
+            column: 11
+        })
+    );
+    assert_eq!(*key, None);
+    assert!(err.to_string().starts_with("ringside.toml:2:11: "), "{err}");
+
+    let err = error("[runtime\n");
+    assert!(err.starts_with("ringside.toml:1:9: "), "{err}");
+
+    let err = error("[runtime]\nworkers = 1\nworkers = 2\n");
+    assert!(err.starts_with("ringside.toml:3:1: "), "{err}");
+    assert!(err.contains("duplicate key"), "{err}");
+}
+
+#[test]
+fn unreadable_file() {
+    let err = Config::load(Path::new("/nonexistent/ringside.toml")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/nonexistent/ringside.toml: cannot read: No such file or directory"
+    );
+    assert!(matches!(err, ConfigError::Read { .. }));
+}
+
+#[test]
+fn cpu_lists() {
+    let allowed = allowed_cpus();
+    let first = allowed[0];
+    let config = parse(&format!("[runtime]\ncpu_affinity = [{first}]\n")).unwrap();
+    assert_eq!(config.runtime.affinity, Affinity::Cpus(vec![first]));
+    if let [a, b, ..] = allowed[..] {
+        let config = parse(&format!("[runtime]\ncpu_affinity = [{b}, {a}]\n")).unwrap();
+        assert_eq!(config.runtime.affinity, Affinity::Cpus(vec![b, a]));
+    }
+    assert_eq!(
+        parse("[runtime]\ncpu_affinity = true\n")
+            .unwrap()
+            .runtime
+            .affinity,
+        Affinity::Auto
+    );
+    assert_eq!(
+        parse("[runtime]\ncpu_affinity = false\n")
+            .unwrap()
+            .runtime
+            .affinity,
+        Affinity::Off
+    );
+    // The duplicate is reported at its second mention: "[runtime]\ncpu_affinity = [F, F]".
+    let col = "cpu_affinity = [".len() + first.to_string().len() + ", ".len() + 1;
+    assert_eq!(
+        error(&format!("[runtime]\ncpu_affinity = [{first}, {first}]\n")),
+        format!("ringside.toml:2:{col}: [runtime] cpu_affinity: CPU {first} is listed twice")
+    );
+    let beyond = allowed.last().unwrap() + 1;
+    let err = error(&format!("[runtime]\ncpu_affinity = [{beyond}]\n"));
+    assert!(
+        err.starts_with(&format!(
+            "ringside.toml:2:17: [runtime] cpu_affinity: CPU {beyond} is not available to this process (available: "
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn listen_resolves_names() {
+    let config = parse("[server]\nlisten = [\"localhost:8080\"]\n").unwrap();
+    assert!(!config.server.listen.is_empty());
+    assert!(config
+        .server
+        .listen
+        .iter()
+        .all(|a| a.port() == 8080 && a.ip().is_loopback()));
+    let err = error("[server]\nlisten = [\"no-such-host.invalid:80\"]\n");
+    assert!(
+        err.starts_with(
+            "ringside.toml:2:11: [server] listen: cannot resolve \"no-such-host.invalid:80\""
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn to_toml_round_trips() {
+    let dir = TempDir::new("round-trip");
+    let path = dir.0.join(NAME);
+    let allowed = allowed_cpus();
+    let mut configs = vec![Config::default(), parse("").unwrap()];
+    configs.push(
+        parse(&format!(
+            r#"
+[runtime]
+workers = 7
+cpu_affinity = [{}]
+backend = "glommio"
+ring_entries = 4096
+[server]
+listen = ["0.0.0.0:1", "[::]:2", "127.0.0.1:3"]
+backlog = 1
+[limits]
+max_request_line = 1000
+max_head = 65535
+max_headers = 1
+max_body = 12345678901
+[timeouts]
+header_read = "1500ms"
+keepalive = "90s"
+body_read = "2h"
+send = "750us"
+shutdown_grace = 1
+"#,
+            allowed[0]
+        ))
+        .unwrap(),
+    );
+    configs.push(parse("[runtime]\ncpu_affinity = false\nworkers = \"auto\"\n").unwrap());
+    let mut odd = Config::default();
+    odd.server.limits.max_body = u64::MAX;
+    odd.server.timeouts.send = Duration::new(1, 1);
+    configs.push(odd);
+    for config in configs {
+        let text = config.to_toml();
+        fs::write(&path, &text).unwrap();
+        let back = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back.runtime, config.runtime, "{text}");
+        assert_eq!(back.server, config.server, "{text}");
+        assert_eq!(back.root, config.root, "{text}");
+    }
+}
+
+#[test]
+fn to_toml_writes_every_key() {
+    let text = parse("").unwrap().to_toml();
+    let root = toml::Value::String(Config::default().root.to_string_lossy().into_owned());
+    let want = format!(
+        r#"[runtime]
+workers = "auto"
+cpu_affinity = true
+backend = "auto"
+ring_entries = 1024
+
+[server]
+listen = ["127.0.0.1:8080"]
+backlog = 4096
+root = {root}
+
+[limits]
+max_request_line = "8k"
+max_head = "16k"
+max_headers = 64
+max_body = "1m"
+
+[timeouts]
+header_read = "10s"
+keepalive = "75s"
+body_read = "60s"
+send = "60s"
+shutdown_grace = "30s"
+"#
+    );
+    assert_eq!(text, want);
+}

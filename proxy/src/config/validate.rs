@@ -1,0 +1,405 @@
+//! The validating layer (DESIGN.md §7): `TryFrom<Document>` turns the file
+//! layer into [`Config`], with real durations, sizes and socket addresses.
+//!
+//! Every value is checked against what the runtime can really do, and a
+//! refused value is reported at its own span: the file layer keeps a
+//! `toml::Spanned` around each one. A key the file leaves out takes the
+//! runtime's default (`RuntimeConfig::default()`, `ServerConfig::default()`),
+//! which is checked against the keys that are given, e.g. a small `max_head`
+//! against the default `max_request_line`.
+//!
+//! The checks on single values are plain functions returning the message
+//! alone, so the command-line overrides (`cli.rs`) share them.
+
+use std::collections::HashSet;
+use std::fs;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ringside_runtime::config::{
+    Affinity, BackendChoice, RuntimeConfig, ServerConfig, Timeouts, Workers,
+};
+use ringside_runtime::http::head::MAX_HEADERS;
+use ringside_runtime::http::Limits;
+use toml::Spanned;
+
+use super::cpus::{allowed_cpus, check_cpu};
+use super::error::{io_reason, ConfigError};
+use super::file::{
+    AffinityValue, DurationValue, FileConfig, SizeValue, WorkersValue, WORKERS_EXPECTED,
+};
+use super::size::{parse_duration, parse_size, DURATION_EXPECTED, SIZE_EXPECTED};
+use super::Config;
+
+/// The largest `max_head` the HTTP codec supports.
+pub const MAX_HEAD: u64 = 65535;
+/// The largest `listen(2)` backlog accepted.
+pub const MAX_BACKLOG: i64 = 65535;
+/// io_uring refuses rings larger than this (IORING_MAX_ENTRIES).
+pub const MAX_RING_ENTRIES: i64 = 32768;
+
+/// The backend names a config may use, and what they choose.
+pub const BACKENDS: [(&str, BackendChoice); 6] = [
+    ("auto", BackendChoice::Auto),
+    ("io-uring", BackendChoice::IoUring),
+    ("epoll", BackendChoice::Epoll),
+    ("kqueue", BackendChoice::Kqueue),
+    ("devpoll", BackendChoice::Devpoll),
+    ("glommio", BackendChoice::Glommio),
+];
+
+/// A parsed file with what is needed to report on it: its text (for line
+/// and column) and its path (for the name, and as the base of a relative
+/// `root`).
+pub struct Document<'a> {
+    pub file: FileConfig,
+    pub text: &'a str,
+    pub path: &'a Path,
+}
+
+impl TryFrom<Document<'_>> for Config {
+    type Error = ConfigError;
+
+    fn try_from(doc: Document<'_>) -> Result<Config, ConfigError> {
+        let cx = Cx {
+            text: doc.text,
+            path: doc.path,
+        };
+        let f = &doc.file;
+        let base = doc.path.parent().unwrap_or(Path::new(""));
+        let root = match &f.server.root {
+            Some(v) => cx.check(v, "[server] root", |s| root_dir(&join(base, s)))?,
+            None => root_dir(&join(base, "."))
+                .map_err(|m| ConfigError::at(cx.path, cx.text, None, key("[server] root"), m))?,
+        };
+        Ok(Config {
+            runtime: cx.runtime(f)?,
+            server: cx.server(f)?,
+            root,
+            source: Some(doc.path.to_path_buf()),
+        })
+    }
+}
+
+fn key(k: &str) -> Option<String> {
+    Some(k.to_owned())
+}
+
+fn join(base: &Path, rel: &str) -> PathBuf {
+    if base.as_os_str().is_empty() {
+        PathBuf::from(rel)
+    } else {
+        base.join(rel)
+    }
+}
+
+struct Cx<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Cx<'_> {
+    fn err(&self, span: Range<usize>, key: &str, message: String) -> ConfigError {
+        ConfigError::at(
+            self.path,
+            self.text,
+            Some(span),
+            Some(key.to_owned()),
+            message,
+        )
+    }
+
+    /// Checks a given value, reporting at its span.
+    fn check<T, U>(
+        &self,
+        value: &Spanned<T>,
+        key: &str,
+        check: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<U, ConfigError> {
+        check(value.get_ref()).map_err(|m| self.err(value.span(), key, m))
+    }
+
+    /// Checks a value if given, else takes `default`.
+    fn or<T, U>(
+        &self,
+        value: &Option<Spanned<T>>,
+        key: &str,
+        default: U,
+        check: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<U, ConfigError> {
+        match value {
+            Some(v) => self.check(v, key, check),
+            None => Ok(default),
+        }
+    }
+
+    fn runtime(&self, f: &FileConfig) -> Result<RuntimeConfig, ConfigError> {
+        let r = &f.runtime;
+        let d = RuntimeConfig::default();
+        Ok(RuntimeConfig {
+            workers: self.or(&r.workers, "[runtime] workers", d.workers, workers)?,
+            affinity: match &r.cpu_affinity {
+                Some(v) => self.affinity(v)?,
+                None => d.affinity,
+            },
+            backend: self.or(&r.backend, "[runtime] backend", d.backend, |s| backend(s))?,
+            ring_entries: self.or(
+                &r.ring_entries,
+                "[runtime] ring_entries",
+                d.ring_entries,
+                |&n| int_in(n, 1, MAX_RING_ENTRIES).map(|n| n as u32),
+            )?,
+        })
+    }
+
+    fn affinity(&self, v: &Spanned<AffinityValue>) -> Result<Affinity, ConfigError> {
+        const KEY: &str = "[runtime] cpu_affinity";
+        Ok(match v.get_ref() {
+            AffinityValue::Enabled(true) => Affinity::Auto,
+            AffinityValue::Enabled(false) => Affinity::Off,
+            AffinityValue::Cpus(list) => {
+                if list.is_empty() {
+                    return Err(self.err(
+                        v.span(),
+                        KEY,
+                        "expected at least one CPU (false turns pinning off)".into(),
+                    ));
+                }
+                let allowed = allowed_cpus();
+                let mut cpus = Vec::with_capacity(list.len());
+                for cpu in list {
+                    let n = self.check(cpu, KEY, |&c| check_cpu(c, &cpus, &allowed))?;
+                    cpus.push(n);
+                }
+                Affinity::Cpus(cpus)
+            }
+        })
+    }
+
+    fn server(&self, f: &FileConfig) -> Result<ServerConfig, ConfigError> {
+        let s = &f.server;
+        let d = ServerConfig::default();
+        let listen = match &s.listen {
+            Some(list) => self.listen(list)?,
+            None => d.listen,
+        };
+        let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
+            int_in(n, 1, MAX_BACKLOG).map(|n| n as i32)
+        })?;
+        Ok(ServerConfig {
+            listen,
+            backlog,
+            limits: self.limits(f)?,
+            timeouts: self.timeouts(f)?,
+        })
+    }
+
+    fn listen(&self, list: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<SocketAddr>, ConfigError> {
+        const KEY: &str = "[server] listen";
+        if list.get_ref().is_empty() {
+            return Err(self.err(list.span(), KEY, "expected at least one address".into()));
+        }
+        let mut out = Vec::new();
+        for item in list.get_ref() {
+            self.check(item, KEY, |s| add_listen(&mut out, s))?;
+        }
+        Ok(out)
+    }
+
+    fn limits(&self, f: &FileConfig) -> Result<Limits, ConfigError> {
+        let l = &f.limits;
+        let d = Limits::default();
+        let max_head = self.or(&l.max_head, "[limits] max_head", d.max_head as u64, |v| {
+            size_in(v, 1, MAX_HEAD)
+        })?;
+        let max_request_line = match &l.max_request_line {
+            Some(v) => self.check(v, "[limits] max_request_line", |v| {
+                size_in(v, 1, max_head).map_err(|m| format!("{m} (max_head is {max_head})"))
+            })?,
+            None => d.max_request_line as u64,
+        };
+        if max_request_line > max_head {
+            // Only the default request line can get here.
+            let v = l.max_head.as_ref().expect("the defaults fit together");
+            return Err(self.err(
+                v.span(),
+                "[limits] max_head",
+                format!(
+                    "expected a size of at least {max_request_line} bytes (the default max_request_line), got {}",
+                    v.get_ref()
+                ),
+            ));
+        }
+        Ok(Limits {
+            max_request_line: max_request_line as usize,
+            max_head: max_head as usize,
+            max_headers: self.or(
+                &l.max_headers,
+                "[limits] max_headers",
+                d.max_headers,
+                |&n| int_in(n, 1, MAX_HEADERS as i64).map(|n| n as usize),
+            )?,
+            max_body: self.or(&l.max_body, "[limits] max_body", d.max_body, |v| {
+                size_in(v, 1, u64::MAX)
+            })?,
+        })
+    }
+
+    fn timeouts(&self, f: &FileConfig) -> Result<Timeouts, ConfigError> {
+        let t = &f.timeouts;
+        let d = Timeouts::default();
+        Ok(Timeouts {
+            header_read: self.or(
+                &t.header_read,
+                "[timeouts] header_read",
+                d.header_read,
+                duration,
+            )?,
+            keepalive_idle: self.or(
+                &t.keepalive,
+                "[timeouts] keepalive",
+                d.keepalive_idle,
+                duration,
+            )?,
+            body_read: self.or(&t.body_read, "[timeouts] body_read", d.body_read, duration)?,
+            send: self.or(&t.send, "[timeouts] send", d.send, duration)?,
+            shutdown_grace: self.or(
+                &t.shutdown_grace,
+                "[timeouts] shutdown_grace",
+                d.shutdown_grace,
+                duration,
+            )?,
+        })
+    }
+}
+
+/// `n` within `lo..=hi`.
+fn int_in(n: i64, lo: i64, hi: i64) -> Result<i64, String> {
+    if (lo..=hi).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("expected an integer from {lo} to {hi}, got {n}"))
+    }
+}
+
+/// `workers`: "auto" or at least 1.
+pub fn workers(v: &WorkersValue) -> Result<Workers, String> {
+    match *v {
+        WorkersValue::Auto => Ok(Workers::Auto),
+        WorkersValue::Count(n) if n >= 1 => usize::try_from(n)
+            .map(Workers::Count)
+            .map_err(|_| format!("expected {WORKERS_EXPECTED}, got {n}")),
+        WorkersValue::Count(n) => Err(format!("expected {WORKERS_EXPECTED}, got {n}")),
+    }
+}
+
+/// `--workers N|auto`.
+pub fn parse_workers(text: &str) -> Result<Workers, String> {
+    match text {
+        "auto" => Ok(Workers::Auto),
+        _ => match text.parse::<i64>() {
+            Ok(n) => workers(&WorkersValue::Count(n)),
+            Err(_) => Err(format!("expected {WORKERS_EXPECTED}, got {text:?}")),
+        },
+    }
+}
+
+/// A backend by name; whether it is built in is checked when starting.
+pub fn backend(name: &str) -> Result<BackendChoice, String> {
+    BACKENDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, b)| b)
+        .ok_or_else(|| {
+            let names: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("{n:?}")).collect();
+            format!("expected one of {}, got {name:?}", names.join(", "))
+        })
+}
+
+/// The config name of a backend choice.
+pub fn backend_name(choice: BackendChoice) -> &'static str {
+    BACKENDS
+        .iter()
+        .find(|&&(_, b)| b == choice)
+        .map(|&(n, _)| n)
+        .expect("every BackendChoice has a name")
+}
+
+/// A size in `lo..=hi` bytes.
+pub fn size_in(v: &SizeValue, lo: u64, hi: u64) -> Result<u64, String> {
+    let n = match v {
+        SizeValue::Bytes(n) => {
+            u64::try_from(*n).map_err(|_| format!("expected {SIZE_EXPECTED}, got {n}"))?
+        }
+        SizeValue::Text(s) => parse_size(s)?,
+    };
+    if (lo..=hi).contains(&n) {
+        return Ok(n);
+    }
+    Err(if hi == u64::MAX {
+        format!("expected a size of at least {lo} bytes, got {v}")
+    } else {
+        format!("expected a size from {lo} to {hi} bytes, got {v}")
+    })
+}
+
+/// A nonzero duration.
+pub fn duration(v: &DurationValue) -> Result<Duration, String> {
+    let d = match v {
+        DurationValue::Seconds(n) => u64::try_from(*n)
+            .map(Duration::from_secs)
+            .map_err(|_| format!("expected {DURATION_EXPECTED}, got {n}"))?,
+        DurationValue::Text(s) => parse_duration(s)?,
+    };
+    if d.is_zero() {
+        return Err(format!("expected a nonzero duration, got {v}"));
+    }
+    Ok(d)
+}
+
+/// Resolves one listen address and adds what it names to `out`, refusing
+/// addresses already there. A host name adds every address it resolves to.
+pub fn add_listen(out: &mut Vec<SocketAddr>, text: &str) -> Result<(), String> {
+    let addrs = resolve_listen(text)?;
+    if let Some(dup) = addrs.iter().find(|a| out.contains(a)) {
+        return Err(format!("{dup} is listed twice"));
+    }
+    out.extend(addrs);
+    Ok(())
+}
+
+/// `127.0.0.1:8080`, `[::1]:8080` or `localhost:8080`.
+pub fn resolve_listen(text: &str) -> Result<Vec<SocketAddr>, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    let shaped = text
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !shaped {
+        return Err(format!(
+            "expected HOST:PORT like \"127.0.0.1:8080\", \"[::1]:8080\" or \"localhost:8080\", got {text:?}"
+        ));
+    }
+    let resolved = text
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {text:?}: {}", io_reason(&e)))?;
+    let mut seen = HashSet::new();
+    let addrs: Vec<SocketAddr> = resolved.filter(|a| seen.insert(*a)).collect();
+    if addrs.is_empty() {
+        return Err(format!("{text:?} resolves to no address"));
+    }
+    Ok(addrs)
+}
+
+/// An existing directory, made absolute and free of symlinks.
+pub fn root_dir(path: &Path) -> Result<PathBuf, String> {
+    let canonical =
+        fs::canonicalize(path).map_err(|e| format!("cannot open {path:?}: {}", io_reason(&e)))?;
+    if !canonical.is_dir() {
+        return Err(format!("{path:?} is not a directory"));
+    }
+    Ok(canonical)
+}

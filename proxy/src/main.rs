@@ -1,0 +1,94 @@
+//! `ringside`: the edge server binary. With no arguments it serves the current
+//! directory on 127.0.0.1:8080.
+
+mod cli;
+mod config;
+mod signals;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ringside_runtime::worker;
+use ringside_static::StaticFiles;
+
+use crate::cli::{Cli, Command};
+use crate::config::Config;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    if let Some(Command::Check { file }) = &cli.command {
+        return match Config::load(file) {
+            Ok(cfg) => {
+                print!("{}", cfg.to_toml());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ringside: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let cfg = match cli::effective_config(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringside: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    run(cfg)
+}
+
+fn run(cfg: Config) -> ExitCode {
+    // Workers inherit this mask, so only the main thread ever takes the
+    // signals, and it alone starts the drain.
+    let signals = match signals::block_term_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ringside: cannot set up signal handling: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = StaticFiles::new(&cfg.root) {
+        eprintln!("ringside: cannot open root {}: {e}", cfg.root.display());
+        return ExitCode::FAILURE;
+    }
+    let root = cfg.root.clone();
+    let server = match worker::start(&cfg.runtime, &cfg.server, move |_ctx| {
+        StaticFiles::new(&root).unwrap_or_else(|e| panic!("root {} vanished: {e}", root.display()))
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ringside: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for addr in &server.local_addrs {
+        println!(
+            "ringside: serving {} on http://{addr}/ (workers: {}, backend: {})",
+            cfg.root.display(),
+            server.workers,
+            server.backend
+        );
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let sig = signals.wait();
+    tracing::info!(signal = sig, "draining");
+    server.shutdown();
+    // A second signal during the drain ends the process at once.
+    std::thread::spawn(move || {
+        let sig = signals.wait();
+        tracing::warn!(signal = sig, "second signal: exiting without waiting");
+        std::process::exit(1);
+    });
+    server.join();
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}

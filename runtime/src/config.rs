@@ -1,0 +1,106 @@
+//! Validated runtime settings. These are the second of the two config layers
+//! (DESIGN.md §7): the binary's serde layer turns a TOML file into these, and
+//! everything here already has real durations and sizes.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::http::Limits;
+
+/// How many workers to start: one per core by default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Workers {
+    /// One worker per CPU the process may run on.
+    Auto,
+    Count(usize),
+}
+
+/// Where each worker runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Affinity {
+    /// No pinning: the scheduler decides.
+    Off,
+    /// Worker `i` is pinned to the `i`-th CPU the process may run on.
+    Auto,
+    /// Worker `i` is pinned to `cpus[i % cpus.len()]`.
+    Cpus(Vec<usize>),
+}
+
+/// Which I/O backend to run, among those built in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// io_uring when the kernel allows it, otherwise the readiness backend.
+    Auto,
+    IoUring,
+    Epoll,
+    Kqueue,
+    Devpoll,
+    Glommio,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    pub workers: Workers,
+    pub affinity: Affinity,
+    pub backend: BackendChoice,
+    /// Submission queue entries per io_uring ring.
+    pub ring_entries: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            workers: Workers::Auto,
+            affinity: Affinity::Auto,
+            backend: BackendChoice::Auto,
+            ring_entries: 1024,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From the first byte of a request (or the connection's start) to its
+    /// complete head; slowloris ends here with 408.
+    pub header_read: Duration,
+    /// How long an idle keep-alive connection is kept.
+    pub keepalive_idle: Duration,
+    /// Longest wait for one read of a request body.
+    pub body_read: Duration,
+    /// Longest wait for one write to the client.
+    pub send: Duration,
+    /// On SIGTERM/SIGINT, how long in-flight requests may still run.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            header_read: Duration::from_secs(10),
+            keepalive_idle: Duration::from_secs(75),
+            body_read: Duration::from_secs(60),
+            send: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The HTTP listener side of the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub listen: Vec<SocketAddr>,
+    pub backlog: i32,
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
+            backlog: 4096,
+            limits: Limits::default(),
+            timeouts: Timeouts::default(),
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The connection driver: waits for a request without holding buffers, reads
+//! and checks its head, runs the handler, and keeps the connection, pipelines
+//! the next request or closes.
+//!
+//! ```text
+//! idle ──readable──▶ head ──complete──▶ handler ──▶ after
+//!  ▲  (no buffers)    │ malformed/limit: status + close     │ keep-alive: next
+//!  │                  │ header timeout: 408 + close         │ close: flush, end
+//!  └──────────── rbuf empty: flush, give buffers back ◀─────┘ rbuf not empty: head
+//! ```
+//!
+//! Responses to pipelined requests collect in the write buffer and go out in
+//! one write, before the driver next waits for the socket.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+
+use super::exchange::{Exchange, DISCARD_MAX};
+use super::link::Link;
+use super::response::write_error;
+use super::{parse_head, Limits, ParsedHead};
+use crate::bufpool;
+use crate::config::Timeouts;
+use crate::net::TcpStream;
+use crate::shutdown::{draining, BusyGuard};
+
+/// What a connection needs to know, shared by all connections of a worker.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+}
+
+/// Answers requests. One value per worker, shared by its connections.
+#[allow(async_fn_in_trait)] // workers are single-threaded: no Send bound wanted
+pub trait Handler: 'static {
+    /// Handles one request. Returning without a response answers 500; an
+    /// error means the client connection failed and is closed.
+    async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()>;
+}
+
+/// Buffers and head storage of a connection inside a request; pooled per
+/// core so that idle connections own none of it.
+struct Active {
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    head: Option<ParsedHead>,
+}
+
+thread_local! {
+    // Boxed so a connection holds one pointer, and taking or returning one
+    // moves 8 bytes rather than the whole head table.
+    #[allow(clippy::vec_box)]
+    static ACTIVE_POOL: std::cell::RefCell<Vec<Box<Active>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn acquire() -> Box<Active> {
+    ACTIVE_POOL
+        .with(|p| p.borrow_mut().pop())
+        .unwrap_or_else(|| {
+            Box::new(Active {
+                rbuf: bufpool::take(),
+                wbuf: bufpool::take(),
+                head: None,
+            })
+        })
+}
+
+fn release(mut a: Box<Active>) {
+    a.head = None;
+    a.rbuf.clear();
+    a.wbuf.clear();
+    // Buffers still shared with a body piece the handler kept are replaced.
+    if !a.rbuf.try_reclaim(bufpool::BUF_SIZE) {
+        a.rbuf = bufpool::take();
+    }
+    if !a.wbuf.try_reclaim(bufpool::BUF_SIZE) {
+        a.wbuf = bufpool::take();
+    }
+    ACTIVE_POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 256 {
+            p.push(a);
+        }
+    });
+}
+
+enum Next {
+    KeepAlive,
+    Close,
+    /// Close after reading what the client still sends for a while, so that
+    /// our last response is not destroyed by a reset.
+    Linger,
+}
+
+pub async fn serve<H: Handler>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    handler: Rc<H>,
+    cfg: Rc<ConnConfig>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut link = Link::new(stream, cfg);
+    let mut active: Option<Box<Active>> = None;
+    let mut first = true;
+    let next = loop {
+        let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
+        if !buffered {
+            if let Some(a) = active.take() {
+                release(a);
+            }
+            if draining() {
+                break Next::Close;
+            }
+            let t = &link.cfg.timeouts;
+            let idle = if first {
+                t.header_read
+            } else {
+                t.keepalive_idle
+            };
+            link.guard.set_idle(true);
+            let ready = link.readable_until(Instant::now() + idle).await;
+            link.guard.set_idle(false);
+            if ready.is_err() || link.expired() || draining() {
+                break Next::Close;
+            }
+        }
+        first = false;
+        let a = active.get_or_insert_with(acquire);
+        let _busy = BusyGuard::new();
+        match one_request(&mut link, peer, a, &*handler).await {
+            Next::KeepAlive => {
+                let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
+                if flush_now && link.flush(&mut a.wbuf).await.is_err() {
+                    break Next::Close;
+                }
+            }
+            other => {
+                let _ = link.flush(&mut a.wbuf).await;
+                break other;
+            }
+        }
+    };
+    if let Next::Linger = next {
+        linger(&link, active.as_mut().map(|a| &mut a.rbuf)).await;
+    }
+    if let Some(a) = active.take() {
+        release(a);
+    }
+}
+
+/// Reads one head, runs the handler and settles the body. Responses are
+/// left in `a.wbuf` for the caller to flush.
+async fn one_request<H: Handler>(
+    link: &mut Link,
+    peer: SocketAddr,
+    a: &mut Active,
+    handler: &H,
+) -> Next {
+    let head = match read_head(link, a).await {
+        Ok(h) => h,
+        Err(HeadFail::Status(status)) => {
+            write_error(&mut a.wbuf, status);
+            return Next::Linger;
+        }
+        Err(HeadFail::Closed) => return Next::Close,
+    };
+    let mut head_bytes = a.rbuf.split_to(head.head_len);
+    let Active {
+        rbuf,
+        wbuf,
+        head: slot,
+    } = a;
+    let head = slot.insert(head);
+    let max_body = link.cfg.limits.max_body;
+    let mut ex = Exchange::new(link, peer, head, &head_bytes, rbuf, wbuf, max_body);
+    let result = handler.handle(&mut ex).await;
+    let next = settle(&mut ex, result).await;
+    drop(ex);
+    head_bytes.clear();
+    drop(head_bytes);
+    next
+}
+
+/// After the handler: answer for it if it did not, drop a small unread body,
+/// and decide whether the connection goes on.
+async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
+    if let Err(e) = &result {
+        if !ex.responded() {
+            if let Some(status) = ex.body_error {
+                write_error(ex.wbuf, status);
+                return Next::Linger;
+            }
+        }
+        tracing::debug!(peer = %ex.peer, error = %e, "handler failed; closing");
+        return Next::Close;
+    }
+    if ex.unfinished_stream() {
+        // A body that was never ended must not look complete.
+        return Next::Close;
+    }
+    if !ex.responded() {
+        if let Some(status) = ex.body_error {
+            write_error(ex.wbuf, status);
+            return Next::Linger;
+        }
+        let _ = ex.send(
+            500,
+            &[("Content-Type", b"text/plain")],
+            b"500 Internal Server Error\n",
+        );
+    }
+    if !ex.keep_alive {
+        return if ex.body_done() {
+            Next::Close
+        } else {
+            Next::Linger
+        };
+    }
+    // Small unread body: read and drop it so the next request lines up.
+    while !ex.body_done() {
+        match ex.read_body().await {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(_) => return Next::Close,
+        }
+    }
+    Next::KeepAlive
+}
+
+enum HeadFail {
+    Status(u16),
+    Closed,
+}
+
+async fn read_head(link: &mut Link, a: &mut Active) -> Result<ParsedHead, HeadFail> {
+    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    loop {
+        match parse_head(&a.rbuf, &link.cfg.limits) {
+            Ok(Some(h)) => return Ok(h),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "bad request head");
+                return Err(HeadFail::Status(e.status()));
+            }
+        }
+        loop {
+            match link.stream.try_read(&mut a.rbuf) {
+                Ok(0) if link.expired() && !a.rbuf.is_empty() => return Err(HeadFail::Status(408)),
+                Ok(0) => return Err(HeadFail::Closed),
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Never wait on the client while it waits on us.
+                    if link.flush(&mut a.wbuf).await.is_err()
+                        || link.readable_until(deadline).await.is_err()
+                    {
+                        return Err(HeadFail::Closed);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(HeadFail::Closed),
+            }
+        }
+    }
+}
+
+/// Half-closes, then reads and drops what the client still sends, for a
+/// bounded time and amount, so that the response already sent is read
+/// before the kernel answers further data with a reset.
+async fn linger(link: &Link, rbuf: Option<&mut BytesMut>) {
+    const LINGER_TIME: Duration = Duration::from_secs(2);
+    const LINGER_BYTES: usize = 256 * 1024;
+    if link.stream.shutdown_write().is_err() {
+        return;
+    }
+    let mut scratch = BytesMut::new();
+    let buf = rbuf.unwrap_or(&mut scratch);
+    let deadline = Instant::now() + LINGER_TIME;
+    let mut total = 0;
+    while total < LINGER_BYTES {
+        buf.clear();
+        match link.stream.try_read(buf) {
+            Ok(0) => return,
+            Ok(n) => total += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if link.readable_until(deadline).await.is_err() || link.expired() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! One request and its response, as a handler sees them.
+//!
+//! The head is parsed already; the body is read on demand as a stream
+//! ([`Exchange::read_body`]); the response is either buffered whole
+//! ([`Exchange::send`]), sent from a file without a copy
+//! ([`Exchange::send_file`]) or streamed chunked ([`Exchange::start_chunked`]).
+//! Framing headers, Date, Server and Connection are the exchange's to write,
+//! never the handler's, so a handler cannot frame a response wrongly.
+
+use std::io;
+use std::net::SocketAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::chunked::{write_chunk_header, LAST_CHUNK};
+use super::link::Link;
+use super::response::{bodyless, put_u64, write_header, write_server_headers, write_status_line};
+use super::{BodyKind, ChunkedDecoder, Method, ParsedHead, Version};
+
+/// Above this many buffered response bytes, a streaming response is flushed.
+const FLUSH_AT: usize = 64 * 1024;
+/// An unread request body up to this size is read and dropped to keep the
+/// connection; a larger one closes it instead.
+pub(crate) const DISCARD_MAX: u64 = 64 * 1024;
+
+pub(crate) enum BodyState {
+    Done,
+    Length(u64),
+    Chunked(Box<ChunkedDecoder>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    None,
+    Done,
+    Chunked,
+    CloseDelimited,
+}
+
+pub struct Exchange<'a> {
+    pub(crate) link: &'a mut Link,
+    pub(crate) peer: SocketAddr,
+    pub(crate) head: &'a ParsedHead,
+    pub(crate) head_bytes: &'a [u8],
+    pub(crate) rbuf: &'a mut BytesMut,
+    pub(crate) wbuf: &'a mut BytesMut,
+    pub(crate) body: BodyState,
+    pub(crate) keep_alive: bool,
+    /// The status to answer with when the body could not be read.
+    pub(crate) body_error: Option<u16>,
+    sent_continue: bool,
+    out: Out,
+}
+
+impl<'a> Exchange<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        link: &'a mut Link,
+        peer: SocketAddr,
+        head: &'a ParsedHead,
+        head_bytes: &'a [u8],
+        rbuf: &'a mut BytesMut,
+        wbuf: &'a mut BytesMut,
+        max_body: u64,
+    ) -> Self {
+        let body = match head.body {
+            BodyKind::Empty | BodyKind::Length(0) => BodyState::Done,
+            BodyKind::Length(n) => BodyState::Length(n),
+            BodyKind::Chunked => BodyState::Chunked(Box::new(ChunkedDecoder::new(max_body))),
+        };
+        Exchange {
+            link,
+            peer,
+            head,
+            head_bytes,
+            rbuf,
+            wbuf,
+            body,
+            keep_alive: head.keep_alive && !crate::shutdown::draining(),
+            body_error: None,
+            sent_continue: false,
+            out: Out::None,
+        }
+    }
+
+    pub fn method(&self) -> Method {
+        self.head.method
+    }
+    pub fn method_bytes(&self) -> &[u8] {
+        self.head.method_span.get(self.head_bytes)
+    }
+    pub fn is_head(&self) -> bool {
+        self.head.method == Method::Head
+    }
+    pub fn version(&self) -> Version {
+        self.head.version
+    }
+    /// The request-target as sent.
+    pub fn target(&self) -> &[u8] {
+        self.head.target.get(self.head_bytes)
+    }
+    /// The target up to `?`.
+    pub fn path(&self) -> &[u8] {
+        let t = self.target();
+        t.iter().position(|&b| b == b'?').map_or(t, |i| &t[..i])
+    }
+    pub fn query(&self) -> Option<&[u8]> {
+        let t = self.target();
+        t.iter().position(|&b| b == b'?').map(|i| &t[i + 1..])
+    }
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.head.header(self.head_bytes, name)
+    }
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.head.headers(self.head_bytes)
+    }
+    pub fn host(&self) -> Option<&[u8]> {
+        self.head.host.map(|s| s.get(self.head_bytes))
+    }
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+    pub fn body_kind(&self) -> BodyKind {
+        self.head.body
+    }
+    /// Closes the connection after this response.
+    pub fn set_close(&mut self) {
+        self.keep_alive = false;
+    }
+    pub fn responded(&self) -> bool {
+        self.out != Out::None
+    }
+    pub(crate) fn body_done(&self) -> bool {
+        matches!(self.body, BodyState::Done)
+    }
+
+    /// The next piece of the request body, `None` at its end. Sends
+    /// `100 Continue` first when the client asked for it. An error here has
+    /// already decided the status to answer (413, 400 or 408).
+    pub async fn read_body(&mut self) -> io::Result<Option<Bytes>> {
+        loop {
+            match &mut self.body {
+                BodyState::Done => return Ok(None),
+                BodyState::Length(rem) => {
+                    if !self.rbuf.is_empty() {
+                        let n = (*rem).min(self.rbuf.len() as u64) as usize;
+                        *rem -= n as u64;
+                        if *rem == 0 {
+                            self.body = BodyState::Done;
+                        }
+                        return Ok(Some(self.rbuf.split_to(n).freeze()));
+                    }
+                }
+                BodyState::Chunked(dec) => {
+                    if !self.rbuf.is_empty() {
+                        let d = match dec.decode(self.rbuf) {
+                            Ok(d) => d,
+                            Err(e) => {
+                                return Err(self.fail_body(e.status(), io::ErrorKind::InvalidData))
+                            }
+                        };
+                        if d.done {
+                            self.body = BodyState::Done;
+                        }
+                        if d.consumed > 0 {
+                            let part = self.rbuf.split_to(d.consumed).freeze();
+                            if !d.data.is_empty() {
+                                return Ok(Some(part.slice(d.data)));
+                            }
+                            continue;
+                        }
+                        if d.done {
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+            self.fill_body().await?;
+        }
+    }
+
+    fn fail_body(&mut self, status: u16, kind: io::ErrorKind) -> io::Error {
+        self.body_error = Some(status);
+        self.keep_alive = false;
+        self.body = BodyState::Done;
+        io::Error::new(kind, format!("request body: answered {status}"))
+    }
+
+    async fn fill_body(&mut self) -> io::Result<()> {
+        if self.head.expect_continue && !self.sent_continue && self.out == Out::None {
+            self.sent_continue = true;
+            self.wbuf.put_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.flush().await?;
+        }
+        let deadline = std::time::Instant::now() + self.link.cfg.timeouts.body_read;
+        loop {
+            match self.link.stream.try_read(self.rbuf) {
+                Ok(0) if self.link.expired() => {
+                    return Err(self.fail_body(408, io::ErrorKind::TimedOut))
+                }
+                Ok(0) => return Err(self.fail_body(400, io::ErrorKind::UnexpectedEof)),
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.link.readable_until(deadline).await?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether the connection can stay open after a response written now:
+    /// an unread body must be small enough to drop, and a client that waits
+    /// for `100 Continue` must not be left guessing.
+    fn decide_keep_alive(&mut self) {
+        let unread_ok = match &self.body {
+            BodyState::Done => true,
+            BodyState::Length(n) => {
+                *n <= DISCARD_MAX && (!self.head.expect_continue || self.sent_continue)
+            }
+            BodyState::Chunked(_) => false,
+        };
+        if !unread_ok || crate::shutdown::draining() {
+            self.keep_alive = false;
+        }
+    }
+
+    fn write_head(&mut self, status: u16, headers: &[(&str, &[u8])], framing: Framing) {
+        self.decide_keep_alive();
+        let w = &mut *self.wbuf;
+        write_status_line(w, Version::Http11, status);
+        write_server_headers(w);
+        for (name, value) in headers {
+            write_header(w, name.as_bytes(), value);
+        }
+        match framing {
+            Framing::Length(n) => {
+                w.put_slice(b"Content-Length: ");
+                put_u64(w, n);
+                w.put_slice(b"\r\n");
+            }
+            Framing::Chunked => w.put_slice(b"Transfer-Encoding: chunked\r\n"),
+            Framing::None => {}
+        }
+        if !self.keep_alive {
+            w.put_slice(b"Connection: close\r\n");
+        } else if self.head.version == Version::Http10 {
+            w.put_slice(b"Connection: keep-alive\r\n");
+        }
+        w.put_slice(b"\r\n");
+    }
+
+    fn check_first(&self) -> io::Result<()> {
+        if self.out != Out::None {
+            return Err(io::Error::other("response already started"));
+        }
+        Ok(())
+    }
+
+    /// Buffers a whole response; the connection writes it (with any pipelined
+    /// neighbours) when the handler returns.
+    pub fn send(&mut self, status: u16, headers: &[(&str, &[u8])], body: &[u8]) -> io::Result<()> {
+        self.check_first()?;
+        let no_body = bodyless(status, self.is_head());
+        let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
+            Framing::None
+        } else {
+            Framing::Length(body.len() as u64)
+        };
+        self.write_head(status, headers, framing);
+        if !no_body {
+            self.wbuf.put_slice(body);
+        }
+        self.out = Out::Done;
+        Ok(())
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the body, without copying
+    /// them through user space (see [`TcpStream::send_file`]).
+    pub async fn send_file(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        self.check_first()?;
+        self.write_head(status, headers, Framing::Length(len));
+        self.out = Out::Done;
+        if self.is_head() {
+            return Ok(());
+        }
+        self.flush().await?;
+        self.link.send_file(file, offset, len).await
+    }
+
+    /// Starts a streamed body: chunked for HTTP/1.1, delimited by closing the
+    /// connection for HTTP/1.0 (which has no chunked coding).
+    pub fn start_chunked(&mut self, status: u16, headers: &[(&str, &[u8])]) -> io::Result<()> {
+        self.check_first()?;
+        if self.head.version == Version::Http10 {
+            self.keep_alive = false;
+            self.write_head(status, headers, Framing::None);
+            self.out = Out::CloseDelimited;
+        } else {
+            self.write_head(status, headers, Framing::Chunked);
+            self.out = Out::Chunked;
+        }
+        Ok(())
+    }
+
+    pub async fn write_chunk(&mut self, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() || self.is_head() {
+            return Ok(());
+        }
+        match self.out {
+            Out::Chunked => {
+                let mut hdr = [0u8; 18];
+                self.wbuf
+                    .put_slice(write_chunk_header(data.len(), &mut hdr));
+                self.wbuf.put_slice(data);
+                self.wbuf.put_slice(b"\r\n");
+            }
+            Out::CloseDelimited => self.wbuf.put_slice(data),
+            _ => return Err(io::Error::other("write_chunk without start_chunked")),
+        }
+        if self.wbuf.len() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a streamed body.
+    pub fn finish_chunked(&mut self) -> io::Result<()> {
+        match self.out {
+            Out::Chunked => {
+                if !self.is_head() {
+                    self.wbuf.put_slice(LAST_CHUNK);
+                }
+            }
+            Out::CloseDelimited => {}
+            _ => return Err(io::Error::other("finish_chunked without start_chunked")),
+        }
+        self.out = Out::Done;
+        Ok(())
+    }
+
+    /// True when a streamed body was started and not finished: the
+    /// connection must then close without a clean end.
+    pub(crate) fn unfinished_stream(&self) -> bool {
+        matches!(self.out, Out::Chunked | Out::CloseDelimited)
+    }
+
+    pub(crate) async fn flush(&mut self) -> io::Result<()> {
+        self.link.flush(self.wbuf).await
+    }
+}
+
+enum Framing {
+    Length(u64),
+    Chunked,
+    None,
+}

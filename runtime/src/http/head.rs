@@ -1,0 +1,1130 @@
+//! Strict HTTP/1.1 request-head parser (RFC 9112) on top of httparse.
+//!
+//! # How it works
+//!
+//! [`parse_head`] is called with everything read so far on a connection,
+//! starting at the first byte of a request. It never allocates and never
+//! guesses:
+//!
+//! 1. Up to [`MAX_LEADING_EMPTY_LINES`] empty lines before the request line are
+//!    skipped (RFC 9112 §2.2) and counted in [`ParsedHead::head_len`].
+//! 2. httparse parses the request line and the header section with its default,
+//!    strict [`httparse::ParserConfig`]: whitespace between a field name and
+//!    the colon, obs-fold, bare CR and control bytes in values are rejected
+//!    there. It only ever sees the first `max_head` bytes, so a head that is
+//!    not complete within them is too large (431) and work is bounded.
+//! 3. The request line length, header count and request-target form
+//!    (RFC 9112 §3.2) are checked.
+//! 4. One pass over the headers records their spans and the fields that decide
+//!    framing and connection handling: `Host`, `Content-Length`,
+//!    `Transfer-Encoding`, `Connection` and `Expect`. Framing is strict
+//!    (RFC 9112 §6.1–6.3): a message whose length could be read two ways is a
+//!    400, never a guess, since that is what request smuggling relies on.
+//!
+//! Everything returned refers to `buf` by [`Span`]s (`u16` offsets), so a
+//! [`ParsedHead`] is plain data that can be kept while the buffer is reused
+//! or moved; `max_head` is capped at 65 535 to keep every span in range.
+//!
+//! A lone LF is accepted as a line terminator in the head, as RFC 9112 §2.2
+//! allows and httparse does; a lone CR is always an error.
+
+use std::fmt;
+
+/// Header slots httparse is given; [`Limits::max_headers`] may only lower it.
+pub const MAX_HEADERS: usize = 100;
+
+/// Empty lines tolerated before the request line (RFC 9112 §2.2).
+pub const MAX_LEADING_EMPTY_LINES: usize = 4;
+
+/// Size limits applied while parsing a request head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line, without its CRLF (414 beyond).
+    pub max_request_line: usize,
+    /// Largest head, including leading empty lines and the final empty line
+    /// (431 beyond). Values above 65 535 are treated as 65 535.
+    pub max_head: usize,
+    /// Most header fields (431 beyond). Values above [`MAX_HEADERS`] are
+    /// treated as [`MAX_HEADERS`].
+    pub max_headers: usize,
+    /// Largest body a `Content-Length` may declare (413 beyond).
+    pub max_body: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_line: 8192,
+            max_head: 16384,
+            max_headers: 64,
+            max_body: 1024 * 1024,
+        }
+    }
+}
+
+/// Request method. Methods are case-sensitive (RFC 9110 §9.1); any other
+/// token is [`Method::Other`] and its text is in [`ParsedHead::method_span`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Options,
+    Patch,
+    Connect,
+    Trace,
+    Other,
+}
+
+impl Method {
+    fn from_bytes(m: &[u8]) -> Method {
+        match m {
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            b"PUT" => Method::Put,
+            b"DELETE" => Method::Delete,
+            b"OPTIONS" => Method::Options,
+            b"PATCH" => Method::Patch,
+            b"CONNECT" => Method::Connect,
+            b"TRACE" => Method::Trace,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// HTTP version of the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+/// How the request body is framed (RFC 9112 §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    /// No body: neither header, or `Content-Length: 0`.
+    Empty,
+    /// `Content-Length: n` with `n > 0`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A byte range `start..end` of the buffer a head was parsed from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub start: u16,
+    pub end: u16,
+}
+
+impl Span {
+    /// The bytes this span covers in `buf` (the buffer given to [`parse_head`]).
+    ///
+    /// # Panics
+    /// If `buf` is shorter than the span, i.e. not the parsed buffer.
+    #[inline]
+    pub fn get<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        &buf[self.start as usize..self.end as usize]
+    }
+
+    /// Length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        (self.end - self.start) as usize
+    }
+
+    /// Whether the span is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Span of `part`, a subslice of `buf` lying within its first 65 535 bytes.
+    #[inline]
+    fn of(buf: &[u8], part: &[u8]) -> Span {
+        let start = part.as_ptr() as usize - buf.as_ptr() as usize;
+        debug_assert!(start + part.len() <= buf.len() && start + part.len() <= u16::MAX as usize);
+        Span {
+            start: start as u16,
+            end: (start + part.len()) as u16,
+        }
+    }
+}
+
+/// A parsed, validated request head. All spans refer to the parsed buffer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ParsedHead {
+    /// Bytes of the head, from the start of the buffer (leading empty lines
+    /// included) through the final empty line. The body starts here.
+    pub head_len: usize,
+    pub method: Method,
+    pub method_span: Span,
+    pub target: Span,
+    pub version: Version,
+    headers: [(Span, Span); MAX_HEADERS],
+    header_count: u8,
+    pub body: BodyKind,
+    /// Whether the connection may be reused after this request (RFC 9112 §9.3).
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request.
+    pub expect_continue: bool,
+    /// The `Host` field value (may be empty); `None` only on HTTP/1.0.
+    pub host: Option<Span>,
+}
+
+impl ParsedHead {
+    /// Header fields in order, as (name, value); values have no leading or
+    /// trailing whitespace.
+    pub fn headers<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.headers[..self.header_count as usize]
+            .iter()
+            .map(move |(n, v)| (n.get(buf), v.get(buf)))
+    }
+
+    /// Value of the first header named `name` (ASCII case-insensitive).
+    pub fn header<'a>(&self, buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        let name = name.as_bytes();
+        self.headers[..self.header_count as usize]
+            .iter()
+            .find(|(n, _)| n.len() == name.len() && n.get(buf).eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.get(buf))
+    }
+
+    /// Number of header fields.
+    pub fn header_count(&self) -> usize {
+        self.header_count as usize
+    }
+
+    /// The method as sent.
+    pub fn method_str<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.method_span.get(buf)
+    }
+
+    /// The request-target as sent.
+    pub fn target<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.target.get(buf)
+    }
+}
+
+impl fmt::Debug for ParsedHead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParsedHead")
+            .field("head_len", &self.head_len)
+            .field("method", &self.method)
+            .field("method_span", &self.method_span)
+            .field("target", &self.target)
+            .field("version", &self.version)
+            .field("headers", &&self.headers[..self.header_count as usize])
+            .field("body", &self.body)
+            .field("keep_alive", &self.keep_alive)
+            .field("expect_continue", &self.expect_continue)
+            .field("host", &self.host)
+            .finish()
+    }
+}
+
+/// Why a request head was refused; [`HeadError::status`] is the response code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    #[error("bad request: {0}")]
+    BadRequest(&'static str),
+    #[error("request line too long")]
+    UriTooLong,
+    #[error("request header section too large or too many header fields")]
+    HeadersTooLarge,
+    #[error("declared Content-Length exceeds the body limit")]
+    PayloadTooLarge,
+    #[error("unsupported Expect value")]
+    ExpectationFailed,
+    #[error("HTTP version not supported")]
+    VersionNotSupported,
+}
+
+impl HeadError {
+    /// The HTTP status code to answer with.
+    pub fn status(&self) -> u16 {
+        match self {
+            HeadError::BadRequest(_) => 400,
+            HeadError::UriTooLong => 414,
+            HeadError::HeadersTooLarge => 431,
+            HeadError::PayloadTooLarge => 413,
+            HeadError::ExpectationFailed => 417,
+            HeadError::VersionNotSupported => 505,
+        }
+    }
+}
+
+use HeadError::BadRequest;
+
+/// Parses the request head at the start of `buf`.
+///
+/// Returns `Ok(None)` when the head is not complete yet (read more and call
+/// again with the longer buffer), `Ok(Some(head))` when it is complete and
+/// valid, and an error, with its status code, when the request must be
+/// refused.
+pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<ParsedHead>, HeadError> {
+    let max_head = limits.max_head.min(u16::MAX as usize);
+    let max_headers = limits.max_headers.min(MAX_HEADERS);
+
+    let Some(skip) = skip_empty_lines(buf)? else {
+        return Ok(None);
+    };
+    // httparse only sees the first `max_head` bytes: a head that is not
+    // complete within them is too large, however much more was read.
+    let window = &buf[..buf.len().min(max_head)];
+    let Some(line) = window.get(skip..) else {
+        return partial(buf, skip, limits, max_head);
+    };
+
+    let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut raw);
+    let len = match req.parse(line) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return partial(buf, skip, limits, max_head),
+        Err(e) => return Err(map_httparse_error(e, &buf[skip..])),
+    };
+    let head_len = skip + len;
+
+    // httparse guarantees these are set (and slices of `line`) on Complete.
+    let (Some(method), Some(path), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(BadRequest("incomplete request line"));
+    };
+    let method_span = Span::of(buf, method.as_bytes());
+    let target = Span::of(buf, path.as_bytes());
+    // Strict httparse: exactly one SP, then the 8-byte version.
+    if target.end as usize + 9 - skip > limits.max_request_line {
+        return Err(HeadError::UriTooLong);
+    }
+    if req.headers.len() > max_headers {
+        return Err(HeadError::HeadersTooLarge);
+    }
+    let method = Method::from_bytes(method.as_bytes());
+    let version = if minor == 1 {
+        Version::Http11
+    } else {
+        Version::Http10
+    };
+    check_target(method, path.as_bytes())?;
+
+    let mut head = ParsedHead {
+        head_len,
+        method,
+        method_span,
+        target,
+        version,
+        headers: [(Span::default(), Span::default()); MAX_HEADERS],
+        header_count: req.headers.len() as u8,
+        body: BodyKind::Empty,
+        keep_alive: false,
+        expect_continue: false,
+        host: None,
+    };
+
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut conn_close = false;
+    let mut conn_keep_alive = false;
+    let mut expect_other = false;
+
+    for (slot, h) in head.headers.iter_mut().zip(req.headers.iter()) {
+        let name = h.name.as_bytes();
+        let value = h.value;
+        *slot = (Span::of(buf, name), Span::of(buf, value));
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                if head.host.is_some() {
+                    return Err(BadRequest("more than one Host header"));
+                }
+                if !valid_host_port(value) {
+                    return Err(BadRequest("invalid Host header"));
+                }
+                head.host = Some(slot.1);
+            }
+            // HTTP/1.0 predates Expect: ignored there (RFC 9110 §10.1.1).
+            6 if version == Version::Http11 && name.eq_ignore_ascii_case(b"expect") => {
+                if trim_ows(value).eq_ignore_ascii_case(b"100-continue") {
+                    head.expect_continue = true;
+                } else {
+                    expect_other = true;
+                }
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in value.split(|&b| b == b',') {
+                    let token = trim_ows(token);
+                    if token.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        conn_keep_alive = true;
+                    }
+                }
+            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                if content_length.is_some() {
+                    return Err(BadRequest("more than one Content-Length header"));
+                }
+                content_length = Some(parse_content_length(value)?);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                if chunked {
+                    return Err(BadRequest("more than one Transfer-Encoding header"));
+                }
+                if !trim_ows(value).eq_ignore_ascii_case(b"chunked") {
+                    return Err(BadRequest("Transfer-Encoding other than chunked"));
+                }
+                chunked = true;
+            }
+            _ => {}
+        }
+    }
+
+    if chunked && content_length.is_some() {
+        return Err(BadRequest("both Content-Length and Transfer-Encoding"));
+    }
+    if chunked && version == Version::Http10 {
+        return Err(BadRequest("Transfer-Encoding in an HTTP/1.0 request"));
+    }
+    if head.host.is_none() && version == Version::Http11 {
+        return Err(BadRequest("missing Host header"));
+    }
+    head.body = match content_length {
+        _ if chunked => BodyKind::Chunked,
+        Some(n) if n > limits.max_body => return Err(HeadError::PayloadTooLarge),
+        Some(0) | None => BodyKind::Empty,
+        Some(n) => BodyKind::Length(n),
+    };
+    if expect_other {
+        return Err(HeadError::ExpectationFailed);
+    }
+    head.keep_alive = match version {
+        Version::Http11 => !conn_close,
+        Version::Http10 => conn_keep_alive && !conn_close,
+    };
+    Ok(Some(head))
+}
+
+/// Length of the empty lines (CRLF or LF) before the request line, or `None`
+/// if the buffer holds nothing else yet.
+#[inline]
+fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, HeadError> {
+    let mut i = 0;
+    let mut lines = 0;
+    loop {
+        match buf.get(i) {
+            None => return Ok(None),
+            Some(b'\r') => match buf.get(i + 1) {
+                None => return Ok(None),
+                Some(b'\n') => i += 2,
+                Some(_) => return Err(BadRequest("bare CR before the request line")),
+            },
+            Some(b'\n') => i += 1,
+            Some(_) => return Ok(Some(i)),
+        }
+        lines += 1;
+        if lines > MAX_LEADING_EMPTY_LINES {
+            return Err(BadRequest("too many empty lines before the request line"));
+        }
+    }
+}
+
+/// The verdict on an incomplete head: wait for more, or refuse it as too long.
+#[cold]
+fn partial(
+    buf: &[u8],
+    skip: usize,
+    limits: &Limits,
+    max_head: usize,
+) -> Result<Option<ParsedHead>, HeadError> {
+    let line = &buf[skip..];
+    if line.len() > limits.max_request_line {
+        let scan = &line[..line.len().min(limits.max_request_line + 1)];
+        if !scan.iter().any(|&b| b == b'\r' || b == b'\n') {
+            return Err(HeadError::UriTooLong);
+        }
+    }
+    if buf.len() > max_head {
+        return Err(HeadError::HeadersTooLarge);
+    }
+    Ok(None)
+}
+
+#[cold]
+fn map_httparse_error(e: httparse::Error, line: &[u8]) -> HeadError {
+    match e {
+        httparse::Error::TooManyHeaders => HeadError::HeadersTooLarge,
+        httparse::Error::Version => version_error(line),
+        httparse::Error::HeaderName => BadRequest("invalid header name (httparse)"),
+        httparse::Error::HeaderValue => BadRequest("invalid header value (httparse)"),
+        httparse::Error::NewLine => BadRequest("invalid line ending (httparse)"),
+        httparse::Error::Token => BadRequest("invalid request line token (httparse)"),
+        httparse::Error::Status => BadRequest("invalid status (httparse)"),
+    }
+}
+
+/// httparse reports any bad version as `Version`; only a well-formed
+/// `HTTP/x.y` (or `HTTP/x`) other than 1.0/1.1 is a 505, the rest is a 400.
+fn version_error(line: &[u8]) -> HeadError {
+    let end = line
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(line.len());
+    let line = &line[..end];
+    let version = match line.iter().rposition(|&b| b == b' ') {
+        Some(i) => &line[i + 1..],
+        None => line,
+    };
+    let well_formed = match version.strip_prefix(b"HTTP/") {
+        Some([major]) => major.is_ascii_digit(),
+        Some([major, b'.', minor]) => major.is_ascii_digit() && minor.is_ascii_digit(),
+        _ => false,
+    };
+    let has_delims = line.iter().filter(|&&b| b == b' ').count() == 2;
+    if well_formed && has_delims && version != b"HTTP/1.0" && version != b"HTTP/1.1" {
+        HeadError::VersionNotSupported
+    } else {
+        BadRequest("invalid HTTP version (httparse)")
+    }
+}
+
+/// RFC 9112 §3.2: origin-form, absolute-form (http/https), authority-form
+/// only with CONNECT, asterisk-form only with OPTIONS.
+#[inline]
+fn check_target(method: Method, t: &[u8]) -> Result<(), HeadError> {
+    if !t.iter().all(|&b| b > b' ' && b < 0x7f) {
+        return Err(BadRequest(
+            "control, space or non-ASCII byte in the request-target",
+        ));
+    }
+    if method == Method::Connect {
+        return match split_host_port(t) {
+            Some((host, Some(port))) if !host.is_empty() && !port.is_empty() => Ok(()),
+            _ => Err(BadRequest("CONNECT needs an authority-form request-target")),
+        };
+    }
+    match t {
+        [b'/', ..] => Ok(()),
+        b"*" if method == Method::Options => Ok(()),
+        b"*" => Err(BadRequest("asterisk-form request-target without OPTIONS")),
+        _ => {
+            let rest = strip_prefix_ignore_case(t, b"http://")
+                .or_else(|| strip_prefix_ignore_case(t, b"https://"))
+                .ok_or(BadRequest("invalid request-target form"))?;
+            let end = rest
+                .iter()
+                .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+                .unwrap_or(rest.len());
+            match split_host_port(&rest[..end]) {
+                Some((host, _)) if !host.is_empty() => Ok(()),
+                _ => Err(BadRequest(
+                    "invalid authority in absolute-form request-target",
+                )),
+            }
+        }
+    }
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    if s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix) {
+        Some(&s[prefix.len()..])
+    } else {
+        None
+    }
+}
+
+/// `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2). Empty is valid:
+/// it is what a client sends when the target URI has no authority.
+#[inline]
+fn valid_host_port(v: &[u8]) -> bool {
+    v.is_empty() || split_host_port(v).is_some()
+}
+
+/// Splits and validates `uri-host [ ":" port ]`; `None` if invalid.
+fn split_host_port(v: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let (host, rest) = if let Some(inner) = v.strip_prefix(b"[") {
+        // IP-literal: IPv6address or IPvFuture, loosely.
+        let close = inner.iter().position(|&b| b == b']')?;
+        let ip = &inner[..close];
+        if ip.is_empty() || !ip.iter().all(|&b| REG_NAME[b as usize] == 1 || b == b':') {
+            return None;
+        }
+        (&v[..close + 2], &inner[close + 1..])
+    } else {
+        let end = v.iter().position(|&b| b == b':').unwrap_or(v.len());
+        let host = &v[..end];
+        if !valid_reg_name(host) {
+            return None;
+        }
+        (host, &v[end..])
+    };
+    match rest {
+        [] => Some((host, None)),
+        [b':', port @ ..] if port.iter().all(u8::is_ascii_digit) => Some((host, Some(port))),
+        _ => None,
+    }
+}
+
+/// reg-name = *( unreserved / pct-encoded / sub-delims ); IPv4 addresses fit too.
+fn valid_reg_name(h: &[u8]) -> bool {
+    let mut i = 0;
+    while i < h.len() {
+        match REG_NAME[h[i] as usize] {
+            1 => i += 1,
+            2 if h.len() > i + 2
+                && h[i + 1].is_ascii_hexdigit()
+                && h[i + 2].is_ascii_hexdigit() =>
+            {
+                i += 3
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// 1: unreserved or sub-delims; 2: `%` (starts pct-encoded); 0: not allowed.
+static REG_NAME: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric() {
+            t[i] = 1;
+        }
+        i += 1;
+    }
+    let extra = b"-._~!$&'()*+,;=";
+    let mut j = 0;
+    while j < extra.len() {
+        t[extra[j] as usize] = 1;
+        j += 1;
+    }
+    t[b'%' as usize] = 2;
+    t
+};
+
+/// `Content-Length = 1*DIGIT` (RFC 9110 §8.6); lists, signs and overflow are errors.
+#[inline]
+fn parse_content_length(v: &[u8]) -> Result<u64, HeadError> {
+    if v.is_empty() {
+        return Err(BadRequest("empty Content-Length"));
+    }
+    let mut n: u64 = 0;
+    for &b in v {
+        if !b.is_ascii_digit() {
+            return Err(BadRequest("invalid Content-Length"));
+        }
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+            .ok_or(BadRequest("Content-Length overflows"))?;
+    }
+    Ok(n)
+}
+
+#[inline]
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Ok(Some(()))` parsed, `Ok(None)` incomplete, `Err(status)` refused.
+    type Outcome = Result<Option<()>, u16>;
+
+    /// Parse with default limits, reduce to the status code.
+    fn code(input: &[u8]) -> Outcome {
+        parse_head(input, &Limits::default())
+            .map(|h| h.map(|_| ()))
+            .map_err(|e| e.status())
+    }
+
+    fn ok(input: &[u8]) -> ParsedHead {
+        match parse_head(input, &Limits::default()) {
+            Ok(Some(h)) => h,
+            other => panic!("{:?}: {:?}", String::from_utf8_lossy(input), other),
+        }
+    }
+
+    const OK: Outcome = Ok(Some(()));
+    const MORE: Outcome = Ok(None);
+
+    #[test]
+    fn status_table() {
+        #[rustfmt::skip]
+        let cases: &[(&[u8], Outcome)] = &[
+            // positive
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            (b"GET / HTTP/1.0\r\n\r\n", OK),
+            (b"GET /a/b?c=d&e HTTP/1.1\r\nHost: example.com:8080\r\n\r\n", OK),
+            (b"GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n", OK),
+            (b"GET HTTPS://Example.com HTTP/1.1\r\nHost: example.com\r\n\r\n", OK),
+            (b"GET http://[::1]:80/ HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", OK),
+            (b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", OK),
+            (b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            (b"OPTIONS /x HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            (b"BREW /pot HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost:\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: 10.0.0.1\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: xn--bcher-kva.example\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a%2Eb\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length:  12  \r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1048576\r\n\r\n", OK),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", OK),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\tChunked\t\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\n\r\n", OK),
+            (b"GET / HTTP/1.0\r\nExpect: something-else\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-Any: \x80\xff obs-text\r\n\r\n", OK),
+            (b"GET / HTTP/1.1\nHost: a\n\n", OK),
+            (b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            (b"\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", OK),
+            // incomplete
+            (b"", MORE),
+            (b"\r", MORE),
+            (b"\r\n", MORE),
+            (b"G", MORE),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n", MORE),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r", MORE),
+            // leading empty lines
+            (b"\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"\rGET / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b" GET / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            // request line
+            (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", Err(505)),
+            (b"GET / HTTP/1.2\r\nHost: a\r\n\r\n", Err(505)),
+            (b"GET / HTTP/3\r\nHost: a\r\n\r\n", Err(505)),
+            (b"GET / HTTP/1.1x\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET / http/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /  HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1 \r\nHost: a\r\n\r\n", Err(400)),
+            (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\rHost: a\r\n\r\n", Err(400)),
+            // request-target
+            (b"GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /a\x00b HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /a\x7fb HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET /\xff HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET a/b HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET example.com:80 HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET ftp://example.com/ HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET http:/example.com/ HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET http://user@example.com/ HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"CONNECT example.com HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"CONNECT example.com: HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"CONNECT http://example.com:443 HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            (b"CONNECT * HTTP/1.1\r\nHost: a\r\n\r\n", Err(400)),
+            // header syntax (httparse)
+            (b"GET / HTTP/1.1\r\nHost : a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n\tc\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\n Host: a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\rX-A: b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x00c\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x01c\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x1fc\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x7fc\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A: \x0bc\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX-A\x00: b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX(A): b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", Err(400)),
+            // Host
+            (b"GET / HTTP/1.1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nX-Host: a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a:8x\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a:80:80\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a?b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a#b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\\b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\"b\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: []\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a,b\r\n\r\n", OK), // sub-delims are valid in reg-name
+            // Content-Length
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551615\r\n\r\n", Err(413)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1048577\r\n\r\n", Err(413)),
+            // Transfer-Encoding
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
+            (b"POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
+            // Expect
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue-x\r\n\r\n", Err(417)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", Err(417)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect:\r\n\r\n", Err(417)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nExpect: x\r\n\r\n", Err(417)),
+            // framing errors win over 413/417
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nExpect: x\r\n\r\n", Err(400)),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nExpect: x\r\nContent-Length: 2000000\r\n\r\n", Err(413)),
+        ];
+        for (i, (input, want)) in cases.iter().enumerate() {
+            assert_eq!(
+                code(input),
+                *want,
+                "case {i}: {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn keep_alive_table() {
+        #[rustfmt::skip]
+        let cases: &[(&[u8], bool)] = &[
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", true),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Close\r\n\r\n", false),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade, CLOSE\r\n\r\n", false),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", false),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", true),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: closed\r\n\r\n", true),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nConnection: ,,\r\n\r\n", true),
+            (b"GET / HTTP/1.0\r\n\r\n", false),
+            (b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true),
+            (b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
+            (b"GET / HTTP/1.0\r\nConnection: te ,\tkeep-alive \r\n\r\n", true),
+            (b"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", false),
+            (b"GET / HTTP/1.0\r\nConnection: keep-alive-x\r\n\r\n", false),
+        ];
+        for (i, (input, want)) in cases.iter().enumerate() {
+            assert_eq!(
+                ok(input).keep_alive,
+                *want,
+                "case {i}: {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn body_table() {
+        #[rustfmt::skip]
+        let cases: &[(&[u8], BodyKind)] = &[
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", BodyKind::Empty),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", BodyKind::Empty),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 42\r\n\r\n", BodyKind::Length(42)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 007\r\n\r\n", BodyKind::Length(7)),
+            (b"POST / HTTP/1.0\r\nContent-Length: 5\r\n\r\n", BodyKind::Length(5)),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", BodyKind::Chunked),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\n", BodyKind::Chunked),
+        ];
+        for (i, (input, want)) in cases.iter().enumerate() {
+            assert_eq!(ok(input).body, *want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn fields_and_lookup() {
+        let buf: &[u8] = b"\r\nPOST http://Example.com/up?x=1 HTTP/1.1\r\nHost: example.com\r\nX-Empty:\r\nAccept:  */*  \r\nexpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc";
+        let h = ok(buf);
+        assert_eq!(h.head_len, buf.len() - 3);
+        assert_eq!(&buf[h.head_len..], b"abc");
+        assert_eq!(h.method, Method::Post);
+        assert_eq!(h.method_str(buf), b"POST");
+        assert_eq!(h.target(buf), b"http://Example.com/up?x=1");
+        assert_eq!(h.version, Version::Http11);
+        assert_eq!(h.host.map(|s| s.get(buf)), Some(&b"example.com"[..]));
+        assert!(h.expect_continue);
+        assert!(h.keep_alive);
+        assert_eq!(h.body, BodyKind::Length(3));
+        assert_eq!(h.header_count(), 5);
+        assert_eq!(h.header(buf, "accept"), Some(&b"*/*"[..]));
+        assert_eq!(h.header(buf, "X-EMPTY"), Some(&b""[..]));
+        assert_eq!(h.header(buf, "content-length"), Some(&b"3"[..]));
+        assert_eq!(h.header(buf, "missing"), None);
+        let names: Vec<&[u8]> = h.headers(buf).map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                &b"Host"[..],
+                b"X-Empty",
+                b"Accept",
+                b"expect",
+                b"Content-Length"
+            ]
+        );
+        assert!(format!("{h:?}").contains("head_len"));
+    }
+
+    #[test]
+    fn first_header_match_wins() {
+        let buf: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\nx-a: 2\r\n\r\n";
+        assert_eq!(ok(buf).header(buf, "X-a"), Some(&b"1"[..]));
+    }
+
+    #[test]
+    fn methods() {
+        let cases: &[(&[u8], Method)] = &[
+            (b"GET", Method::Get),
+            (b"HEAD", Method::Head),
+            (b"POST", Method::Post),
+            (b"PUT", Method::Put),
+            (b"DELETE", Method::Delete),
+            (b"OPTIONS", Method::Options),
+            (b"PATCH", Method::Patch),
+            (b"TRACE", Method::Trace),
+            (b"get", Method::Other),
+            (b"PROPFIND", Method::Other),
+        ];
+        for (m, want) in cases {
+            let mut buf = m.to_vec();
+            buf.extend_from_slice(b" / HTTP/1.1\r\nHost: a\r\n\r\n");
+            let h = ok(&buf);
+            assert_eq!(h.method, *want);
+            assert_eq!(h.method_str(&buf), *m);
+        }
+        let buf = b"CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n";
+        assert_eq!(ok(buf).method, Method::Connect);
+    }
+
+    #[test]
+    fn every_split_point() {
+        let reqs: &[&[u8]] = &[
+            b"\r\nPOST /submit?q=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: t\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\n",
+            b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            b"PUT /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n",
+        ];
+        for req in reqs {
+            let full = ok(req);
+            assert_eq!(full.head_len, req.len());
+            for cut in 0..req.len() {
+                assert_eq!(
+                    parse_head(&req[..cut], &Limits::default()),
+                    Ok(None),
+                    "cut {cut}"
+                );
+            }
+            // Trailing body bytes after the head change nothing.
+            let mut more = req.to_vec();
+            more.extend_from_slice(b"hello");
+            assert_eq!(ok(&more), full);
+        }
+    }
+
+    #[test]
+    fn request_line_limit() {
+        let limits = Limits {
+            max_request_line: 32,
+            ..Limits::default()
+        };
+        let line = |target_len: usize| {
+            let mut v = b"GET /".to_vec();
+            v.resize(4 + target_len, b'a');
+            v.extend_from_slice(b" HTTP/1.1");
+            v
+        };
+        // "GET " + target + " HTTP/1.1" = 13 + target_len bytes.
+        let exact = line(32 - 13);
+        assert_eq!(exact.len(), 32);
+        let mut req = exact.clone();
+        req.extend_from_slice(b"\r\nHost: a\r\n\r\n");
+        assert!(parse_head(&req, &limits).unwrap().is_some());
+        // Every prefix of the exact-limit line is incomplete, not too long.
+        for cut in 0..req.len() {
+            assert_eq!(parse_head(&req[..cut], &limits), Ok(None), "cut {cut}");
+        }
+
+        let long = line(32 - 12);
+        let mut req = long.clone();
+        req.extend_from_slice(b"\r\nHost: a\r\n\r\n");
+        assert_eq!(parse_head(&req, &limits), Err(HeadError::UriTooLong));
+        // Incomplete, no CRLF yet, already longer than the limit.
+        assert_eq!(parse_head(&long, &limits), Err(HeadError::UriTooLong));
+        assert_eq!(parse_head(&long[..32], &limits), Ok(None));
+        // Line complete but too long, headers incomplete.
+        assert_eq!(
+            parse_head(&req[..long.len() + 4], &limits),
+            Err(HeadError::UriTooLong)
+        );
+        // Leading empty lines are not part of the request line.
+        let mut req = b"\r\n\r\n".to_vec();
+        req.extend_from_slice(&exact);
+        req.extend_from_slice(b"\r\nHost: a\r\n\r\n");
+        assert!(parse_head(&req, &limits).unwrap().is_some());
+    }
+
+    #[test]
+    fn head_size_limit() {
+        let limits = Limits {
+            max_head: 64,
+            ..Limits::default()
+        };
+        let mut req = b"GET / HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
+        let fixed = req.len() + 4;
+        req.resize(64 - 4, b'p');
+        req.extend_from_slice(b"\r\n\r\n");
+        assert!(fixed < 64);
+        assert_eq!(req.len(), 64);
+        assert_eq!(parse_head(&req, &limits).unwrap().unwrap().head_len, 64);
+        // With a body after the head it is still fine.
+        let mut with_body = req.clone();
+        with_body.extend_from_slice(&[b'b'; 100]);
+        assert!(parse_head(&with_body, &limits).unwrap().is_some());
+        // One byte more: too large, complete or not.
+        let mut big = req[..req.len() - 4].to_vec();
+        big.extend_from_slice(b"p\r\n\r\n");
+        assert_eq!(parse_head(&big, &limits), Err(HeadError::HeadersTooLarge));
+        assert_eq!(parse_head(&big[..64], &limits), Ok(None));
+        assert_eq!(
+            parse_head(&big[..65], &limits),
+            Err(HeadError::HeadersTooLarge)
+        );
+        // Limits above u16 are clamped, not a panic.
+        let huge = Limits {
+            max_head: 1 << 20,
+            max_request_line: 1 << 20,
+            ..Limits::default()
+        };
+        let mut req = b"GET / HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
+        req.resize(70_000, b'p');
+        assert_eq!(parse_head(&req, &huge), Err(HeadError::HeadersTooLarge));
+        req.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(parse_head(&req, &huge), Err(HeadError::HeadersTooLarge));
+    }
+
+    #[test]
+    fn header_count_limit() {
+        let build = |n: usize| {
+            let mut v = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+            for i in 1..n {
+                v.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+            }
+            v.extend_from_slice(b"\r\n");
+            v
+        };
+        let limits = Limits::default();
+        assert_eq!(
+            parse_head(&build(64), &limits)
+                .unwrap()
+                .unwrap()
+                .header_count(),
+            64
+        );
+        assert_eq!(
+            parse_head(&build(65), &limits),
+            Err(HeadError::HeadersTooLarge)
+        );
+        assert_eq!(
+            parse_head(&build(101), &limits),
+            Err(HeadError::HeadersTooLarge)
+        );
+        let all = Limits {
+            max_headers: 1000,
+            ..limits
+        };
+        assert_eq!(
+            parse_head(&build(100), &all)
+                .unwrap()
+                .unwrap()
+                .header_count(),
+            100
+        );
+        assert_eq!(
+            parse_head(&build(101), &all),
+            Err(HeadError::HeadersTooLarge)
+        );
+    }
+
+    #[test]
+    fn body_limit() {
+        let limits = Limits {
+            max_body: 10,
+            ..Limits::default()
+        };
+        let req = |n: u64| format!("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: {n}\r\n\r\n");
+        assert_eq!(
+            parse_head(req(10).as_bytes(), &limits)
+                .unwrap()
+                .unwrap()
+                .body,
+            BodyKind::Length(10)
+        );
+        assert_eq!(
+            parse_head(req(11).as_bytes(), &limits),
+            Err(HeadError::PayloadTooLarge)
+        );
+    }
+
+    #[test]
+    fn error_status_and_display() {
+        let cases = [
+            (HeadError::BadRequest("x"), 400),
+            (HeadError::UriTooLong, 414),
+            (HeadError::HeadersTooLarge, 431),
+            (HeadError::PayloadTooLarge, 413),
+            (HeadError::ExpectationFailed, 417),
+            (HeadError::VersionNotSupported, 505),
+        ];
+        for (e, status) in cases {
+            assert_eq!(e.status(), status);
+            assert!(!e.to_string().is_empty());
+        }
+        assert_eq!(
+            HeadError::BadRequest("missing Host header").to_string(),
+            "bad request: missing Host header"
+        );
+    }
+
+    #[test]
+    fn reasons_name_the_rule() {
+        let reason = |input: &[u8]| match parse_head(input, &Limits::default()) {
+            Err(HeadError::BadRequest(r)) => r,
+            other => panic!("{other:?}"),
+        };
+        assert!(reason(b"GET / HTTP/1.1\r\nHost : a\r\n\r\n").contains("httparse"));
+        assert!(reason(b"GET / HTTP/1.1\r\n\r\n").contains("Host"));
+        assert!(
+            reason(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n")
+                .contains("Content-Length")
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! ringside-runtime: one single-threaded runtime per core, each with its own
+//! `SO_REUSEPORT` listener, buffers and counters, and the HTTP/1.1 codec that
+//! runs on them.
+//!
+//! The rest of the workspace sees the small API of this crate ([`net`],
+//! [`task`], [`fs`], [`worker`], [`http`]) and never names monoio or glommio.
+//! Which engine runs a worker is chosen at start from those built in (see
+//! [`backend`]).
+//!
+//! # Backends
+//! - `io-uring` (Linux): monoio's io_uring driver.
+//! - `epoll` (Linux): monoio's legacy driver, which is mio on epoll.
+//! - `kqueue` (BSD, macOS): monoio's legacy driver, which is mio on kqueue.
+//! - `devpoll` (illumos, Solaris): monoio's legacy driver, which is mio; mio
+//!   backs it with event ports on Solaris and epoll on illumos. There is no
+//!   `/dev/poll` code of our own: the name keeps the seeds' wording.
+//! - `glommio` (Linux): glommio's io_uring executor.
+
+#[cfg(all(feature = "io-uring", not(target_os = "linux")))]
+compile_error!("feature `io-uring` needs Linux; on BSD or macOS build with `--no-default-features --features kqueue`, on illumos or Solaris with `--features devpoll`");
+#[cfg(all(feature = "epoll", not(target_os = "linux")))]
+compile_error!("feature `epoll` needs Linux; on BSD or macOS build with `--no-default-features --features kqueue`, on illumos or Solaris with `--features devpoll`");
+#[cfg(all(feature = "glommio", not(target_os = "linux")))]
+compile_error!("feature `glommio` needs Linux (glommio runs only on io_uring)");
+#[cfg(all(
+    feature = "kqueue",
+    not(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly"
+    ))
+))]
+compile_error!(
+    "feature `kqueue` needs a BSD or macOS; on Linux use the default features (io-uring, epoll)"
+);
+#[cfg(all(
+    feature = "devpoll",
+    not(any(target_os = "illumos", target_os = "solaris"))
+))]
+compile_error!("feature `devpoll` needs illumos or Solaris; on Linux use the default features (io-uring, epoll)");
+#[cfg(not(any(rt_monoio, rt_glommio)))]
+compile_error!(
+    "no I/O backend: enable at least one of the features io-uring, epoll, kqueue, devpoll, glommio"
+);
+
+pub mod backend;
+pub mod bufpool;
+pub mod config;
+pub mod conns;
+pub mod fs;
+pub mod http;
+pub mod net;
+pub mod shutdown;
+pub mod task;
+pub mod worker;
+
+pub use backend::{backends_built, Backend};

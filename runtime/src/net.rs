@@ -1,0 +1,278 @@
+//! TCP listener and stream over whichever engine runs this worker.
+//!
+//! Reads are readiness-first: [`TcpStream::readable`] waits without holding a
+//! buffer, then [`TcpStream::try_read`] copies what the kernel has into a
+//! buffer taken from this core's pool. An idle keep-alive connection thus
+//! pins no memory in the kernel or in user space; an io_uring read posted with
+//! its own buffer would pin that buffer for as long as the client stays quiet.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+
+use bytes::BytesMut;
+
+use crate::backend::{self, on_engine, Backend};
+
+pub struct TcpStream {
+    inner: Inner,
+}
+
+enum Inner {
+    #[cfg(rt_monoio)]
+    Monoio(monoio::net::TcpStream),
+    #[cfg(rt_glommio)]
+    Glommio(glommio::net::TcpStream),
+}
+
+impl TcpStream {
+    pub(crate) fn from_std(std: std::net::TcpStream) -> io::Result<TcpStream> {
+        let inner = on_engine!(
+            monoio => {
+                if backend::current() != Backend::IoUring {
+                    std.set_nonblocking(true)?;
+                }
+                Inner::Monoio(monoio::net::TcpStream::from_std(std)?)
+            },
+            glommio => {
+                std.set_nonblocking(true)?;
+                // SAFETY: the fd comes from a live std stream we own.
+                Inner::Glommio(unsafe { glommio::net::TcpStream::from_raw_fd(std.into_raw_fd()) })
+            },
+        );
+        Ok(TcpStream { inner })
+    }
+
+    /// Connects to `addr` on this worker's engine.
+    pub async fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+        let inner = on_engine!(
+            monoio => Inner::Monoio(monoio::net::TcpStream::connect_addr(addr).await?),
+            glommio => Inner::Glommio(glommio::net::TcpStream::connect(addr).await.map_err(io::Error::from)?),
+        );
+        let s = TcpStream { inner };
+        s.set_nodelay(true)?;
+        Ok(s)
+    }
+
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        socket2::SockRef::from(self).set_tcp_nodelay(on)
+    }
+
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        socket2::SockRef::from(self)
+            .peer_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("peer is not an inet socket"))
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        socket2::SockRef::from(self)
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an inet socket"))
+    }
+
+    /// Waits until the socket has bytes (or EOF, or an error) to read,
+    /// without committing a buffer.
+    pub async fn readable(&self) -> io::Result<()> {
+        match &self.inner {
+            // Not relaxed: on the readiness driver a relaxed wait trusts a
+            // stale readiness bit (our recv's EAGAIN never clears it), and
+            // would spin; the strict wait confirms with poll(2) first.
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.readable(false).await,
+            #[cfg(rt_glommio)]
+            Inner::Glommio(s) => {
+                // glommio has no readiness wait; a one-byte MSG_PEEK is one.
+                let mut b = [0u8; 1];
+                s.peek(&mut b).await.map(|_| ()).map_err(io::Error::from)
+            }
+        }
+    }
+
+    /// Reads what the kernel has now into `buf`'s spare capacity, without
+    /// waiting. `WouldBlock` when there is nothing; `Ok(0)` at EOF.
+    pub fn try_read(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: recv writes at most spare.len() bytes into the spare part.
+        let n = unsafe {
+            libc::recv(
+                self.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel initialised n bytes past len.
+        unsafe { buf.set_len(buf.len() + n as usize) };
+        Ok(n as usize)
+    }
+
+    /// Waits for and reads at least one byte (or EOF) into `buf`.
+    pub async fn read(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        loop {
+            match self.try_read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable().await?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+
+    /// Writes all of `buf`, handing the buffer back for reuse.
+    pub async fn write_all(&mut self, buf: BytesMut) -> (io::Result<()>, BytesMut) {
+        match &mut self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => {
+                use monoio::io::AsyncWriteRentExt;
+                let (r, buf) = s.write_all(buf).await;
+                (r.map(|_| ()), buf)
+            }
+            #[cfg(rt_glommio)]
+            Inner::Glommio(s) => {
+                use futures_lite::AsyncWriteExt;
+                let r = s.write_all(&buf).await;
+                (r, buf)
+            }
+        }
+    }
+
+    /// Half-closes the write side so the peer sees EOF after our last bytes.
+    pub fn shutdown_write(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Sends `len` bytes of `file` from `offset` to the socket without copying
+    /// them through user space, where the engine allows it:
+    /// - io_uring: splice file → pipe → socket (moves the file's offset);
+    /// - epoll, kqueue, devpoll: sendfile(2) on the non-blocking socket;
+    /// - glommio: has neither, so it falls back to pread + write in 64 KiB
+    ///   chunks (a copy, documented as such).
+    ///
+    /// Give each transfer its own open file: the io_uring path seeks it.
+    pub async fn send_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        crate::fs::send_file(self, file, offset, len, &|| {}).await
+    }
+
+    #[cfg(rt_monoio)]
+    pub(crate) fn monoio(&mut self) -> Option<&mut monoio::net::TcpStream> {
+        match &mut self.inner {
+            Inner::Monoio(s) => Some(s),
+            #[cfg(rt_glommio)]
+            _ => None,
+        }
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.as_raw_fd(),
+            #[cfg(rt_glommio)]
+            Inner::Glommio(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl std::os::fd::AsFd for TcpStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: the fd lives as long as self.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.as_raw_fd()) }
+    }
+}
+
+/// A listening socket owned by one worker.
+pub struct TcpListener {
+    inner: ListenerInner,
+}
+
+enum ListenerInner {
+    #[cfg(rt_monoio)]
+    Monoio(monoio::net::TcpListener),
+    #[cfg(rt_glommio)]
+    Glommio(glommio::net::TcpListener),
+}
+
+impl TcpListener {
+    /// Takes over a bound, listening std socket; call inside the worker.
+    pub fn from_std(std: std::net::TcpListener) -> io::Result<TcpListener> {
+        let inner = on_engine!(
+            monoio => {
+                if backend::current() != Backend::IoUring {
+                    std.set_nonblocking(true)?;
+                }
+                ListenerInner::Monoio(monoio::net::TcpListener::from_std(std)?)
+            },
+            glommio => {
+                std.set_nonblocking(true)?;
+                // SAFETY: the fd comes from a live std listener we own.
+                ListenerInner::Glommio(unsafe { glommio::net::TcpListener::from_raw_fd(std.into_raw_fd()) })
+            },
+        );
+        Ok(TcpListener { inner })
+    }
+
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            ListenerInner::Monoio(l) => {
+                let (s, peer) = l.accept().await?;
+                Ok((
+                    TcpStream {
+                        inner: Inner::Monoio(s),
+                    },
+                    peer,
+                ))
+            }
+            #[cfg(rt_glommio)]
+            ListenerInner::Glommio(l) => {
+                let s = l.accept().await.map_err(io::Error::from)?;
+                let peer = s.peer_addr().map_err(io::Error::from)?;
+                Ok((
+                    TcpStream {
+                        inner: Inner::Glommio(s),
+                    },
+                    peer,
+                ))
+            }
+        }
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            ListenerInner::Monoio(l) => l.local_addr(),
+            #[cfg(rt_glommio)]
+            ListenerInner::Glommio(l) => l.local_addr().map_err(io::Error::from),
+        }
+    }
+}
+
+/// Binds a listening socket with `SO_REUSEPORT`, so that every worker can
+/// hold its own socket on the same port and the kernel spreads connections
+/// across them.
+pub fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
+    sock.set_cloexec(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(backlog)?;
+    Ok(sock.into())
+}

@@ -1,0 +1,112 @@
+//! Spawning on this core, sleeping and timeouts, over the current engine.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::backend::on_engine;
+
+/// Runs `fut` on this worker's core, detached. It never moves to another core.
+pub fn spawn<F>(fut: F)
+where
+    F: Future<Output = ()> + 'static,
+{
+    on_engine!(
+        monoio => drop(monoio::spawn(fut)),
+        glommio => drop(glommio::spawn_local(fut).detach()),
+    )
+}
+
+/// A timer future on this worker's engine.
+pub struct Sleep {
+    inner: SleepInner,
+}
+
+enum SleepInner {
+    #[cfg(rt_monoio)]
+    // Boxed: monoio's Sleep is 640 bytes, and no hot path sleeps.
+    Monoio(Pin<Box<monoio::time::Sleep>>),
+    #[cfg(rt_glommio)]
+    Glommio(glommio::timer::Timer),
+}
+
+pub fn sleep(d: Duration) -> Sleep {
+    sleep_until(Instant::now() + d)
+}
+
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    let inner = on_engine!(
+        monoio => SleepInner::Monoio(Box::pin(monoio::time::sleep_until(deadline.into()))),
+        glommio => SleepInner::Glommio(glommio::timer::Timer::new(deadline.saturating_duration_since(Instant::now()))),
+    );
+    Sleep { inner }
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: we never move the inner timer out of the pinned Sleep.
+        let this = unsafe { self.get_unchecked_mut() };
+        match &mut this.inner {
+            #[cfg(rt_monoio)]
+            SleepInner::Monoio(s) => s.as_mut().poll(cx),
+            #[cfg(rt_glommio)]
+            SleepInner::Glommio(t) => Pin::new(t).poll(cx).map(|_| ()),
+        }
+    }
+}
+
+/// The deadline passed before the future completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("timed out")]
+pub struct Elapsed;
+
+/// Runs `fut` until `deadline`. Dropping the future cancels its I/O.
+pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
+    match select(fut, sleep_until(deadline)).await {
+        Either::Left(v) => Ok(v),
+        Either::Right(()) => Err(Elapsed),
+    }
+}
+
+pub async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    timeout_at(Instant::now() + d, fut).await
+}
+
+pub enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Polls both futures, returning the first to finish; the other is dropped.
+/// Left is polled first, so a ready left side always wins.
+pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
+    let mut a = std::pin::pin!(a);
+    let mut b = std::pin::pin!(b);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = a.as_mut().poll(cx) {
+            return Poll::Ready(Either::Left(v));
+        }
+        if let Poll::Ready(v) = b.as_mut().poll(cx) {
+            return Poll::Ready(Either::Right(v));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Gives other tasks on this core a turn.
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}

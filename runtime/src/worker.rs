@@ -1,0 +1,351 @@
+//! Starting the workers: one thread per core, each pinned, each with its own
+//! engine, its own `SO_REUSEPORT` listeners and its own handler value.
+//! Nothing a worker does on the request path touches another worker.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::backend::{self, Backend, BackendError};
+use crate::config::{Affinity, RuntimeConfig, ServerConfig, Workers};
+use crate::conns;
+use crate::http::{ConnConfig, Handler};
+use crate::net::{bind_reuseport, TcpListener};
+use crate::shutdown::{self, LocalEvent, ShutdownHandle, ShutdownSignal};
+use crate::task;
+
+/// What a handler factory learns about the worker it builds for.
+#[derive(Clone, Debug)]
+pub struct WorkerContext {
+    pub index: usize,
+    pub workers: usize,
+    pub cpu: Option<usize>,
+    pub backend: Backend,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("cannot listen on {addr}: {cause}")]
+    Bind { addr: SocketAddr, cause: io::Error },
+    #[error("worker {index} failed to start on {backend}: {cause}")]
+    Worker {
+        index: usize,
+        backend: Backend,
+        cause: io::Error,
+    },
+    #[error("cpu_affinity names CPU {0}, which this process may not run on")]
+    NoSuchCpu(usize),
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// The running workers.
+pub struct Server {
+    threads: Vec<JoinHandle<()>>,
+    shutdown: ShutdownHandle,
+    pub local_addrs: Vec<SocketAddr>,
+    pub backend: Backend,
+    pub workers: usize,
+}
+
+impl Server {
+    /// Starts draining every worker (stop accepting, finish in-flight
+    /// requests up to the grace period).
+    pub fn shutdown(&self) {
+        self.shutdown.trigger();
+    }
+
+    /// Waits for every worker to finish.
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The CPUs this process may run on, in order.
+pub fn available_cpus() -> Vec<usize> {
+    let mut ids: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn placement(rt: &RuntimeConfig) -> Result<(usize, Vec<Option<usize>>), StartError> {
+    let cpus = available_cpus();
+    let n = match rt.workers {
+        Workers::Auto => cpus.len().max(1),
+        Workers::Count(n) => n.max(1),
+    };
+    let pins = match &rt.affinity {
+        Affinity::Off => vec![None; n],
+        Affinity::Auto if cpus.is_empty() => vec![None; n],
+        Affinity::Auto => (0..n).map(|i| Some(cpus[i % cpus.len()])).collect(),
+        Affinity::Cpus(list) => {
+            if let Some(&bad) = list.iter().find(|c| !cpus.contains(c)) {
+                return Err(StartError::NoSuchCpu(bad));
+            }
+            (0..n).map(|i| Some(list[i % list.len()])).collect()
+        }
+    };
+    Ok((n, pins))
+}
+
+/// Binds every listener (so port 0 resolves once and errors come back before
+/// any thread starts), then starts the workers and waits until each is
+/// accepting.
+pub fn start<H, F>(
+    rt: &RuntimeConfig,
+    srv: &ServerConfig,
+    make_handler: F,
+) -> Result<Server, StartError>
+where
+    H: Handler,
+    F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
+{
+    let backend = backend::resolve(rt.backend)?;
+    let (n, pins) = placement(rt)?;
+    let mut local_addrs = Vec::new();
+    let mut per_worker: Vec<Vec<std::net::TcpListener>> = (0..n).map(|_| Vec::new()).collect();
+    for &addr in &srv.listen {
+        let first =
+            bind_reuseport(addr, srv.backlog).map_err(|cause| StartError::Bind { addr, cause })?;
+        let actual = first.local_addr()?;
+        local_addrs.push(actual);
+        per_worker[0].push(first);
+        for w in per_worker.iter_mut().skip(1) {
+            w.push(
+                bind_reuseport(actual, srv.backlog).map_err(|cause| StartError::Bind {
+                    addr: actual,
+                    cause,
+                })?,
+            );
+        }
+    }
+    let (shutdown, signals) = shutdown::pair(n)?;
+    let make_handler = Arc::new(make_handler);
+    let conn_cfg = ConnConfig {
+        limits: srv.limits,
+        timeouts: srv.timeouts,
+    };
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), StartError>>();
+    let mut threads = Vec::with_capacity(n);
+    for (index, ((listeners, signal), cpu)) in
+        per_worker.into_iter().zip(signals).zip(pins).enumerate()
+    {
+        let ctx = WorkerContext {
+            index,
+            workers: n,
+            cpu,
+            backend,
+        };
+        let make_handler = make_handler.clone();
+        let conn_cfg = conn_cfg.clone();
+        let ready_tx = ready_tx.clone();
+        let grace = srv.timeouts.shutdown_grace;
+        let ring_entries = rt.ring_entries;
+        let t = std::thread::Builder::new()
+            .name(format!("ringside-w{index}"))
+            .spawn(move || {
+                if let Some(cpu) = ctx.cpu {
+                    core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+                }
+                backend::set_current(ctx.backend);
+                let ready = ready_tx.clone();
+                let fut = worker_main(
+                    ctx.clone(),
+                    listeners,
+                    signal,
+                    make_handler,
+                    conn_cfg,
+                    grace,
+                    ready_tx,
+                );
+                if let Err(cause) = run_engine(ctx.backend, ring_entries, fut) {
+                    let _ = ready.send(Err(StartError::Worker {
+                        index: ctx.index,
+                        backend: ctx.backend,
+                        cause,
+                    }));
+                }
+            })?;
+        threads.push(t);
+    }
+    drop(ready_tx);
+    let server = Server {
+        threads,
+        shutdown,
+        local_addrs,
+        backend,
+        workers: n,
+    };
+    for _ in 0..n {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                server.shutdown();
+                server.join();
+                return Err(e);
+            }
+            Err(_) => {
+                server.shutdown();
+                server.join();
+                return Err(StartError::Io(io::Error::other(
+                    "a worker exited while starting",
+                )));
+            }
+        }
+    }
+    Ok(server)
+}
+
+async fn worker_main<H, F>(
+    ctx: WorkerContext,
+    listeners: Vec<std::net::TcpListener>,
+    signal: ShutdownSignal,
+    make_handler: Arc<F>,
+    conn_cfg: ConnConfig,
+    grace: Duration,
+    ready: mpsc::Sender<Result<(), StartError>>,
+) where
+    H: Handler,
+    F: Fn(&WorkerContext) -> H,
+{
+    let mut owned = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        match TcpListener::from_std(l) {
+            Ok(l) => owned.push(l),
+            Err(cause) => {
+                let _ = ready.send(Err(StartError::Worker {
+                    index: ctx.index,
+                    backend: ctx.backend,
+                    cause,
+                }));
+                return;
+            }
+        }
+    }
+    let handler = Rc::new(make_handler(&ctx));
+    let cfg = Rc::new(conn_cfg);
+    let stop = Rc::new(LocalEvent::default());
+    for l in owned {
+        task::spawn(accept_loop(l, handler.clone(), cfg.clone(), stop.clone()));
+    }
+    task::spawn(conns::sweeper());
+    let _ = ready.send(Ok(()));
+    drop(ready);
+    tracing::debug!(worker = ctx.index, cpu = ?ctx.cpu, backend = %ctx.backend, "worker accepting");
+
+    signal.wait().await;
+    shutdown::start_draining();
+    stop.set();
+    conns::close(true);
+    let deadline = Instant::now() + grace;
+    // Off the request path: a coarse poll of this core's connection count
+    // is enough, and keeps the per-request path free of wakeup bookkeeping.
+    while conns::open() > 0 && Instant::now() < deadline {
+        task::sleep(Duration::from_millis(5)).await;
+        // Connections that finished a request meanwhile went idle.
+        conns::close(true);
+    }
+    if conns::open() > 0 {
+        tracing::warn!(
+            worker = ctx.index,
+            open = conns::open(),
+            busy = shutdown::busy(),
+            "grace period over; closing busy connections"
+        );
+        conns::close(false);
+        let hard = Instant::now() + Duration::from_secs(1);
+        while conns::open() > 0 && Instant::now() < hard {
+            task::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+async fn accept_loop<H: Handler>(
+    l: TcpListener,
+    handler: Rc<H>,
+    cfg: Rc<ConnConfig>,
+    stop: Rc<LocalEvent>,
+) {
+    loop {
+        let accepted = match task::select(stop.wait(), l.accept()).await {
+            task::Either::Left(()) => return,
+            task::Either::Right(r) => r,
+        };
+        match accepted {
+            Ok((stream, peer)) => task::spawn(crate::http::serve(
+                stream,
+                peer,
+                handler.clone(),
+                cfg.clone(),
+            )),
+            Err(e) => {
+                // EMFILE and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                task::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Builds this thread's engine and runs `fut` on it to completion.
+fn run_engine<Fut: std::future::Future<Output = ()>>(
+    backend: Backend,
+    ring_entries: u32,
+    fut: Fut,
+) -> io::Result<()> {
+    match backend {
+        #[cfg(feature = "io-uring")]
+        Backend::IoUring => {
+            let mut urb = io_uring::IoUring::builder();
+            match std::env::var("RINGSIDE_URING_SETUP").as_deref() {
+                Ok("none") => {}
+                Ok("defer") => {
+                    urb.setup_single_issuer().setup_defer_taskrun();
+                }
+                _ => {
+                    // Completions are reaped when this thread next enters the
+                    // kernel, instead of by interrupting it (measured: less
+                    // kernel time per request than the default ring).
+                    urb.setup_coop_taskrun();
+                }
+            }
+            let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                .with_entries(ring_entries)
+                .uring_builder(urb)
+                .enable_timer()
+                .build()?;
+            rt.block_on(fut);
+            Ok(())
+        }
+        #[cfg(rt_monoio)]
+        Backend::Epoll | Backend::Kqueue | Backend::Devpoll => {
+            let mut rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+                .enable_timer()
+                .build()?;
+            rt.block_on(fut);
+            Ok(())
+        }
+        #[cfg(rt_glommio)]
+        Backend::Glommio => {
+            let ex = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+                .make()
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            ex.run(fut);
+            Ok(())
+        }
+        #[allow(unreachable_patterns)]
+        other => Err(io::Error::other(format!("backend {other} is not built in"))),
+    }
+}
