@@ -55,6 +55,7 @@ fn run(cfg: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    raise_fd_limit();
     if let Err(e) = StaticFiles::new(&cfg.root) {
         eprintln!("ringside: cannot open root {}: {e}", cfg.root.display());
         return ExitCode::FAILURE;
@@ -91,4 +92,20 @@ fn run(cfg: Config) -> ExitCode {
     server.join();
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// Raises the soft open-files limit to the hard one: each connection is a
+/// descriptor, and the usual soft default of 1024 is far below what one
+/// core serves.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                tracing::warn!("cannot raise the open-files limit");
+            }
+        }
+    }
 }

@@ -59,10 +59,13 @@ impl TcpStream {
     }
 
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        socket2::SockRef::from(self)
-            .peer_addr()?
-            .as_socket()
-            .ok_or_else(|| io::Error::other("peer is not an inet socket"))
+        match &self.inner {
+            // monoio caches the address after the first call.
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.peer_addr(),
+            #[cfg(rt_glommio)]
+            Inner::Glommio(s) => s.peer_addr().map_err(io::Error::from),
+        }
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -84,8 +87,13 @@ impl TcpStream {
             #[cfg(rt_glommio)]
             Inner::Glommio(s) => {
                 // glommio has no readiness wait; a one-byte MSG_PEEK is one.
-                let mut b = [0u8; 1];
-                s.peek(&mut b).await.map(|_| ()).map_err(io::Error::from)
+                // Boxed so that this arm does not size the future for all
+                // engines (glommio's peek future is the largest by far).
+                Box::pin(async {
+                    let mut b = [0u8; 1];
+                    s.peek(&mut b).await.map(|_| ()).map_err(io::Error::from)
+                })
+                .await
             }
         }
     }
@@ -123,6 +131,33 @@ impl TcpStream {
                 r => return r,
             }
         }
+    }
+
+    /// Sends what the socket takes now from the front of `buf`, advancing
+    /// it, without waiting: `Ok` when the socket took all it could (maybe
+    /// not all of `buf`), `WouldBlock` when it took nothing.
+    pub fn try_write(&self, buf: &mut BytesMut) -> io::Result<()> {
+        use bytes::Buf;
+        while !buf.is_empty() {
+            // SAFETY: send reads at most buf.len() initialised bytes.
+            let n = unsafe {
+                libc::send(
+                    self.as_raw_fd(),
+                    buf.as_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            buf.advance(n as usize);
+        }
+        Ok(())
     }
 
     /// Writes all of `buf`, handing the buffer back for reuse.

@@ -284,12 +284,9 @@ async fn accept_loop<H: Handler>(
             task::Either::Right(r) => r,
         };
         match accepted {
-            Ok((stream, peer)) => task::spawn(crate::http::serve(
-                stream,
-                peer,
-                handler.clone(),
-                cfg.clone(),
-            )),
+            Ok((stream, _peer)) => {
+                task::spawn(crate::http::serve(stream, handler.clone(), cfg.clone()))
+            }
             Err(e) => {
                 // EMFILE and the like: back off instead of spinning.
                 tracing::warn!(error = %e, "accept failed");

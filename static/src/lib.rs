@@ -40,37 +40,42 @@ impl StaticFiles {
         root.canonicalize()
     }
 
-    async fn serve(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
+    /// Answers everything that needs no waiting; a large file comes back as
+    /// a transfer for [`send_large`]. Kept synchronous so that none of its
+    /// locals become part of the connection's future, which every idle
+    /// connection holds.
+    fn prepare(&self, ex: &mut Exchange<'_>) -> io::Result<Option<Large>> {
         if !matches!(ex.method(), Method::Get | Method::Head) {
-            return ex.send(
+            ex.send(
                 405,
                 &[("Allow", b"GET, HEAD"), ("Content-Type", b"text/plain")],
                 b"405 Method Not Allowed\n",
-            );
+            )?;
+            return Ok(None);
         }
         let mut rel = match decode_path(ex.path()) {
             Ok(p) => p,
             Err(PathError::Hidden) => return not_found(ex),
             Err(_) => {
-                return ex.send(
+                ex.send(
                     400,
                     &[("Content-Type", b"text/plain")],
                     b"400 Bad Request\n",
-                )
+                )?;
+                return Ok(None);
             }
         };
-        let file = match open::open_beneath(&self.root, &rel) {
+        let mut file = match open::open_beneath(&self.root, &rel) {
             Ok(f) => f,
-            Err(e)
-                if e.raw_os_error() == Some(libc::ENOENT)
-                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
-            {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
                 return not_found(ex)
             }
-            Err(_) => return ex.send(403, &[("Content-Type", b"text/plain")], b"403 Forbidden\n"),
+            Err(_) => {
+                ex.send(403, &[("Content-Type", b"text/plain")], b"403 Forbidden\n")?;
+                return Ok(None);
+            }
         };
         let mut meta = file.metadata()?;
-        let mut file = file;
         if meta.is_dir() {
             if !ex.path().ends_with(b"/") {
                 let mut loc = ex.path().to_vec();
@@ -79,11 +84,12 @@ impl StaticFiles {
                     loc.push(b'?');
                     loc.extend_from_slice(q);
                 }
-                return ex.send(
+                ex.send(
                     301,
                     &[("Location", &loc), ("Content-Type", b"text/plain")],
                     b"301 Moved Permanently\n",
-                );
+                )?;
+                return Ok(None);
             }
             rel.push_str(self.index);
             file = match open::open_beneath(&self.root, &rel) {
@@ -91,34 +97,66 @@ impl StaticFiles {
                 Err(_) => return not_found(ex),
             };
             meta = file.metadata()?;
-            if !meta.is_file() {
-                return not_found(ex);
-            }
-        } else if !meta.is_file() {
+        }
+        if !meta.is_file() {
             return not_found(ex);
         }
         let len = meta.len();
+        let mut last_modified = [0u8; 29];
         let mtime = std::os::unix::fs::MetadataExt::mtime(&meta);
-        let mut lm = [0u8; 29];
-        ringside_runtime::http::date::format_imf_fixdate(mtime.max(0) as u64, &mut lm);
+        ringside_runtime::http::date::format_imf_fixdate(mtime.max(0) as u64, &mut last_modified);
         let ctype = mime::for_path(&rel);
-        let headers: [(&str, &[u8]); 2] =
-            [("Content-Type", ctype.as_bytes()), ("Last-Modified", &lm)];
-        if len <= INLINE_MAX && !ex.is_head() {
-            let mut body = vec![0u8; len as usize];
-            std::os::unix::fs::FileExt::read_exact_at(&file, &mut body, 0)?;
-            return ex.send(200, &headers, &body);
+        if len <= INLINE_MAX || ex.is_head() {
+            let headers: [(&str, &[u8]); 2] = [
+                ("Content-Type", ctype.as_bytes()),
+                ("Last-Modified", &last_modified),
+            ];
+            let mut body = Vec::new();
+            if !ex.is_head() {
+                body.resize(len as usize, 0);
+                std::os::unix::fs::FileExt::read_exact_at(&file, &mut body, 0)?;
+                ex.send(200, &headers, &body)?;
+            } else {
+                ex.send_head_only(200, &headers, len)?;
+            }
+            return Ok(None);
         }
-        ex.send_file(200, &headers, &file, 0, len).await
+        Ok(Some(Large {
+            file,
+            len,
+            ctype,
+            last_modified,
+        }))
     }
 }
 
-fn not_found(ex: &mut Exchange<'_>) -> io::Result<()> {
-    ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")
+/// A body to send from the file.
+struct Large {
+    file: std::fs::File,
+    len: u64,
+    ctype: &'static str,
+    last_modified: [u8; 29],
+}
+
+async fn send_large(ex: &mut Exchange<'_>, l: Large) -> io::Result<()> {
+    let headers: [(&str, &[u8]); 2] = [
+        ("Content-Type", l.ctype.as_bytes()),
+        ("Last-Modified", &l.last_modified),
+    ];
+    ex.send_file(200, &headers, &l.file, 0, l.len).await
+}
+
+fn not_found(ex: &mut Exchange<'_>) -> io::Result<Option<Large>> {
+    ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")?;
+    Ok(None)
 }
 
 impl Handler for StaticFiles {
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
-        self.serve(ex).await
+        match self.prepare(ex)? {
+            None => Ok(()),
+            // Boxed: only large files pay for the transfer's future.
+            Some(large) => Box::pin(send_large(ex, large)).await,
+        }
     }
 }

@@ -62,7 +62,7 @@ fn parse_digits(digits: &str) -> Option<u64> {
 /// Writes `bytes` with the largest exact suffix: 16384 -> `16k`, 1000 -> `1000`.
 pub fn format_size(bytes: u64) -> String {
     for (suffix, unit) in [("g", 1u64 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
-        if bytes != 0 && bytes % unit == 0 {
+        if bytes != 0 && bytes.is_multiple_of(unit) {
             return format!("{}{suffix}", bytes / unit);
         }
     }
@@ -84,7 +84,7 @@ pub fn format_duration(d: Duration) -> String {
     ];
     let (name, unit) = UNITS
         .iter()
-        .find(|(_, unit)| nanos % unit == 0)
+        .find(|(_, unit)| nanos.is_multiple_of(*unit))
         .expect("every duration is a whole number of nanoseconds");
     format!("{}{name}", nanos / unit)
 }

@@ -13,7 +13,6 @@
 //! one write, before the driver next waits for the socket.
 
 use std::io;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -97,87 +96,86 @@ enum Next {
     Linger,
 }
 
-pub async fn serve<H: Handler>(
+/// Serves one connection until it closes.
+///
+/// A plain fn returning an `async move` block rather than an `async fn`:
+/// an async fn keeps each argument twice in its future (once captured, once
+/// moved into the body), and every idle connection holds this future.
+pub fn serve<H: Handler>(
     stream: TcpStream,
-    peer: SocketAddr,
     handler: Rc<H>,
     cfg: Rc<ConnConfig>,
-) {
+) -> impl std::future::Future<Output = ()> {
     let _ = stream.set_nodelay(true);
     let mut link = Link::new(stream, cfg);
-    let mut active: Option<Box<Active>> = None;
-    let mut first = true;
-    let next = loop {
-        let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
-        if !buffered {
-            if let Some(a) = active.take() {
-                release(a);
-            }
-            if draining() {
-                break Next::Close;
-            }
-            let t = &link.cfg.timeouts;
-            let idle = if first {
-                t.header_read
-            } else {
-                t.keepalive_idle
-            };
-            link.guard.set_idle(true);
-            let ready = link.readable_until(Instant::now() + idle).await;
-            link.guard.set_idle(false);
-            if ready.is_err() || link.expired() || draining() {
-                break Next::Close;
-            }
-        }
-        first = false;
-        let a = active.get_or_insert_with(acquire);
-        let _busy = BusyGuard::new();
-        match one_request(&mut link, peer, a, &*handler).await {
-            Next::KeepAlive => {
-                let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
-                if flush_now && link.flush(&mut a.wbuf).await.is_err() {
+    async move {
+        let mut active: Option<Box<Active>> = None;
+        let mut first = true;
+        let next = loop {
+            let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
+            if !buffered {
+                if let Some(a) = active.take() {
+                    release(a);
+                }
+                if draining() {
+                    break Next::Close;
+                }
+                let t = &link.cfg.timeouts;
+                let idle = if first {
+                    t.header_read
+                } else {
+                    t.keepalive_idle
+                };
+                link.guard.set_idle(true);
+                let ready = link.readable_until(Instant::now() + idle).await;
+                link.guard.set_idle(false);
+                if ready.is_err() || link.expired() || draining() {
                     break Next::Close;
                 }
             }
-            other => {
-                let _ = link.flush(&mut a.wbuf).await;
-                break other;
+            first = false;
+            let a = active.get_or_insert_with(acquire);
+            let _busy = BusyGuard::new();
+            match one_request(&mut link, a, &*handler).await {
+                Next::KeepAlive => {
+                    let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
+                    if flush_now && link.flush(&mut a.wbuf).await.is_err() {
+                        break Next::Close;
+                    }
+                }
+                other => {
+                    let _ = link.flush(&mut a.wbuf).await;
+                    break other;
+                }
             }
+        };
+        if let Next::Linger = next {
+            Box::pin(linger(&link, active.as_mut().map(|a| &mut a.rbuf))).await;
         }
-    };
-    if let Next::Linger = next {
-        linger(&link, active.as_mut().map(|a| &mut a.rbuf)).await;
-    }
-    if let Some(a) = active.take() {
-        release(a);
+        if let Some(a) = active.take() {
+            release(a);
+        }
     }
 }
 
 /// Reads one head, runs the handler and settles the body. Responses are
 /// left in `a.wbuf` for the caller to flush.
-async fn one_request<H: Handler>(
-    link: &mut Link,
-    peer: SocketAddr,
-    a: &mut Active,
-    handler: &H,
-) -> Next {
-    let head = match read_head(link, a).await {
-        Ok(h) => h,
+async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
+    // The head goes straight into the pooled slot: a ParsedHead local here
+    // would stay in this future (and every idle connection's) for good.
+    match read_head(link, a).await {
+        Ok(()) => {}
         Err(HeadFail::Status(status)) => {
             write_error(&mut a.wbuf, status);
             return Next::Linger;
         }
         Err(HeadFail::Closed) => return Next::Close,
-    };
-    let mut head_bytes = a.rbuf.split_to(head.head_len);
-    let Active {
-        rbuf,
-        wbuf,
-        head: slot,
-    } = a;
-    let head = slot.insert(head);
+    }
+    let Active { rbuf, wbuf, head } = a;
+    let head = head.as_ref().expect("read_head stored the head");
+    let mut head_bytes = rbuf.split_to(head.head_len);
     let max_body = link.cfg.limits.max_body;
-    let mut ex = Exchange::new(link, peer, head, &head_bytes, rbuf, wbuf, max_body);
+    let mut ex = Exchange::new(link, head, &head_bytes, rbuf, wbuf, max_body);
     let result = handler.handle(&mut ex).await;
     let next = settle(&mut ex, result).await;
     drop(ex);
@@ -196,7 +194,7 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
                 return Next::Linger;
             }
         }
-        tracing::debug!(peer = %ex.peer, error = %e, "handler failed; closing");
+        tracing::debug!(peer = ?ex.peer().ok(), error = %e, "handler failed; closing");
         return Next::Close;
     }
     if ex.unfinished_stream() {
@@ -221,7 +219,15 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
             Next::Linger
         };
     }
+    if ex.body_done() {
+        return Next::KeepAlive;
+    }
     // Small unread body: read and drop it so the next request lines up.
+    // Boxed, being rare, so its future does not grow every connection's.
+    Box::pin(discard_body(ex)).await
+}
+
+async fn discard_body(ex: &mut Exchange<'_>) -> Next {
     while !ex.body_done() {
         match ex.read_body().await {
             Ok(Some(_)) => {}
@@ -237,11 +243,15 @@ enum HeadFail {
     Closed,
 }
 
-async fn read_head(link: &mut Link, a: &mut Active) -> Result<ParsedHead, HeadFail> {
+/// Reads until a complete head is parsed into `a.head`.
+async fn read_head(link: &mut Link, a: &mut Active) -> Result<(), HeadFail> {
     let deadline = Instant::now() + link.cfg.timeouts.header_read;
     loop {
         match parse_head(&a.rbuf, &link.cfg.limits) {
-            Ok(Some(h)) => return Ok(h),
+            Ok(Some(h)) => {
+                a.head = Some(h);
+                return Ok(());
+            }
             Ok(None) => {}
             Err(e) => {
                 tracing::debug!(error = %e, "bad request head");
@@ -255,9 +265,10 @@ async fn read_head(link: &mut Link, a: &mut Active) -> Result<ParsedHead, HeadFa
                 Ok(_) => break,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Never wait on the client while it waits on us.
-                    if link.flush(&mut a.wbuf).await.is_err()
-                        || link.readable_until(deadline).await.is_err()
-                    {
+                    if !a.wbuf.is_empty() && Box::pin(link.flush(&mut a.wbuf)).await.is_err() {
+                        return Err(HeadFail::Closed);
+                    }
+                    if link.readable_until(deadline).await.is_err() {
                         return Err(HeadFail::Closed);
                     }
                 }

@@ -39,7 +39,6 @@ enum Out {
 
 pub struct Exchange<'a> {
     pub(crate) link: &'a mut Link,
-    pub(crate) peer: SocketAddr,
     pub(crate) head: &'a ParsedHead,
     pub(crate) head_bytes: &'a [u8],
     pub(crate) rbuf: &'a mut BytesMut,
@@ -56,7 +55,6 @@ impl<'a> Exchange<'a> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         link: &'a mut Link,
-        peer: SocketAddr,
         head: &'a ParsedHead,
         head_bytes: &'a [u8],
         rbuf: &'a mut BytesMut,
@@ -70,7 +68,6 @@ impl<'a> Exchange<'a> {
         };
         Exchange {
             link,
-            peer,
             head,
             head_bytes,
             rbuf,
@@ -117,8 +114,9 @@ impl<'a> Exchange<'a> {
     pub fn host(&self) -> Option<&[u8]> {
         self.head.host.map(|s| s.get(self.head_bytes))
     }
-    pub fn peer(&self) -> SocketAddr {
-        self.peer
+    /// The client's address (cached by the engine after the first call).
+    pub fn peer(&self) -> io::Result<SocketAddr> {
+        self.link.stream.peer_addr()
     }
     pub fn body_kind(&self) -> BodyKind {
         self.head.body
@@ -271,6 +269,25 @@ impl<'a> Exchange<'a> {
         if !no_body {
             self.wbuf.put_slice(body);
         }
+        self.out = Out::Done;
+        Ok(())
+    }
+
+    /// Answers a HEAD request with the head a GET would get, Content-Length
+    /// `len` included, without having the body at hand.
+    pub fn send_head_only(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        len: u64,
+    ) -> io::Result<()> {
+        self.check_first()?;
+        if !self.is_head() {
+            return Err(io::Error::other(
+                "send_head_only on a request other than HEAD",
+            ));
+        }
+        self.write_head(status, headers, Framing::Length(len));
         self.out = Out::Done;
         Ok(())
     }

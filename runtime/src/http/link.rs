@@ -38,10 +38,28 @@ impl Link {
     }
 
     /// Writes out `wbuf` within the send timeout, keeping the buffer.
+    ///
+    /// First a direct non-blocking send: a response usually fits the socket
+    /// buffer whole, and then there is nothing to wait for. Only the rest of
+    /// a large or slow write goes through the engine, boxed, so its future
+    /// is not part of every connection's.
     pub async fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
         if wbuf.is_empty() {
             return Ok(());
         }
+        match self.stream.try_write(wbuf) {
+            Ok(()) if wbuf.is_empty() => {
+                wbuf.clear();
+                return Ok(());
+            }
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        Box::pin(self.flush_wait(wbuf)).await
+    }
+
+    async fn flush_wait(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
         let buf = std::mem::take(wbuf);
         self.guard
             .arm(Instant::now() + self.cfg.timeouts.send, Wait::Write);
