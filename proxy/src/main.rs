@@ -35,6 +35,19 @@ fn main() -> ExitCode {
             }
         };
     }
+    // Accepted on the command line already, so scripts can be written
+    // against the final interface, but refused until they work.
+    if !cli.upstream.is_empty() || cli.fastcgi.is_some() {
+        let flag = if cli.upstream.is_empty() {
+            "--fastcgi"
+        } else {
+            "--upstream"
+        };
+        eprintln!(
+            "ringside: {flag}: proxying is not in this build yet; only static serving (--root) is"
+        );
+        return ExitCode::from(2);
+    }
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
         Err(e) => {

@@ -1,0 +1,91 @@
+//! The binary's command line: --version, `check`, and config errors that name
+//! the file, line and key.
+
+mod common;
+
+use std::process::Command;
+
+use common::{TempDir, BIN};
+
+#[test]
+fn version_names_the_backends() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.trim(),
+        "ringside 0.1.0 (backends: io-uring, epoll, glommio)"
+    );
+}
+
+#[test]
+fn check_prints_the_effective_config() {
+    let dir = TempDir::new("check");
+    let file = dir.write(
+        "ringside.toml",
+        b"[runtime]\nworkers = 3\n\n[timeouts]\nkeepalive = \"5s\"\n",
+    );
+    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("workers = 3"), "{text}");
+    assert!(text.contains("keepalive = \"5s\""), "{text}");
+    // What check prints is itself a valid config.
+    let again = dir.write("effective.toml", text.as_bytes());
+    assert!(Command::new(BIN)
+        .arg("check")
+        .arg(&again)
+        .output()
+        .unwrap()
+        .status
+        .success());
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    let dir = TempDir::new("errors");
+    let cases: &[(&str, &str)] = &[
+        ("[runtime]\nworkers = 0\n", ":2:11: [runtime] workers"),
+        (
+            "[server]\nlisten = [\"127.0.0.1:80\"]\nbogus = 1\n",
+            ":3:1:",
+        ),
+        (
+            "[timeouts]\nkeepalive = \"soon\"\n",
+            ":2:13: [timeouts] keepalive",
+        ),
+        ("[limits]\nmax_head = \"1g\"\n", ":2:12: [limits] max_head"),
+        ("[runtime\nworkers = 1\n", ":1:"),
+    ];
+    for (text, want) in cases {
+        let file = dir.write("bad.toml", text.as_bytes());
+        let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("bad.toml"), "{err}");
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
+    // The server refuses to start on a broken config, naming it the same way.
+    let file = dir.write("bad.toml", b"[runtime]\nworkers = 0\n");
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml:2:11"));
+}
+
+#[test]
+fn bad_flags_are_named() {
+    let out = Command::new(BIN)
+        .args(["--workers", "zero", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--workers"));
+}

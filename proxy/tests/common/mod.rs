@@ -1,0 +1,167 @@
+//! Runs the real `ringside` binary: started on port 0, its first stdout line
+//! read for the address (the readiness signal), stopped by pid on drop.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ringside");
+
+/// The backends every I/O test runs on.
+pub const BACKENDS: [&str; 3] = ["io-uring", "epoll", "glommio"];
+
+pub struct Ringside {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub banner: String,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Ringside {
+    pub fn start(args: &[&str]) -> Ringside {
+        Self::start_with(Command::new(BIN).args(args))
+    }
+
+    pub fn start_with(cmd: &mut Command) -> Ringside {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Die with the test process rather than outlive a failed test.
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn ringside");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let mut banner = String::new();
+        out.read_line(&mut banner).expect("read banner");
+        if banner.is_empty() {
+            let status = child.wait().unwrap();
+            let log = stderr.join().unwrap();
+            panic!("ringside exited before serving ({status}):\n{log}");
+        }
+        // Keep draining stdout so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = out.read_to_end(&mut sink);
+        });
+        let addr = banner
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in banner {banner:?}"));
+        Ringside {
+            child,
+            addr,
+            banner,
+            stderr: Some(stderr),
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Waits for exit, bounded so a hung server fails the test.
+    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < end,
+                "ringside did not exit within {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything the server wrote to stderr; call after it exited.
+    pub fn stderr(&mut self) -> String {
+        self.stderr
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Vec<u8>) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).unwrap();
+        let text = String::from_utf8_lossy(&all);
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("status");
+        let at = all
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("head end")
+            + 4;
+        (status, all[at..].to_vec())
+    }
+}
+
+impl Drop for Ringside {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p =
+            std::env::temp_dir().join(format!("ringside-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
