@@ -21,7 +21,7 @@ use bytes::BytesMut;
 use super::exchange::{Exchange, DISCARD_MAX};
 use super::link::Link;
 use super::response::write_error;
-use super::{parse_head, Limits, ParsedHead};
+use super::{parse_head_into, Limits, ParsedHead};
 use crate::bufpool;
 use crate::config::Timeouts;
 use crate::net::TcpStream;
@@ -47,7 +47,7 @@ pub trait Handler: 'static {
 struct Active {
     rbuf: BytesMut,
     wbuf: BytesMut,
-    head: Option<ParsedHead>,
+    head: ParsedHead,
 }
 
 thread_local! {
@@ -64,13 +64,12 @@ fn acquire() -> Box<Active> {
             Box::new(Active {
                 rbuf: bufpool::take(),
                 wbuf: bufpool::take(),
-                head: None,
+                head: ParsedHead::empty(),
             })
         })
 }
 
 fn release(mut a: Box<Active>) {
-    a.head = None;
     a.rbuf.clear();
     a.wbuf.clear();
     // Buffers still shared with a body piece the handler kept are replaced.
@@ -172,7 +171,6 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
         Err(HeadFail::Closed) => return Next::Close,
     }
     let Active { rbuf, wbuf, head } = a;
-    let head = head.as_ref().expect("read_head stored the head");
     let mut head_bytes = rbuf.split_to(head.head_len);
     let max_body = link.cfg.limits.max_body;
     let mut ex = Exchange::new(link, head, &head_bytes, rbuf, wbuf, max_body);
@@ -247,12 +245,9 @@ enum HeadFail {
 async fn read_head(link: &mut Link, a: &mut Active) -> Result<(), HeadFail> {
     let deadline = Instant::now() + link.cfg.timeouts.header_read;
     loop {
-        match parse_head(&a.rbuf, &link.cfg.limits) {
-            Ok(Some(h)) => {
-                a.head = Some(h);
-                return Ok(());
-            }
-            Ok(None) => {}
+        match parse_head_into(&a.rbuf, &link.cfg.limits, &mut a.head) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
             Err(e) => {
                 tracing::debug!(error = %e, "bad request head");
                 return Err(HeadFail::Status(e.status()));

@@ -177,6 +177,23 @@ pub struct ParsedHead {
 }
 
 impl ParsedHead {
+    /// A blank slot for [`parse_head_into`].
+    pub fn empty() -> ParsedHead {
+        ParsedHead {
+            head_len: 0,
+            method: Method::Other,
+            method_span: Span::default(),
+            target: Span::default(),
+            version: Version::Http11,
+            headers: [(Span::default(), Span::default()); MAX_HEADERS],
+            header_count: 0,
+            body: BodyKind::Empty,
+            keep_alive: false,
+            expect_continue: false,
+            host: None,
+        }
+    }
+
     /// Header fields in order, as (name, value); values have no leading or
     /// trailing whitespace.
     pub fn headers<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
@@ -267,24 +284,38 @@ use HeadError::BadRequest;
 /// valid, and an error, with its status code, when the request must be
 /// refused.
 pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<ParsedHead>, HeadError> {
+    let mut head = ParsedHead::empty();
+    Ok(parse_head_into(buf, limits, &mut head)?.then_some(head))
+}
+
+/// [`parse_head`] into a caller's slot: `Ok(true)` when `head` now holds a
+/// complete head, `Ok(false)` when more input is needed (`head` is then
+/// unspecified). Saves moving the ~830-byte result on the hot path.
+pub fn parse_head_into(
+    buf: &[u8],
+    limits: &Limits,
+    head: &mut ParsedHead,
+) -> Result<bool, HeadError> {
     let max_head = limits.max_head.min(u16::MAX as usize);
     let max_headers = limits.max_headers.min(MAX_HEADERS);
 
     let Some(skip) = skip_empty_lines(buf)? else {
-        return Ok(None);
+        return Ok(false);
     };
     // httparse only sees the first `max_head` bytes: a head that is not
     // complete within them is too large, however much more was read.
     let window = &buf[..buf.len().min(max_head)];
     let Some(line) = window.get(skip..) else {
-        return partial(buf, skip, limits, max_head);
+        return partial(buf, skip, limits, max_head).map(|()| false);
     };
 
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(line, &mut raw) {
         Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return partial(buf, skip, limits, max_head),
+        Ok(httparse::Status::Partial) => {
+            return partial(buf, skip, limits, max_head).map(|()| false)
+        }
         Err(e) => return Err(map_httparse_error(e, &buf[skip..])),
     };
     let head_len = skip + len;
@@ -310,19 +341,16 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<ParsedHead>, Hea
     };
     check_target(method, path.as_bytes())?;
 
-    let mut head = ParsedHead {
-        head_len,
-        method,
-        method_span,
-        target,
-        version,
-        headers: [(Span::default(), Span::default()); MAX_HEADERS],
-        header_count: req.headers.len() as u8,
-        body: BodyKind::Empty,
-        keep_alive: false,
-        expect_continue: false,
-        host: None,
-    };
+    head.head_len = head_len;
+    head.method = method;
+    head.method_span = method_span;
+    head.target = target;
+    head.version = version;
+    head.header_count = req.headers.len() as u8;
+    head.body = BodyKind::Empty;
+    head.keep_alive = false;
+    head.expect_continue = false;
+    head.host = None;
 
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
@@ -403,7 +431,7 @@ pub fn parse_head(buf: &[u8], limits: &Limits) -> Result<Option<ParsedHead>, Hea
         Version::Http11 => !conn_close,
         Version::Http10 => conn_keep_alive && !conn_close,
     };
-    Ok(Some(head))
+    Ok(true)
 }
 
 /// Length of the empty lines (CRLF or LF) before the request line, or `None`
@@ -432,12 +460,7 @@ fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, HeadError> {
 
 /// The verdict on an incomplete head: wait for more, or refuse it as too long.
 #[cold]
-fn partial(
-    buf: &[u8],
-    skip: usize,
-    limits: &Limits,
-    max_head: usize,
-) -> Result<Option<ParsedHead>, HeadError> {
+fn partial(buf: &[u8], skip: usize, limits: &Limits, max_head: usize) -> Result<(), HeadError> {
     let line = &buf[skip..];
     if line.len() > limits.max_request_line {
         let scan = &line[..line.len().min(limits.max_request_line + 1)];
@@ -448,7 +471,7 @@ fn partial(
     if buf.len() > max_head {
         return Err(HeadError::HeadersTooLarge);
     }
-    Ok(None)
+    Ok(())
 }
 
 #[cold]

@@ -8,7 +8,9 @@ pub mod head;
 pub mod response;
 
 pub use chunked::{ChunkError, ChunkedDecoder, Decoded};
-pub use head::{parse_head, BodyKind, HeadError, Limits, Method, ParsedHead, Span, Version};
+pub use head::{
+    parse_head, parse_head_into, BodyKind, HeadError, Limits, Method, ParsedHead, Span, Version,
+};
 pub mod conn;
 pub mod exchange;
 mod link;
