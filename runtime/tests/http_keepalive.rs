@@ -142,7 +142,27 @@ fn unread_small_body_is_skipped(b: BackendChoice) {
     assert_eq!(c.response(false).body, b"/target");
 }
 
+fn runtime_connects_out(b: BackendChoice) {
+    use std::io::{Read, Write};
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = upstream.local_addr().unwrap().port();
+    let echo = std::thread::spawn(move || {
+        let (mut s, _) = upstream.accept().unwrap();
+        let mut buf = [0u8; 4];
+        s.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ping");
+        s.write_all(b"pong").unwrap();
+    });
+    let srv = common::start(b);
+    let mut c = srv.connect();
+    c.send(format!("GET /relay?{port} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    let r = c.response(false);
+    assert_eq!((r.status, &r.body[..]), (200, &b"pong"[..]));
+    echo.join().unwrap();
+}
+
 per_backend!(
+    runtime_connects_out,
     keep_alive_serves_many_requests,
     http10_keeps_alive_only_when_asked,
     pipelined_requests_answer_in_order,

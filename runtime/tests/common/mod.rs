@@ -67,6 +67,25 @@ impl Handler for App {
                 task::sleep(Duration::from_millis(300)).await;
                 ex.send(200, &[], b"slow done")
             }
+            b"/relay" => {
+                // The runtime's client side: connect, write, read the reply.
+                let port: u16 = std::str::from_utf8(ex.query().unwrap_or_default())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let mut up =
+                    ringside_runtime::net::TcpStream::connect(([127, 0, 0, 1], port).into())
+                        .await?;
+                let (r, _) = up.write_all(bytes::BytesMut::from(&b"ping"[..])).await;
+                r?;
+                let mut reply = bytes::BytesMut::with_capacity(64);
+                while reply.len() < 4 {
+                    if up.read(&mut reply).await? == 0 {
+                        break;
+                    }
+                }
+                ex.send(200, &[], &reply)
+            }
             b"/target" => {
                 let t = ex.target().to_vec();
                 ex.send(200, &[], &t)
