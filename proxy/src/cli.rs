@@ -116,7 +116,7 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
             parse_workers(workers).map_err(|m| ConfigError::flag("--workers", m))?;
     }
     if let Some(root) = &cli.root {
-        config.root = root_dir(root).map_err(|m| ConfigError::flag("--root", m))?;
+        config.set_root(root_dir(root).map_err(|m| ConfigError::flag("--root", m))?);
     }
     if let Some(name) = &cli.backend {
         config.runtime.backend = backend(name).map_err(|m| ConfigError::flag("--backend", m))?;

@@ -69,13 +69,14 @@ fn run(cfg: Config) -> ExitCode {
         }
     };
     raise_fd_limit();
-    if let Err(e) = StaticFiles::new(&cfg.root) {
+    if let Err(e) = StaticFiles::from_config(&cfg.statics) {
         eprintln!("ringside: cannot open root {}: {e}", cfg.root.display());
         return ExitCode::FAILURE;
     }
-    let root = cfg.root.clone();
+    let statics = cfg.statics.clone();
     let server = match worker::start(&cfg.runtime, &cfg.server, move |_ctx| {
-        StaticFiles::new(&root).unwrap_or_else(|e| panic!("root {} vanished: {e}", root.display()))
+        // Each worker opens its own roots and builds its own cache.
+        StaticFiles::from_config(&statics).unwrap_or_else(|e| panic!("static roots vanished: {e}"))
     }) {
         Ok(s) => s,
         Err(e) => {

@@ -23,7 +23,7 @@ fn check_prints_the_effective_config() {
     let dir = TempDir::new("check");
     let file = dir.write(
         "ringside.toml",
-        b"[runtime]\nworkers = 3\n\n[timeouts]\nkeepalive = \"5s\"\n",
+        b"[runtime]\nworkers = 3\n\n[timeouts]\nkeepalive = \"5s\"\n\n[[route]]\nprefix = \"/a/\"\ncache_control = \"max-age=9\"\n",
     );
     let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
     assert!(
@@ -34,6 +34,10 @@ fn check_prints_the_effective_config() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("workers = 3"), "{text}");
     assert!(text.contains("keepalive = \"5s\""), "{text}");
+    assert!(
+        text.contains("[[route]]\nprefix = \"/a/\"\ncache_control = \"max-age=9\""),
+        "{text}"
+    );
     // What check prints is itself a valid config.
     let again = dir.write("effective.toml", text.as_bytes());
     assert!(Command::new(BIN)
@@ -60,6 +64,19 @@ fn errors_name_file_line_and_key() {
         ),
         ("[limits]\nmax_head = \"1g\"\n", ":2:12: [limits] max_head"),
         ("[runtime\nworkers = 1\n", ":1:"),
+        (
+            "[[route]]\nprefix = \"assets\"\n",
+            ":2:10: [[route]] prefix",
+        ),
+        (
+            "[static]\ncache_control = \"a\\r\\nX-Injected: 1\"\n",
+            ":2:17: [static] cache_control",
+        ),
+        ("[static]\nmime = { txt = \"plain\" }\n", "[static] mime"),
+        (
+            "[static]\ncache_max_file = \"2m\"\ncache_max_bytes = \"1m\"\n",
+            "[static] cache_max_file",
+        ),
     ];
     for (text, want) in cases {
         let file = dir.write("bad.toml", text.as_bytes());

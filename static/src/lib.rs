@@ -1,50 +1,117 @@
-//! ringside-static: files from a docroot.
+//! ringside-static: files from a docroot, the way an edge server should.
 //!
-//! This is the first, minimal handler: GET and HEAD, index files, a redirect
-//! for a directory without its slash, MIME types, Last-Modified, and every
-//! path opened beneath the root with `openat2(RESOLVE_BENEATH)`. Small files
-//! go out in one write with the head; larger ones from the file to the socket
-//! without a copy through user space.
+//! A request is matched to a route (longest prefix), its path decoded once
+//! into a per-core scratch buffer, and looked up in this core's cache. A hit
+//! that is fresh needs no system call: validators, conditional requests and
+//! ranges are answered from the entry, and the body goes out with the head in
+//! one write. A miss opens the file beneath the route's root with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`; small files are read
+//! and cached, larger ones are sent from the file without a copy (splice on
+//! io_uring, sendfile on epoll). Precompressed siblings (`.br`, `.zst`,
+//! `.gz`) are chosen by Accept-Encoding and cached like any file.
 
-mod mime;
+mod cache;
+pub mod conditional;
+pub mod encoding;
+pub mod listing;
+pub mod mime;
 mod open;
 mod path;
+pub mod range;
+mod respond;
+mod settings;
 
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
 
+use bytes::Bytes;
 use ringside_runtime::http::{Exchange, Handler, Method};
 
-pub use path::{decode_path, PathError};
+use crate::cache::{Cache, Entry, Lookup, Meta};
+use crate::encoding::Coding;
+pub use crate::path::{decode_path, PathError};
+use crate::respond::{respond, Job, Source};
+pub use crate::settings::{CacheConfig, RouteConfig, StaticConfig};
 
-/// Files up to this size are read into the response buffer and sent with the
-/// head in one write.
-const INLINE_MAX: u64 = 32 * 1024;
+/// Codings looked for on disk, in the server's order of preference; bit `i`
+/// of an entry's `variants` says whether `CODINGS[i]` exists.
+const CODINGS: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
 
-pub struct StaticFiles {
+struct Route {
+    prefix: Box<[u8]>,
     root: OwnedFd,
-    index: &'static str,
+    cache_control: Option<Box<[u8]>>,
+    listing: bool,
+    /// First byte of this route's cache keys.
+    id: u8,
+}
+
+/// The static handler of one worker; its cache is this core's own.
+pub struct StaticFiles {
+    routes: Vec<Route>,
+    cache: RefCell<Cache>,
+    scratch: RefCell<Vec<u8>>,
+    mime: mime::MimeTable,
+    index: Vec<String>,
+    precompressed: bool,
 }
 
 impl StaticFiles {
-    pub fn new(root: &Path) -> io::Result<StaticFiles> {
+    /// Serves `root` with the default settings.
+    pub fn new(root: &std::path::Path) -> io::Result<StaticFiles> {
+        Self::from_config(&StaticConfig::new(root.to_path_buf()))
+    }
+
+    pub fn from_config(cfg: &StaticConfig) -> io::Result<StaticFiles> {
+        let mut routes = Vec::new();
+        let cc = |c: &Option<String>| c.as_ref().map(|s| s.as_bytes().into());
+        for (i, r) in cfg.routes.iter().enumerate() {
+            let root = r.root.as_ref().unwrap_or(&cfg.root);
+            routes.push(Route {
+                prefix: r.prefix.as_bytes().into(),
+                root: open::open_root(root)?,
+                cache_control: cc(&r.cache_control).or_else(|| cc(&cfg.cache_control)),
+                listing: r.listing.unwrap_or(cfg.listing),
+                id: u8::try_from(i + 1)
+                    .map_err(|_| io::Error::other("at most 254 static routes"))?,
+            });
+        }
+        routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        routes.push(Route {
+            prefix: Box::new([]),
+            root: open::open_root(&cfg.root)?,
+            cache_control: cc(&cfg.cache_control),
+            listing: cfg.listing,
+            id: 0,
+        });
         Ok(StaticFiles {
-            root: open::open_root(root)?,
-            index: "index.html",
+            routes,
+            cache: RefCell::new(Cache::new(
+                cfg.cache.max_bytes,
+                cfg.cache.max_file,
+                cfg.cache.revalidate,
+            )),
+            scratch: RefCell::new(Vec::with_capacity(256)),
+            mime: mime::MimeTable::new(cfg.mime.iter().cloned()),
+            index: cfg.index.clone(),
+            precompressed: cfg.precompressed,
         })
     }
 
-    /// The canonical docroot, for logs.
-    pub fn canonical(root: &Path) -> io::Result<PathBuf> {
-        root.canonicalize()
+    fn route(&self, path: &[u8]) -> &Route {
+        self.routes
+            .iter()
+            .find(|r| path.starts_with(&r.prefix))
+            .expect("the last route matches every path")
     }
 
-    /// Answers everything that needs no waiting; a large file comes back as
-    /// a transfer for [`send_large`]. Kept synchronous so that none of its
-    /// locals become part of the connection's future, which every idle
-    /// connection holds.
-    fn prepare(&self, ex: &mut Exchange<'_>) -> io::Result<Option<Large>> {
+    /// Answers everything that needs no waiting, and returns the transfer
+    /// that does. Synchronous so that none of its locals become part of the
+    /// connection's future, which every idle connection holds.
+    fn prepare(&self, ex: &mut Exchange<'_>) -> io::Result<Option<Job>> {
         if !matches!(ex.method(), Method::Get | Method::Head) {
             ex.send(
                 405,
@@ -53,101 +120,394 @@ impl StaticFiles {
             )?;
             return Ok(None);
         }
-        let mut rel = match decode_path(ex.path()) {
-            Ok(p) => p,
-            Err(PathError::Hidden) => return not_found(ex),
-            Err(_) => {
-                ex.send(
-                    400,
-                    &[("Content-Type", b"text/plain")],
-                    b"400 Bad Request\n",
-                )?;
-                return Ok(None);
-            }
+        let route = self.route(ex.path());
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.clear();
+        scratch.push(route.id);
+        match path::decode_path_into(ex.path(), &mut scratch) {
+            Ok(()) => {}
+            Err(PathError::Hidden) => return status(ex, 404),
+            Err(PathError::Invalid) => return status(ex, 400),
+        }
+        let now = Instant::now();
+        let mut cache = self.cache.borrow_mut();
+        let hit = match cache.lookup(&scratch, now) {
+            Lookup::Fresh(i) => Some(i),
+            Lookup::Stale(i) => self.revalidate(&mut cache, i, route, &scratch[1..], now),
+            Lookup::Miss => None,
         };
-        let mut file = match open::open_beneath(&self.root, &rel) {
-            Ok(f) => f,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
-                return not_found(ex)
-            }
-            Err(_) => {
-                ex.send(403, &[("Content-Type", b"text/plain")], b"403 Forbidden\n")?;
-                return Ok(None);
-            }
-        };
-        let mut meta = file.metadata()?;
-        if meta.is_dir() {
-            if !ex.path().ends_with(b"/") {
-                let mut loc = ex.path().to_vec();
-                loc.push(b'/');
-                if let Some(q) = ex.query() {
-                    loc.push(b'?');
-                    loc.extend_from_slice(q);
+        if let Some(i) = hit {
+            return self.serve_entry(ex, &mut cache, i, route, &mut scratch, now);
+        }
+        drop(cache);
+        self.serve_miss(ex, route, &mut scratch, now)
+    }
+
+    /// A stale entry: one open and stat; unchanged files stay cached.
+    fn revalidate(
+        &self,
+        cache: &mut Cache,
+        i: usize,
+        route: &Route,
+        rel: &[u8],
+        now: Instant,
+    ) -> Option<usize> {
+        let rel = std::str::from_utf8(rel).expect("keys are UTF-8");
+        let same = open::open_beneath(&route.root, rel)
+            .and_then(|f| f.metadata())
+            .is_ok_and(|st| st.is_file() && cache.get(i).meta.same_file(&st));
+        if same {
+            cache.confirm(i, now);
+            Some(i)
+        } else {
+            cache.remove(i);
+            None
+        }
+    }
+
+    fn serve_entry(
+        &self,
+        ex: &mut Exchange<'_>,
+        cache: &mut Cache,
+        i: usize,
+        route: &Route,
+        scratch: &mut Vec<u8>,
+        now: Instant,
+    ) -> io::Result<Option<Job>> {
+        let variants = cache.get(i).variants;
+        if variants != 0 {
+            let available = available(variants);
+            if let Some(coding) =
+                encoding::choose(ex.header("accept-encoding"), available.as_slice())
+            {
+                if let Some(job) = self.serve_variant(ex, cache, route, scratch, coding, now)? {
+                    return Ok(job);
                 }
-                ex.send(
-                    301,
-                    &[("Location", &loc), ("Content-Type", b"text/plain")],
-                    b"301 Moved Permanently\n",
+            }
+        }
+        let e = cache.get(i);
+        let src = Source::Bytes(e.body.clone());
+        let (meta, ctype) = (e.meta.clone(), e.ctype.clone());
+        respond(
+            ex,
+            &meta,
+            &ctype,
+            src,
+            route.cache_control.as_deref(),
+            variants != 0,
+            None,
+        )
+    }
+
+    /// The precompressed sibling, cached under its own key. `Ok(None)` when
+    /// it vanished, so the caller serves the identity file.
+    fn serve_variant(
+        &self,
+        ex: &mut Exchange<'_>,
+        cache: &mut Cache,
+        route: &Route,
+        scratch: &mut Vec<u8>,
+        coding: Coding,
+        now: Instant,
+    ) -> io::Result<Option<Option<Job>>> {
+        let base_len = scratch.len();
+        scratch.extend_from_slice(coding.suffix().as_bytes());
+        let ctype = self
+            .mime
+            .for_path(std::str::from_utf8(&scratch[1..base_len]).expect("utf-8"));
+        let hit = match cache.lookup(scratch, now) {
+            Lookup::Fresh(i) => Some(i),
+            Lookup::Stale(i) => self.revalidate(cache, i, route, &scratch[1..], now),
+            Lookup::Miss => None,
+        };
+        let result = match hit {
+            Some(i) => {
+                let e = cache.get(i);
+                let (meta, body) = (e.meta.clone(), e.body.clone());
+                Some(respond(
+                    ex,
+                    &meta,
+                    ctype,
+                    Source::Bytes(body),
+                    route.cache_control.as_deref(),
+                    true,
+                    Some(coding),
+                )?)
+            }
+            None => {
+                let rel = std::str::from_utf8(&scratch[1..]).expect("utf-8");
+                match open::open_beneath(&route.root, rel) {
+                    Ok(file) => {
+                        let st = file.metadata()?;
+                        if !st.is_file() {
+                            None
+                        } else {
+                            let meta = Meta::of(&st);
+                            let src = self.load(cache, scratch, file, &meta, ctype, 0, now)?;
+                            Some(respond(
+                                ex,
+                                &meta,
+                                ctype,
+                                src,
+                                route.cache_control.as_deref(),
+                                true,
+                                Some(coding),
+                            )?)
+                        }
+                    }
+                    Err(_) => None,
+                }
+            }
+        };
+        scratch.truncate(base_len);
+        Ok(result)
+    }
+
+    fn serve_miss(
+        &self,
+        ex: &mut Exchange<'_>,
+        route: &Route,
+        scratch: &mut Vec<u8>,
+        now: Instant,
+    ) -> io::Result<Option<Job>> {
+        let rel = std::str::from_utf8(&scratch[1..])
+            .expect("utf-8")
+            .to_owned();
+        let file = match open::open_beneath(&route.root, &rel) {
+            Ok(f) => f,
+            Err(e) => return status(ex, open_error_status(&e)),
+        };
+        let st = file.metadata()?;
+        if st.is_dir() {
+            return self.serve_dir(ex, route, scratch, now);
+        }
+        // A file named with a trailing slash is not a directory.
+        if !st.is_file() || rel.ends_with('/') {
+            return status(ex, 404);
+        }
+        self.serve_file(ex, route, scratch, file, &st, now)
+    }
+
+    fn serve_file(
+        &self,
+        ex: &mut Exchange<'_>,
+        route: &Route,
+        scratch: &mut Vec<u8>,
+        file: std::fs::File,
+        st: &std::fs::Metadata,
+        now: Instant,
+    ) -> io::Result<Option<Job>> {
+        let meta = Meta::of(st);
+        let rel = std::str::from_utf8(&scratch[1..]).expect("utf-8");
+        let ctype = self.mime.for_path(rel);
+        let variants = if self.precompressed {
+            self.probe_variants(route, rel)
+        } else {
+            0
+        };
+        if variants != 0 {
+            let available = available(variants);
+            if let Some(coding) =
+                encoding::choose(ex.header("accept-encoding"), available.as_slice())
+            {
+                let mut cache = self.cache.borrow_mut();
+                // Cache the identity file first, so its variants bits persist.
+                let _ = self.load(
+                    &mut cache,
+                    scratch,
+                    file.try_clone()?,
+                    &meta,
+                    ctype,
+                    variants,
+                    now,
                 )?;
-                return Ok(None);
+                if let Some(job) =
+                    self.serve_variant(ex, &mut cache, route, scratch, coding, now)?
+                {
+                    return Ok(job);
+                }
             }
-            rel.push_str(self.index);
-            file = match open::open_beneath(&self.root, &rel) {
-                Ok(f) => f,
-                Err(_) => return not_found(ex),
-            };
-            meta = file.metadata()?;
         }
-        if !meta.is_file() {
-            return not_found(ex);
+        let src = self.load(
+            &mut self.cache.borrow_mut(),
+            scratch,
+            file,
+            &meta,
+            ctype,
+            variants,
+            now,
+        )?;
+        respond(
+            ex,
+            &meta,
+            ctype,
+            src,
+            route.cache_control.as_deref(),
+            variants != 0,
+            None,
+        )
+    }
+
+    /// Small files are read and cached (and served from memory); larger ones
+    /// are served from the open file.
+    #[allow(clippy::too_many_arguments)]
+    fn load(
+        &self,
+        cache: &mut Cache,
+        key: &[u8],
+        file: std::fs::File,
+        meta: &Meta,
+        ctype: &str,
+        variants: u8,
+        now: Instant,
+    ) -> io::Result<Source> {
+        if meta.len > cache.max_file {
+            return Ok(Source::File(file));
         }
-        let len = meta.len();
-        let mut last_modified = [0u8; 29];
-        let mtime = std::os::unix::fs::MetadataExt::mtime(&meta);
-        ringside_runtime::http::date::format_imf_fixdate(mtime.max(0) as u64, &mut last_modified);
-        let ctype = mime::for_path(&rel);
-        if len <= INLINE_MAX || ex.is_head() {
-            let headers: [(&str, &[u8]); 2] = [
-                ("Content-Type", ctype.as_bytes()),
-                ("Last-Modified", &last_modified),
-            ];
-            let mut body = Vec::new();
-            if !ex.is_head() {
-                body.resize(len as usize, 0);
-                std::os::unix::fs::FileExt::read_exact_at(&file, &mut body, 0)?;
-                ex.send(200, &headers, &body)?;
-            } else {
-                ex.send_head_only(200, &headers, len)?;
+        let mut body = vec![0u8; meta.len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut body, 0)?;
+        let body = Bytes::from(body);
+        cache.insert(
+            key,
+            Entry::new(meta.clone(), body.clone(), Rc::from(ctype), variants, now),
+        );
+        Ok(Source::Bytes(body))
+    }
+
+    fn probe_variants(&self, route: &Route, rel: &str) -> u8 {
+        let mut bits = 0;
+        let mut name = String::with_capacity(rel.len() + 4);
+        for (i, c) in CODINGS.iter().enumerate() {
+            name.clear();
+            name.push_str(rel);
+            name.push_str(c.suffix());
+            if open::open_beneath(&route.root, &name)
+                .and_then(|f| f.metadata())
+                .is_ok_and(|m| m.is_file())
+            {
+                bits |= 1 << i;
             }
+        }
+        bits
+    }
+
+    fn serve_dir(
+        &self,
+        ex: &mut Exchange<'_>,
+        route: &Route,
+        scratch: &mut Vec<u8>,
+        now: Instant,
+    ) -> io::Result<Option<Job>> {
+        if !ex.path().ends_with(b"/") {
+            let mut loc = ex.path().to_vec();
+            loc.push(b'/');
+            if let Some(q) = ex.query() {
+                loc.push(b'?');
+                loc.extend_from_slice(q);
+            }
+            ex.send(
+                301,
+                &[("Location", &loc), ("Content-Type", b"text/plain")],
+                b"301 Moved Permanently\n",
+            )?;
             return Ok(None);
         }
-        Ok(Some(Large {
-            file,
-            len,
-            ctype,
-            last_modified,
-        }))
+        let base_len = scratch.len();
+        for index in &self.index {
+            scratch.truncate(base_len);
+            scratch.extend_from_slice(index.as_bytes());
+            let rel = std::str::from_utf8(&scratch[1..])
+                .expect("utf-8")
+                .to_owned();
+            if let Ok(file) = open::open_beneath(&route.root, &rel) {
+                let st = file.metadata()?;
+                if st.is_file() {
+                    return self.serve_file(ex, route, scratch, file, &st, now);
+                }
+            }
+        }
+        scratch.truncate(base_len);
+        if !route.listing {
+            return status(ex, 403);
+        }
+        let rel = std::str::from_utf8(&scratch[1..])
+            .expect("utf-8")
+            .to_owned();
+        let page = list_dir(&route.root, &rel, &String::from_utf8_lossy(ex.path()))?;
+        ex.send(200, &[("Content-Type", b"text/html; charset=utf-8")], &page)?;
+        Ok(None)
     }
 }
 
-/// A body to send from the file.
-struct Large {
-    file: std::fs::File,
-    len: u64,
-    ctype: &'static str,
-    last_modified: [u8; 29],
+fn available(bits: u8) -> Codings {
+    let mut out = Codings {
+        flat: [Coding::Br; 3],
+        len: 0,
+    };
+    for (i, c) in CODINGS.iter().enumerate() {
+        if bits & (1 << i) != 0 {
+            out.flat[out.len] = *c;
+            out.len += 1;
+        }
+    }
+    out
 }
 
-async fn send_large(ex: &mut Exchange<'_>, l: Large) -> io::Result<()> {
-    let headers: [(&str, &[u8]); 2] = [
-        ("Content-Type", l.ctype.as_bytes()),
-        ("Last-Modified", &l.last_modified),
-    ];
-    ex.send_file(200, &headers, &l.file, 0, l.len).await
+/// The codings on disk for one file, on the stack.
+struct Codings {
+    flat: [Coding; 3],
+    len: usize,
 }
 
-fn not_found(ex: &mut Exchange<'_>) -> io::Result<Option<Large>> {
-    ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")?;
+impl Codings {
+    fn as_slice(&self) -> &[Coding] {
+        &self.flat[..self.len]
+    }
+}
+
+fn list_dir(root: &OwnedFd, rel: &str, url_path: &str) -> io::Result<Vec<u8>> {
+    let dir = open::open_beneath(root, rel)?;
+    let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir));
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(path)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let md = e.metadata()?;
+        let mtime = std::os::unix::fs::MetadataExt::mtime(&md).max(0) as u64;
+        names.push((name, md.is_dir(), md.len(), mtime));
+    }
+    let mut entries: Vec<listing::Entry<'_>> = names
+        .iter()
+        .map(|(name, is_dir, size, mtime)| listing::Entry {
+            name,
+            is_dir: *is_dir,
+            size: *size,
+            mtime: *mtime,
+        })
+        .collect();
+    let mut out = Vec::new();
+    listing::render(url_path, &mut entries, &mut out);
+    Ok(out)
+}
+
+fn open_error_status(e: &io::Error) -> u16 {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => 404,
+        // RESOLVE_BENEATH refusing an escape (EXDEV), a magic link (ELOOP).
+        _ => 403,
+    }
+}
+
+fn status(ex: &mut Exchange<'_>, code: u16) -> io::Result<Option<Job>> {
+    let body: &[u8] = match code {
+        400 => b"400 Bad Request\n",
+        403 => b"403 Forbidden\n",
+        _ => b"404 Not Found\n",
+    };
+    ex.send(code, &[("Content-Type", b"text/plain")], body)?;
     Ok(None)
 }
 
@@ -155,8 +515,8 @@ impl Handler for StaticFiles {
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
         match self.prepare(ex)? {
             None => Ok(()),
-            // Boxed: only large files pay for the transfer's future.
-            Some(large) => Box::pin(send_large(ex, large)).await,
+            // Boxed: only file transfers pay for their future.
+            Some(job) => Box::pin(job.run(ex)).await,
         }
     }
 }

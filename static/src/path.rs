@@ -12,8 +12,16 @@ pub enum PathError {
 /// Decodes `path` (the request path before `?`) into a relative path with
 /// no leading slash; a trailing slash is kept.
 pub fn decode_path(path: &[u8]) -> Result<String, PathError> {
+    let mut out = Vec::with_capacity(path.len());
+    decode_path_into(path, &mut out)?;
+    String::from_utf8(out).map_err(|_| PathError::Invalid)
+}
+
+/// [`decode_path`] appending to a reused buffer: no allocation once the
+/// buffer has grown. On success the appended bytes are valid UTF-8.
+pub fn decode_path_into(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
     let rest = path.strip_prefix(b"/").ok_or(PathError::Invalid)?;
-    let mut out = Vec::with_capacity(rest.len());
+    let base = out.len();
     for seg in rest.split(|&b| b == b'/') {
         let start = out.len();
         let mut i = 0;
@@ -49,7 +57,8 @@ pub fn decode_path(path: &[u8]) -> Result<String, PathError> {
         out.push(b'/');
     }
     out.pop();
-    String::from_utf8(out).map_err(|_| PathError::Invalid)
+    std::str::from_utf8(&out[base..]).map_err(|_| PathError::Invalid)?;
+    Ok(())
 }
 
 #[cfg(test)]

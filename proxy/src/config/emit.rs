@@ -85,6 +85,46 @@ impl Config {
         ] {
             writeln!(out, "{key} = {}", quote(&format_duration(d)))?;
         }
+
+        let st = &self.statics;
+        writeln!(out, "\n[static]")?;
+        let index: Vec<String> = st.index.iter().map(|i| quote(i)).collect();
+        writeln!(out, "index = [{}]", index.join(", "))?;
+        writeln!(out, "listing = {}", st.listing)?;
+        writeln!(out, "precompressed = {}", st.precompressed)?;
+        if let Some(cc) = &st.cache_control {
+            writeln!(out, "cache_control = {}", quote(cc))?;
+        }
+        let mime: Vec<String> = st
+            .mime
+            .iter()
+            .map(|(e, t)| format!("{} = {}", quote(e), quote(t)))
+            .collect();
+        if mime.is_empty() {
+            writeln!(out, "mime = {{}}")?;
+        } else {
+            writeln!(out, "mime = {{ {} }}", mime.join(", "))?;
+        }
+        writeln!(out, "cache_max_bytes = {}", size(st.cache.max_bytes))?;
+        writeln!(out, "cache_max_file = {}", size(st.cache.max_file))?;
+        writeln!(
+            out,
+            "revalidate = {}",
+            quote(&format_duration(st.cache.revalidate))
+        )?;
+        for r in &st.routes {
+            writeln!(out, "\n[[route]]")?;
+            writeln!(out, "prefix = {}", quote(&r.prefix))?;
+            if let Some(root) = &r.root {
+                writeln!(out, "root = {}", quote(&root.to_string_lossy()))?;
+            }
+            if let Some(cc) = &r.cache_control {
+                writeln!(out, "cache_control = {}", quote(cc))?;
+            }
+            if let Some(l) = r.listing {
+                writeln!(out, "listing = {l}")?;
+            }
+        }
         Ok(())
     }
 }

@@ -33,6 +33,34 @@ pub struct FileConfig {
     pub server: ServerSection,
     pub limits: LimitsSection,
     pub timeouts: TimeoutsSection,
+    #[serde(rename = "static")]
+    pub static_files: StaticSection,
+    #[serde(rename = "route")]
+    pub routes: Vec<Spanned<RouteSection>>,
+}
+
+/// `[static]`: how files are served, for every route that does not say.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StaticSection {
+    pub index: Option<Spanned<Vec<Spanned<String>>>>,
+    pub listing: Option<Spanned<bool>>,
+    pub precompressed: Option<Spanned<bool>>,
+    pub cache_control: Option<Spanned<String>>,
+    pub mime: Option<Spanned<std::collections::BTreeMap<String, Spanned<String>>>>,
+    pub cache_max_bytes: Option<Spanned<SizeValue>>,
+    pub cache_max_file: Option<Spanned<SizeValue>>,
+    pub revalidate: Option<Spanned<DurationValue>>,
+}
+
+/// `[[route]]`: a URL prefix served from a root, with its own headers.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    pub prefix: Spanned<String>,
+    pub root: Option<Spanned<String>>,
+    pub cache_control: Option<Spanned<String>>,
+    pub listing: Option<Spanned<bool>>,
 }
 
 /// `[runtime]`: workers, placement and the I/O backend.

@@ -36,6 +36,22 @@
 //! body_read = "60s"
 //! send = "60s"
 //! shutdown_grace = "30s"
+//!
+//! [static]
+//! index = ["index.html"]
+//! listing = false
+//! precompressed = true      # .br/.zst/.gz siblings by Accept-Encoding
+//! cache_control = "max-age=60"
+//! mime = { wasm = "application/wasm" }
+//! cache_max_bytes = "64m"   # per core
+//! cache_max_file = "64k"    # larger files are sent from disk without a copy
+//! revalidate = "1s"
+//!
+//! [[route]]
+//! prefix = "/assets/"
+//! root = "/srv/assets"      # the whole request path is looked up beneath it
+//! cache_control = "public, max-age=31536000, immutable"
+//! listing = true
 //! ```
 
 mod cpus;
@@ -49,6 +65,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ringside_runtime::config::{RuntimeConfig, ServerConfig};
+use ringside_static::StaticConfig;
 
 pub use error::ConfigError;
 pub use validate::Document;
@@ -60,6 +77,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// The directory served as static files: absolute, symlinks resolved.
     pub root: PathBuf,
+    /// Static serving; its `root` is kept equal to `root` above.
+    pub statics: StaticConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -68,16 +87,24 @@ impl Default for Config {
     /// The built-in default: serve the current directory on
     /// 127.0.0.1:8080 with one worker per CPU.
     fn default() -> Self {
+        let root = fs::canonicalize(".").unwrap_or_else(|_| PathBuf::from("."));
         Config {
             runtime: RuntimeConfig::default(),
             server: ServerConfig::default(),
-            root: fs::canonicalize(".").unwrap_or_else(|_| PathBuf::from(".")),
+            root: root.clone(),
+            statics: StaticConfig::new(root),
             source: None,
         }
     }
 }
 
 impl Config {
+    /// Sets the served directory (the `--root` flag).
+    pub fn set_root(&mut self, root: PathBuf) {
+        self.statics.root = root.clone();
+        self.root = root;
+    }
+
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;

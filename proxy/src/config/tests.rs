@@ -265,11 +265,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `route`"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `route`"
     );
 }
 
@@ -441,6 +441,15 @@ keepalive = "75s"
 body_read = "60s"
 send = "60s"
 shutdown_grace = "30s"
+
+[static]
+index = ["index.html"]
+listing = false
+precompressed = true
+mime = {{}}
+cache_max_bytes = "64m"
+cache_max_file = "64k"
+revalidate = "1s"
 "#
     );
     assert_eq!(text, want);

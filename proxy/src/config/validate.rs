@@ -23,6 +23,7 @@ use ringside_runtime::config::{
 };
 use ringside_runtime::http::head::MAX_HEADERS;
 use ringside_runtime::http::Limits;
+use ringside_static::{CacheConfig, RouteConfig, StaticConfig};
 use toml::Spanned;
 
 use super::cpus::{allowed_cpus, check_cpu};
@@ -74,10 +75,12 @@ impl TryFrom<Document<'_>> for Config {
             None => root_dir(&join(base, "."))
                 .map_err(|m| ConfigError::at(cx.path, cx.text, None, key("[server] root"), m))?,
         };
+        let statics = cx.statics(f, base, &root)?;
         Ok(Config {
             runtime: cx.runtime(f)?,
             server: cx.server(f)?,
             root,
+            statics,
             source: Some(doc.path.to_path_buf()),
         })
     }
@@ -273,6 +276,147 @@ impl Cx<'_> {
             )?,
         })
     }
+}
+
+impl Cx<'_> {
+    fn statics(
+        &self,
+        f: &FileConfig,
+        base: &Path,
+        root: &Path,
+    ) -> Result<StaticConfig, ConfigError> {
+        let s = &f.static_files;
+        let d = StaticConfig::new(root.to_path_buf());
+        let index = match &s.index {
+            Some(list) => {
+                let mut out = Vec::new();
+                for name in list.get_ref() {
+                    out.push(self.check(name, "[static] index", |n| index_name(n))?);
+                }
+                out
+            }
+            None => d.index,
+        };
+        let mut mime = Vec::new();
+        if let Some(table) = &s.mime {
+            for (ext, ty) in table.get_ref() {
+                let ext = ext.trim_start_matches('.').to_ascii_lowercase();
+                if ext.is_empty()
+                    || !ext
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                {
+                    return Err(self.err(
+                        table.span(),
+                        "[static] mime",
+                        format!("{ext:?} is not a file extension"),
+                    ));
+                }
+                let ty = self.check(ty, "[static] mime", |t| media_type(t))?;
+                mime.push((ext, ty));
+            }
+        }
+        let max_bytes = self.or(
+            &s.cache_max_bytes,
+            "[static] cache_max_bytes",
+            d.cache.max_bytes,
+            |v| size_in(v, 1, u64::MAX),
+        )?;
+        let max_file = self.or(
+            &s.cache_max_file,
+            "[static] cache_max_file",
+            d.cache.max_file,
+            |v| size_in(v, 0, max_bytes).map_err(|m| format!("{m} (at most cache_max_bytes)")),
+        )?;
+        let mut routes: Vec<RouteConfig> = Vec::new();
+        for r in &f.routes {
+            let r = r.get_ref();
+            let prefix = self.check(&r.prefix, "[[route]] prefix", |p| {
+                if !p.starts_with('/') {
+                    return Err(format!("expected a path starting with \"/\", got {p:?}"));
+                }
+                if routes.iter().any(|o| &o.prefix == p) {
+                    return Err(format!("{p:?} is already a route"));
+                }
+                Ok(p.clone())
+            })?;
+            routes.push(RouteConfig {
+                prefix,
+                root: match &r.root {
+                    Some(v) => Some(self.check(v, "[[route]] root", |s| root_dir(&join(base, s)))?),
+                    None => None,
+                },
+                cache_control: match &r.cache_control {
+                    Some(v) => Some(self.check(v, "[[route]] cache_control", |v| header_value(v))?),
+                    None => None,
+                },
+                listing: r.listing.as_ref().map(|v| *v.get_ref()),
+            });
+        }
+        Ok(StaticConfig {
+            root: root.to_path_buf(),
+            index,
+            listing: s.listing.as_ref().map_or(d.listing, |v| *v.get_ref()),
+            precompressed: s
+                .precompressed
+                .as_ref()
+                .map_or(d.precompressed, |v| *v.get_ref()),
+            cache_control: match &s.cache_control {
+                Some(v) => Some(self.check(v, "[static] cache_control", |v| header_value(v))?),
+                None => None,
+            },
+            mime,
+            cache: CacheConfig {
+                max_bytes,
+                max_file,
+                revalidate: self.or(
+                    &s.revalidate,
+                    "[static] revalidate",
+                    d.cache.revalidate,
+                    duration,
+                )?,
+            },
+            routes,
+        })
+    }
+}
+
+/// An index file name: one path segment, not hidden.
+fn index_name(n: &str) -> Result<String, String> {
+    if n.is_empty() || n.contains('/') || n.starts_with('.') || n.contains('\0') {
+        return Err(format!(
+            "expected a file name without '/' and not starting with '.', got {n:?}"
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// A header value: visible ASCII and spaces only, so it can never split a head.
+fn header_value(v: &str) -> Result<String, String> {
+    if v.is_empty()
+        || !v
+            .bytes()
+            .all(|b| b == b' ' || b == b'\t' || (0x21..0x7f).contains(&b))
+    {
+        return Err(format!(
+            "expected a non-empty header value of visible ASCII, got {v:?}"
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+/// A media type like `text/plain; charset=utf-8`.
+fn media_type(t: &str) -> Result<String, String> {
+    let v = header_value(t)?;
+    let (ty, sub) = v
+        .split_once('/')
+        .ok_or_else(|| format!("expected a media type like \"text/plain\", got {t:?}"))?;
+    if ty.is_empty() || sub.is_empty() {
+        return Err(format!(
+            "expected a media type like \"text/plain\", got {t:?}"
+        ));
+    }
+    Ok(v)
 }
 
 /// `n` within `lo..=hi`.

@@ -35,6 +35,8 @@ enum Out {
     Done,
     Chunked,
     CloseDelimited,
+    /// A Content-Length body with this many bytes still to write.
+    Sized(u64),
 }
 
 pub struct Exchange<'a> {
@@ -96,9 +98,17 @@ impl<'a> Exchange<'a> {
     pub fn target(&self) -> &[u8] {
         self.head.target.get(self.head_bytes)
     }
-    /// The target up to `?`.
+    /// The path of the target, up to `?`; for an absolute-form target
+    /// (`http://host/p`) the part from the first `/` after the authority.
     pub fn path(&self) -> &[u8] {
-        let t = self.target();
+        let mut t = self.target();
+        if t.first() != Some(&b'/') {
+            let after_scheme = t.windows(3).position(|w| w == b"://").map_or(0, |i| i + 3);
+            t = t[after_scheme..]
+                .iter()
+                .position(|&b| b == b'/')
+                .map_or(b"/", |i| &t[after_scheme + i..]);
+        }
         t.iter().position(|&b| b == b'?').map_or(t, |i| &t[..i])
     }
     pub fn query(&self) -> Option<&[u8]> {
@@ -293,7 +303,7 @@ impl<'a> Exchange<'a> {
     }
 
     /// Sends `len` bytes of `file` from `offset` as the body, without copying
-    /// them through user space (see [`TcpStream::send_file`]).
+    /// them through user space (see [`crate::net::TcpStream::send_file`]).
     pub async fn send_file(
         &mut self,
         status: u16,
@@ -302,10 +312,65 @@ impl<'a> Exchange<'a> {
         offset: u64,
         len: u64,
     ) -> io::Result<()> {
+        self.start_sized(status, headers, len)?;
+        self.write_file(file, offset, len).await
+    }
+
+    /// Starts a body of exactly `len` bytes, to be written in pieces with
+    /// [`Exchange::write_body`] and [`Exchange::write_file`]. A body left
+    /// short closes the connection, so it never passes for complete.
+    pub fn start_sized(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        len: u64,
+    ) -> io::Result<()> {
         self.check_first()?;
         self.write_head(status, headers, Framing::Length(len));
-        self.out = Out::Done;
-        if self.is_head() {
+        self.out = if self.is_head() || len == 0 {
+            Out::Done
+        } else {
+            Out::Sized(len)
+        };
+        Ok(())
+    }
+
+    fn take_sized(&mut self, n: u64) -> io::Result<bool> {
+        match self.out {
+            Out::Done if self.is_head() => Ok(false),
+            Out::Sized(left) if n <= left => {
+                self.out = if n == left {
+                    Out::Done
+                } else {
+                    Out::Sized(left - n)
+                };
+                Ok(true)
+            }
+            Out::Sized(_) => Err(io::Error::other("body longer than its Content-Length")),
+            _ => Err(io::Error::other("write_body without start_sized")),
+        }
+    }
+
+    /// Appends bytes to a sized body.
+    pub async fn write_body(&mut self, data: &[u8]) -> io::Result<()> {
+        if !self.take_sized(data.len() as u64)? {
+            return Ok(());
+        }
+        self.wbuf.put_slice(data);
+        if self.wbuf.len() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Appends a file range to a sized body, without a copy.
+    pub async fn write_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        if len == 0 || !self.take_sized(len)? {
             return Ok(());
         }
         self.flush().await?;
@@ -363,10 +428,10 @@ impl<'a> Exchange<'a> {
         Ok(())
     }
 
-    /// True when a streamed body was started and not finished: the
+    /// True when a streamed or sized body was started and not finished: the
     /// connection must then close without a clean end.
     pub(crate) fn unfinished_stream(&self) -> bool {
-        matches!(self.out, Out::Chunked | Out::CloseDelimited)
+        matches!(self.out, Out::Chunked | Out::CloseDelimited | Out::Sized(_))
     }
 
     pub(crate) async fn flush(&mut self) -> io::Result<()> {

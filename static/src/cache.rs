@@ -1,0 +1,302 @@
+//! This core's cache of small files: bounded by bytes, least recently used
+//! out first, and revalidated with a stat once an entry is older than the
+//! revalidation interval, so a file changed on disk is served fresh.
+//!
+//! Entries live in a slab linked into an LRU list by index; the map from key
+//! to slot hashes with FNV-1a (keys are short paths, and the table is private
+//! to one core, so a keyed hash buys nothing). A hit is a hash, a probe and
+//! two index swaps: no allocation, no lock.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::conditional::ETag;
+
+/// What the response needs to know about a file.
+#[derive(Clone)]
+pub struct Meta {
+    pub len: u64,
+    pub ino: u64,
+    pub mtime_ns: i128,
+    pub etag: ETag,
+    pub last_modified: [u8; 29],
+    pub mtime: u64,
+}
+
+impl Meta {
+    pub fn of(st: &std::fs::Metadata) -> Meta {
+        use std::os::unix::fs::MetadataExt;
+        let mtime_ns = i128::from(st.mtime()) * 1_000_000_000 + i128::from(st.mtime_nsec());
+        let mtime = st.mtime().max(0) as u64;
+        let mut last_modified = [0u8; 29];
+        ringside_runtime::http::date::format_imf_fixdate(mtime, &mut last_modified);
+        Meta {
+            len: st.len(),
+            ino: st.ino(),
+            mtime_ns,
+            etag: ETag::new(st.ino(), st.len(), mtime_ns),
+            last_modified,
+            mtime,
+        }
+    }
+
+    /// Whether the file on disk is still the one this describes.
+    pub fn same_file(&self, st: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let mtime_ns = i128::from(st.mtime()) * 1_000_000_000 + i128::from(st.mtime_nsec());
+        self.len == st.len() && self.ino == st.ino() && self.mtime_ns == mtime_ns
+    }
+}
+
+/// A cached file.
+pub struct Entry {
+    pub meta: Meta,
+    pub body: Bytes,
+    pub ctype: Rc<str>,
+    /// Precompressed siblings found on disk, as a bit per `Coding` index.
+    pub variants: u8,
+    checked: Instant,
+    key: Box<[u8]>,
+    prev: usize,
+    next: usize,
+}
+
+impl Entry {
+    pub fn new(meta: Meta, body: Bytes, ctype: Rc<str>, variants: u8, now: Instant) -> Entry {
+        Entry {
+            meta,
+            body,
+            ctype,
+            variants,
+            checked: now,
+            key: Box::default(),
+            prev: NIL,
+            next: NIL,
+        }
+    }
+}
+
+const NIL: usize = usize::MAX;
+
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+pub enum Lookup {
+    /// Present and checked within the interval.
+    Fresh(usize),
+    /// Present, but due for a stat.
+    Stale(usize),
+    Miss,
+}
+
+pub struct Cache {
+    map: HashMap<Box<[u8]>, usize, BuildHasherDefault<Fnv>>,
+    slab: slab::Slab<Entry>,
+    head: usize,
+    tail: usize,
+    bytes: u64,
+    pub max_bytes: u64,
+    pub max_file: u64,
+    pub revalidate: Duration,
+}
+
+impl Cache {
+    pub fn new(max_bytes: u64, max_file: u64, revalidate: Duration) -> Cache {
+        Cache {
+            map: HashMap::default(),
+            slab: slab::Slab::new(),
+            head: NIL,
+            tail: NIL,
+            bytes: 0,
+            max_bytes,
+            max_file,
+            revalidate,
+        }
+    }
+
+    pub fn lookup(&mut self, key: &[u8], now: Instant) -> Lookup {
+        let Some(&i) = self.map.get(key) else {
+            return Lookup::Miss;
+        };
+        self.touch(i);
+        if now.duration_since(self.slab[i].checked) > self.revalidate {
+            Lookup::Stale(i)
+        } else {
+            Lookup::Fresh(i)
+        }
+    }
+
+    pub fn get(&self, i: usize) -> &Entry {
+        &self.slab[i]
+    }
+
+    /// The stat showed the file unchanged: fresh for another interval.
+    pub fn confirm(&mut self, i: usize, now: Instant) {
+        self.slab[i].checked = now;
+    }
+
+    pub fn remove(&mut self, i: usize) {
+        self.unlink(i);
+        let e = self.slab.remove(i);
+        self.bytes -= cost(&e);
+        self.map.remove(&e.key);
+    }
+
+    /// Caches `e` under `key`, first evicting the least recently used
+    /// entries until it fits. Files larger than `max_file` are not cached.
+    pub fn insert(&mut self, key: &[u8], mut e: Entry) -> Option<usize> {
+        if e.body.len() as u64 > self.max_file || cost(&e) > self.max_bytes {
+            return None;
+        }
+        if let Some(&old) = self.map.get(key) {
+            self.remove(old);
+        }
+        while self.bytes + cost(&e) > self.max_bytes && self.tail != NIL {
+            self.remove(self.tail);
+        }
+        e.key = key.into();
+        self.bytes += cost(&e);
+        let i = self.slab.insert(e);
+        self.map.insert(key.into(), i);
+        self.push_front(i);
+        Some(i)
+    }
+
+    #[cfg(test)]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    fn touch(&mut self, i: usize) {
+        if self.head != i {
+            self.unlink(i);
+            self.push_front(i);
+        }
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let (p, n) = (self.slab[i].prev, self.slab[i].next);
+        if p != NIL {
+            self.slab[p].next = n;
+        } else {
+            self.head = n;
+        }
+        if n != NIL {
+            self.slab[n].prev = p;
+        } else {
+            self.tail = p;
+        }
+    }
+
+    fn push_front(&mut self, i: usize) {
+        self.slab[i].prev = NIL;
+        self.slab[i].next = self.head;
+        if self.head != NIL {
+            self.slab[self.head].prev = i;
+        }
+        self.head = i;
+        if self.tail == NIL {
+            self.tail = i;
+        }
+    }
+}
+
+/// Bytes an entry is charged: its body and key, plus a fixed overhead.
+fn cost(e: &Entry) -> u64 {
+    e.body.len() as u64 + e.key.len() as u64 + 256
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(n: usize, now: Instant) -> Entry {
+        let st = std::fs::metadata("/").unwrap();
+        Entry::new(
+            Meta::of(&st),
+            Bytes::from(vec![b'x'; n]),
+            "text/plain".into(),
+            0,
+            now,
+        )
+    }
+
+    #[test]
+    fn evicts_least_recently_used_by_bytes() {
+        let now = Instant::now();
+        let mut c = Cache::new(3 * (1000 + 256 + 1), 2000, Duration::from_secs(1));
+        c.insert(b"a", entry(1000, now)).unwrap();
+        c.insert(b"b", entry(1000, now)).unwrap();
+        c.insert(b"c", entry(1000, now)).unwrap();
+        assert!(matches!(c.lookup(b"a", now), Lookup::Fresh(_)));
+        c.insert(b"d", entry(1000, now)).unwrap();
+        // b was the least recently used, not a.
+        assert!(matches!(c.lookup(b"b", now), Lookup::Miss));
+        for k in [b"a", b"c", b"d"] {
+            assert!(matches!(c.lookup(k, now), Lookup::Fresh(_)));
+        }
+        assert!(c.bytes() <= c.max_bytes);
+        assert_eq!(c.len(), 3);
+    }
+
+    #[test]
+    fn too_large_is_not_cached_and_staleness_follows_the_interval() {
+        let now = Instant::now();
+        let mut c = Cache::new(1 << 20, 100, Duration::from_millis(500));
+        assert!(c.insert(b"big", entry(101, now)).is_none());
+        let i = c.insert(b"small", entry(10, now)).unwrap();
+        assert!(matches!(
+            c.lookup(b"small", now + Duration::from_millis(400)),
+            Lookup::Fresh(_)
+        ));
+        assert!(matches!(
+            c.lookup(b"small", now + Duration::from_millis(600)),
+            Lookup::Stale(_)
+        ));
+        c.confirm(i, now + Duration::from_millis(600));
+        assert!(matches!(
+            c.lookup(b"small", now + Duration::from_millis(700)),
+            Lookup::Fresh(_)
+        ));
+        c.remove(i);
+        assert!(matches!(c.lookup(b"small", now), Lookup::Miss));
+        assert_eq!(c.bytes(), 0);
+    }
+
+    #[test]
+    fn replacing_a_key_keeps_accounting_right() {
+        let now = Instant::now();
+        let mut c = Cache::new(1 << 20, 1 << 20, Duration::from_secs(1));
+        c.insert(b"k", entry(10, now)).unwrap();
+        c.insert(b"k", entry(20, now)).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.bytes(), 20 + 1 + 256);
+    }
+}
