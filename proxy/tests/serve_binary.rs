@@ -122,16 +122,7 @@ fn sigterm_drains_an_in_flight_download() {
     let huge: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
     root.write("huge.bin", &huge);
     for backend in BACKENDS {
-        let mut srv = Ringside::start(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--backend",
-            backend,
-            "--root",
-            root.path().to_str().unwrap(),
-        ]);
+        let mut srv = Ringside::serving(backend, root.path());
         let mut s = TcpStream::connect(srv.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         s.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")

@@ -44,16 +44,7 @@ fn curl_range_conditional_head_compressed() {
         .expect("gzip must be installed");
     assert!(status.success());
     for backend in BACKENDS {
-        let srv = Ringside::start(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--backend",
-            backend,
-            "--root",
-            root.path().to_str().unwrap(),
-        ]);
+        let srv = Ringside::serving(backend, root.path());
         let url = format!("http://{}/page.html", srv.addr);
         let (head, body) = curl(&["-r", "5-14", &url]);
         assert!(head.starts_with("HTTP/1.1 206"), "{head}");

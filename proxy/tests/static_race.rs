@@ -27,16 +27,7 @@ fn directory_swapped_for_symlink_never_escapes() {
         .as_bytes(),
     );
     for backend in BACKENDS {
-        let srv = Ringside::start(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--backend",
-            backend,
-        ]);
+        let srv = Ringside::configured(backend, &cfg);
         let stop = Arc::new(AtomicBool::new(false));
         let swapper = {
             let stop = stop.clone();

@@ -89,16 +89,7 @@ fn site() -> (TempDir, TempDir) {
 
 fn start(dir: &TempDir, backend: &str) -> Ringside {
     let cfg = dir.path().join("ringside.toml");
-    Ringside::start(&[
-        "--config",
-        cfg.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-        "--backend",
-        backend,
-    ])
+    Ringside::configured(backend, &cfg)
 }
 
 #[test]
@@ -322,16 +313,7 @@ fn changed_file_is_served_fresh_after_revalidation() {
     );
     for backend in BACKENDS {
         dir.write("f.txt", b"version one\n");
-        let srv = Ringside::start(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-            "--backend",
-            backend,
-        ]);
+        let srv = Ringside::configured(backend, &cfg);
         assert_eq!(get(&srv, "/f.txt", "").body, b"version one\n");
         // Replaced by a new file (new inode), the way deploys do it.
         dir.write("f.txt.new", b"version two, longer\n");

@@ -101,12 +101,24 @@ async fn splice_through(
     while (off as u64) < end {
         let want = (end - off as u64).min(SEND_PIECE as u64) as usize;
         // SAFETY: valid fds and offset pointer; the pipe is ours.
-        let n = unsafe { libc::splice(file.as_raw_fd(), &mut off, pipe.w, std::ptr::null_mut(), want, libc::SPLICE_F_MOVE) };
+        let n = unsafe {
+            libc::splice(
+                file.as_raw_fd(),
+                &mut off,
+                pipe.w,
+                std::ptr::null_mut(),
+                want,
+                libc::SPLICE_F_MOVE,
+            )
+        };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the range sent"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shorter than the range sent",
+            ));
         }
         let mut in_pipe = n as usize;
         while in_pipe > 0 {
@@ -124,7 +136,13 @@ async fn splice_through(
             if m < 0 {
                 let e = io::Error::last_os_error();
                 match e.kind() {
-                    io::ErrorKind::WouldBlock => stream.monoio().expect("monoio worker").writable(false).await?,
+                    io::ErrorKind::WouldBlock => {
+                        stream
+                            .monoio()
+                            .expect("monoio worker")
+                            .writable(false)
+                            .await?
+                    }
                     io::ErrorKind::Interrupted => {}
                     _ => return Err(e),
                 }
@@ -173,7 +191,10 @@ mod pipes {
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        let p = Pipe { r: fds[0], w: fds[1] };
+        let p = Pipe {
+            r: fds[0],
+            w: fds[1],
+        };
         // Larger pipes mean fewer splices; refused above pipe-max-size, which
         // only costs calls.
         // SAFETY: fcntl on our own fd.

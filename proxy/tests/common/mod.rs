@@ -26,6 +26,30 @@ impl Ringside {
         Self::start_with(Command::new(BIN).args(args))
     }
 
+    /// One worker on `backend`, listening on port 0, with `args` added.
+    pub fn one_worker(backend: &str, args: &[&str]) -> Ringside {
+        let mut all = vec![
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--backend",
+            backend,
+        ];
+        all.extend_from_slice(args);
+        Self::start(&all)
+    }
+
+    /// [`Ringside::one_worker`] serving `root`.
+    pub fn serving(backend: &str, root: &Path) -> Ringside {
+        Self::one_worker(backend, &["--root", root.to_str().unwrap()])
+    }
+
+    /// [`Ringside::one_worker`] reading the config file `cfg`.
+    pub fn configured(backend: &str, cfg: &Path) -> Ringside {
+        Self::one_worker(backend, &["--config", cfg.to_str().unwrap()])
+    }
+
     pub fn start_with(cmd: &mut Command) -> Ringside {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         // Die with the test process rather than outlive a failed test.

@@ -283,25 +283,6 @@ impl<'a> Exchange<'a> {
         Ok(())
     }
 
-    /// Answers a HEAD request with the head a GET would get, Content-Length
-    /// `len` included, without having the body at hand.
-    pub fn send_head_only(
-        &mut self,
-        status: u16,
-        headers: &[(&str, &[u8])],
-        len: u64,
-    ) -> io::Result<()> {
-        self.check_first()?;
-        if !self.is_head() {
-            return Err(io::Error::other(
-                "send_head_only on a request other than HEAD",
-            ));
-        }
-        self.write_head(status, headers, Framing::Length(len));
-        self.out = Out::Done;
-        Ok(())
-    }
-
     /// Sends `len` bytes of `file` from `offset` as the body, without copying
     /// them through user space (see [`crate::net::TcpStream::send_file`]).
     pub async fn send_file(
