@@ -13,6 +13,7 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v lighttpd >/dev/null || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)
 command -v wrk >/dev/null || need+=(wrk)
 command -v python3 >/dev/null || need+=(python3)
+command -v gzip >/dev/null || need+=(gzip)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "scripts/test.sh: missing ${need[*]}; run as root or install them" >&2
