@@ -305,24 +305,37 @@ fn run_engine<Fut: std::future::Future<Output = ()>>(
     match backend {
         #[cfg(feature = "io-uring")]
         Backend::IoUring => {
-            let mut urb = io_uring::IoUring::builder();
-            match std::env::var("RINGSIDE_URING_SETUP").as_deref() {
-                Ok("none") => {}
-                Ok("defer") => {
-                    urb.setup_single_issuer().setup_defer_taskrun();
+            let setup = std::env::var("RINGSIDE_URING_SETUP").unwrap_or_default();
+            let build = |setup: &str| {
+                let mut urb = io_uring::IoUring::builder();
+                match setup {
+                    "none" => {}
+                    "coop" => {
+                        urb.setup_coop_taskrun();
+                    }
+                    // Default. Completions wait for this thread's next
+                    // io_uring_enter instead of interrupting it; measured
+                    // against COOP_TASKRUN (26 B files, 5 rounds): 4.84 vs
+                    // 5.09 us of server CPU per request, the default ring
+                    // 6.98.
+                    _ => {
+                        urb.setup_single_issuer().setup_defer_taskrun();
+                    }
                 }
-                _ => {
-                    // Completions are reaped when this thread next enters the
-                    // kernel, instead of by interrupting it (measured: less
-                    // kernel time per request than the default ring).
-                    urb.setup_coop_taskrun();
+                monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                    .with_entries(ring_entries)
+                    .uring_builder(urb)
+                    .enable_timer()
+                    .build()
+            };
+            let mut rt = match build(&setup) {
+                // Kernels before 6.1 lack DEFER_TASKRUN.
+                Err(e) if setup.is_empty() && e.raw_os_error() == Some(libc::EINVAL) => {
+                    tracing::debug!("io_uring DEFER_TASKRUN unavailable; using COOP_TASKRUN");
+                    build("coop")?
                 }
-            }
-            let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-                .with_entries(ring_entries)
-                .uring_builder(urb)
-                .enable_timer()
-                .build()?;
+                r => r?,
+            };
             rt.block_on(fut);
             Ok(())
         }
