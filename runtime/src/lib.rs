@@ -47,7 +47,6 @@ compile_error!(
 );
 
 pub mod backend;
-pub mod bufpool;
 pub mod config;
 pub mod conns;
 pub mod fs;

@@ -92,12 +92,6 @@ pub fn choose(accept_encoding: Option<&[u8]>, available: &[Coding]) -> Option<Co
     best.map(|(c, _)| c)
 }
 
-/// Whether any of [`Coding::ALL`] is acceptable, parsed as for [`choose`]:
-/// whether it is worth looking for siblings on disk at all.
-pub fn accepts_any(accept_encoding: Option<&[u8]>) -> bool {
-    choose(accept_encoding, &Coding::ALL).is_some()
-}
-
 /// Weights in thousandths, as the header gave them.
 #[derive(Debug, Default)]
 struct Weights {
@@ -302,26 +296,6 @@ mod tests {
                 want,
                 "{header:?} {avail:?}"
             );
-        }
-    }
-
-    #[test]
-    fn accepts_any_cases() {
-        let cases: &[(Option<&str>, bool)] = &[
-            (None, false),
-            (Some(""), false),
-            (Some("identity"), false),
-            (Some("deflate"), false),
-            (Some("gzip"), true),
-            (Some("zstd"), true),
-            (Some("*"), true),
-            (Some("*;q=0"), false),
-            (Some("*;q=0, br;q=0.1"), true),
-            (Some("gzip;q=0, br;q=0, zstd;q=0"), false),
-            (Some("gzip;q=nope"), false),
-        ];
-        for &(header, want) in cases {
-            assert_eq!(accepts_any(header.map(str::as_bytes)), want, "{header:?}");
         }
     }
 

@@ -252,12 +252,6 @@ impl MimeTable {
     }
 }
 
-/// The built-in type for a path, without overrides; what
-/// `MimeTable::default().for_path(path)` gives, as a `'static` str.
-pub fn for_path(path: &str) -> &'static str {
-    extension(path).and_then(builtin).unwrap_or(OCTET_STREAM)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,7 +350,6 @@ mod tests {
         ];
         for &(path, want) in cases {
             assert_eq!(t.for_path(path), want, "{path:?}");
-            assert_eq!(for_path(path), want, "{path:?}");
         }
     }
 

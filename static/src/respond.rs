@@ -152,7 +152,7 @@ pub fn respond(
         }
         _ => RangeOutcome::Ignore,
     };
-    let mut cr = [0u8; 68];
+    let mut cr = [0u8; range::CONTENT_RANGE_MAX];
     match outcome {
         RangeOutcome::Ignore | RangeOutcome::Excessive => {
             h.push("Content-Type", ctype.as_bytes());
@@ -164,12 +164,10 @@ pub fn respond(
             body(ex, 206, &h, src, r.start, r.len())
         }
         RangeOutcome::Unsatisfiable => {
-            let mut v = Vec::with_capacity(32);
-            v.extend_from_slice(b"bytes */");
-            v.extend_from_slice(meta.len.to_string().as_bytes());
+            let v = range::content_range_unsatisfied(meta.len, &mut cr);
             ex.send(
                 416,
-                &[("Content-Range", &v), ("Content-Type", b"text/plain")],
+                &[("Content-Range", v), ("Content-Type", b"text/plain")],
                 b"416 Range Not Satisfiable\n",
             )?;
             Ok(None)

@@ -407,16 +407,12 @@ fn header_value(v: &str) -> Result<String, String> {
 
 /// A media type like `text/plain; charset=utf-8`.
 fn media_type(t: &str) -> Result<String, String> {
-    let v = header_value(t)?;
-    let (ty, sub) = v
-        .split_once('/')
-        .ok_or_else(|| format!("expected a media type like \"text/plain\", got {t:?}"))?;
-    if ty.is_empty() || sub.is_empty() {
+    if !ringside_static::mime::is_valid_media_type(t) {
         return Err(format!(
             "expected a media type like \"text/plain\", got {t:?}"
         ));
     }
-    Ok(v)
+    Ok(t.to_owned())
 }
 
 /// `n` within `lo..=hi`.

@@ -22,7 +22,6 @@ use super::exchange::{Exchange, DISCARD_MAX};
 use super::link::Link;
 use super::response::write_error;
 use super::{parse_head_into, Limits, ParsedHead};
-use crate::bufpool;
 use crate::config::Timeouts;
 use crate::net::TcpStream;
 use crate::shutdown::{draining, BusyGuard};
@@ -42,8 +41,16 @@ pub trait Handler: 'static {
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()>;
 }
 
+/// Size of a read or write buffer; large enough for a default-limit head.
+const BUF_SIZE: usize = 16 * 1024;
+
+fn new_buf() -> BytesMut {
+    BytesMut::with_capacity(BUF_SIZE)
+}
+
 /// Buffers and head storage of a connection inside a request; pooled per
-/// core so that idle connections own none of it.
+/// core so that idle connections own none of it, and memory follows the
+/// number of busy connections rather than of open ones.
 struct Active {
     rbuf: BytesMut,
     wbuf: BytesMut,
@@ -62,8 +69,8 @@ fn acquire() -> Box<Active> {
         .with(|p| p.borrow_mut().pop())
         .unwrap_or_else(|| {
             Box::new(Active {
-                rbuf: bufpool::take(),
-                wbuf: bufpool::take(),
+                rbuf: new_buf(),
+                wbuf: new_buf(),
                 head: ParsedHead::empty(),
             })
         })
@@ -73,11 +80,11 @@ fn release(mut a: Box<Active>) {
     a.rbuf.clear();
     a.wbuf.clear();
     // Buffers still shared with a body piece the handler kept are replaced.
-    if !a.rbuf.try_reclaim(bufpool::BUF_SIZE) {
-        a.rbuf = bufpool::take();
+    if !a.rbuf.try_reclaim(BUF_SIZE) {
+        a.rbuf = new_buf();
     }
-    if !a.wbuf.try_reclaim(bufpool::BUF_SIZE) {
-        a.wbuf = bufpool::take();
+    if !a.wbuf.try_reclaim(BUF_SIZE) {
+        a.wbuf = new_buf();
     }
     ACTIVE_POOL.with(|p| {
         let mut p = p.borrow_mut();
