@@ -132,8 +132,12 @@ pub fn open() -> usize {
 
 /// The sweeper task: one per worker, until the worker ends.
 pub(crate) async fn sweeper() {
+    // One timer, reset each tick, so the sweeper allocates nothing.
+    let mut tick = std::pin::pin!(crate::task::sleep(SWEEP_EVERY));
     loop {
-        crate::task::sleep(SWEEP_EVERY).await;
-        sweep(Instant::now());
+        tick.as_mut().await;
+        let now = Instant::now();
+        sweep(now);
+        tick.as_mut().reset(now + SWEEP_EVERY);
     }
 }

@@ -43,6 +43,20 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep { inner }
 }
 
+impl Sleep {
+    /// Moves the deadline, reusing the timer (no new allocation).
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        // SAFETY: the inner timer is never moved out of the pinned Sleep.
+        let this = unsafe { self.get_unchecked_mut() };
+        match &mut this.inner {
+            #[cfg(rt_monoio)]
+            SleepInner::Monoio(s) => s.as_mut().reset(deadline.into()),
+            #[cfg(rt_glommio)]
+            SleepInner::Glommio(t) => t.reset(deadline.saturating_duration_since(Instant::now())),
+        }
+    }
+}
+
 impl Future for Sleep {
     type Output = ();
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
