@@ -10,9 +10,9 @@ usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
                           [--file hello.txt] [--servers ringside,nginx,lighttpd]
                           [--ringside-args "..."] [--root DIR]
 
-A ringside server may be named ringside[:BACKEND][@SETUP] to compare
-backends (ringside:epoll) or io_uring ring setups (ringside@defer, @none,
-@coop), all in the same run.
+A ringside server may be named ringside[:BACKEND][@SETUP][+VAR=VALUE] to
+compare backends (ringside:epoll), io_uring ring setups (ringside@defer,
+@none, @coop) or an environment switch, all in the same run.
 """
 import argparse
 import os
@@ -72,6 +72,12 @@ def start(name, root, args):
     if name.startswith("ringside"):
         # ringside[:BACKEND][@URING_SETUP], e.g. ringside:epoll, ringside@defer
         rest = name[len("ringside"):]
+        extra_env = {}
+        if "+" in rest:
+            # ringside...+NAME=VALUE: an environment variable for this server only.
+            rest, assign = rest.split("+", 1)
+            k, v = assign.split("=", 1)
+            extra_env[k] = v
         setup = None
         if "@" in rest:
             rest, setup = rest.split("@", 1)
@@ -80,7 +86,7 @@ def start(name, root, args):
         cmd = [exe, "--listen", f"127.0.0.1:{port}", "--workers", "1", "--root", root] + args.ringside_args.split()
         if backend:
             cmd += ["--backend", backend]
-        env = dict(os.environ, RUST_LOG="warn")
+        env = dict(os.environ, RUST_LOG="warn", **extra_env)
         if setup:
             env["RINGSIDE_URING_SETUP"] = setup
     elif name == "nginx":
