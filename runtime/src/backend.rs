@@ -45,6 +45,7 @@ impl Backend {
     }
 
     /// Whether the backend runs on monoio (all but glommio).
+    #[cfg_attr(not(all(rt_monoio, rt_glommio)), allow(dead_code))] // used only when both engines are built
     pub(crate) fn is_monoio(self) -> bool {
         !matches!(self, Backend::Glommio)
     }

@@ -1,6 +1,7 @@
 //! Files: positional reads and the zero-copy file-to-socket send.
 
 use std::io;
+#[cfg(rt_monoio)]
 use std::os::fd::AsRawFd;
 
 use bytes::BytesMut;
@@ -29,6 +30,7 @@ const CHUNK: u64 = 64 * 1024;
 /// does the receiver's TCP work inside the call, so one 1 MiB call keeps
 /// the client from reading until it returns; 256 KiB pieces let both run at
 /// once (measured: 1 MiB files, one wrk client, epoll: 3.3k -> 3.9k req/s).
+#[cfg(rt_monoio)]
 const SEND_PIECE: usize = 256 * 1024;
 
 /// `progress` is called after each step that moved bytes.
@@ -134,18 +136,7 @@ async fn splice_through(
                 )
             };
             if m < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::WouldBlock => {
-                        stream
-                            .monoio()
-                            .expect("monoio worker")
-                            .writable(false)
-                            .await?
-                    }
-                    io::ErrorKind::Interrupted => {}
-                    _ => return Err(e),
-                }
+                wait_after_error(stream).await?;
                 continue;
             }
             in_pipe -= m as usize;
@@ -237,18 +228,7 @@ async fn sendfile_ready(
         // SAFETY: both fds are valid; off is a valid pointer.
         let n = unsafe { sendfile_raw(stream.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
         if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => {
-                    stream
-                        .monoio()
-                        .expect("monoio worker")
-                        .writable(false)
-                        .await?;
-                }
-                io::ErrorKind::Interrupted => {}
-                _ => return Err(e),
-            }
+            wait_after_error(stream).await?;
         } else if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -287,6 +267,24 @@ unsafe fn sendfile_raw(sock: i32, file: i32, off: &mut libc::off_t, len: usize) 
         -1
     } else {
         sent as isize
+    }
+}
+
+/// After a failed non-blocking send of file data: waits for room on
+/// EAGAIN, returns at once on EINTR (the caller retries), fails otherwise.
+#[cfg(rt_monoio)]
+async fn wait_after_error(stream: &mut TcpStream) -> io::Result<()> {
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock => {
+            stream
+                .monoio()
+                .expect("monoio worker")
+                .writable(false)
+                .await
+        }
+        io::ErrorKind::Interrupted => Ok(()),
+        _ => Err(e),
     }
 }
 

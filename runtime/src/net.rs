@@ -8,11 +8,15 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
+#[cfg(rt_glommio)]
+use std::os::fd::{FromRawFd, IntoRawFd};
 
 use bytes::BytesMut;
 
-use crate::backend::{self, on_engine, Backend};
+use crate::backend::on_engine;
+#[cfg(rt_monoio)]
+use crate::backend::{self, Backend};
 
 pub struct TcpStream {
     inner: Inner,
@@ -133,6 +137,7 @@ impl TcpStream {
     /// waiting. `WouldBlock` when there is nothing; `Ok(0)` at EOF.
     pub fn try_read(&self, buf: &mut BytesMut) -> io::Result<usize> {
         #[cfg(rt_glommio)]
+        #[allow(irrefutable_let_patterns)] // irrefutable in glommio-only builds
         if let Inner::Glommio(g) = &self.inner {
             if let Some(b) = g.stash.take() {
                 buf.extend_from_slice(&[b]);

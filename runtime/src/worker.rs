@@ -299,7 +299,7 @@ async fn accept_loop<H: Handler>(
 /// Builds this thread's engine and runs `fut` on it to completion.
 fn run_engine<Fut: std::future::Future<Output = ()>>(
     backend: Backend,
-    ring_entries: u32,
+    #[cfg_attr(not(feature = "io-uring"), allow(unused_variables))] ring_entries: u32,
     fut: Fut,
 ) -> io::Result<()> {
     match backend {
@@ -339,7 +339,7 @@ fn run_engine<Fut: std::future::Future<Output = ()>>(
             rt.block_on(fut);
             Ok(())
         }
-        #[cfg(rt_monoio)]
+        #[cfg(any(feature = "epoll", feature = "kqueue", feature = "devpoll"))]
         Backend::Epoll | Backend::Kqueue | Backend::Devpoll => {
             let mut rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
                 .enable_timer()
