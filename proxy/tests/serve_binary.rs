@@ -164,3 +164,32 @@ fn sigint_stops_an_idle_server() {
     srv.signal(libc::SIGINT);
     assert!(srv.wait(Duration::from_secs(30)).success());
 }
+
+#[test]
+fn a_client_that_stops_reading_does_not_stall_the_core() {
+    let root = root_with_files();
+    let huge: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
+    root.write("huge.bin", &huge);
+    for backend in BACKENDS {
+        let srv = Ringside::serving(backend, root.path());
+        // Asks for 32 MiB and never reads: the server's send must wait
+        // without blocking the worker.
+        let mut stuck = TcpStream::connect(srv.addr).unwrap();
+        stuck
+            .write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut first = [0u8; 1];
+        stuck.read_exact(&mut first).unwrap();
+        // The same (only) worker still answers others at once; the read
+        // timeout inside get() bounds a stalled core.
+        for _ in 0..5 {
+            let (status, body) = srv.get("/hello.txt");
+            assert_eq!(
+                (status, &body[..]),
+                (200, &b"hello from ringside 26 B.\n"[..]),
+                "{backend}"
+            );
+        }
+        drop(stuck);
+    }
+}

@@ -81,7 +81,19 @@ async fn splice_uring(
     progress: &dyn Fn(),
 ) -> io::Result<()> {
     let pipe = pipes::take()?;
+    // io_uring's sockets are blocking, and SPLICE_F_NONBLOCK only covers the
+    // pipe side: without O_NONBLOCK on the socket, a client that stops
+    // reading would block this whole core inside splice. The socket is
+    // non-blocking just for the transfer; nothing else uses it meanwhile.
+    let fd = stream.as_raw_fd();
+    // SAFETY: fcntl on a live socket of ours.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
     let r = splice_through(stream, file, offset, len, progress, &pipe).await;
+    // SAFETY: as above; restores the flags read before.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
     if r.is_ok() {
         pipes::give(pipe);
     }
