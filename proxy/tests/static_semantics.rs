@@ -67,6 +67,8 @@ fn site() -> (TempDir, TempDir) {
         b"not really gzip, but the bytes of the .gz sibling",
     );
     dir.write("files/<b>&'x'.txt", b"listed\n");
+    dir.write("priv/x.txt", b"private\n");
+    dir.write("private.txt", b"not under /priv\n");
     let big: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
     dir.write("big.bin", &big);
     let outside = TempDir::new("outside");
@@ -80,7 +82,8 @@ fn site() -> (TempDir, TempDir) {
     std::os::unix::fs::symlink("hello.txt", dir.path().join("inner-link.txt")).unwrap();
     let cfg = format!(
         "[server]\nroot = {:?}\n\n[static]\nmime = {{ wasm2 = \"application/x-test\" }}\ncache_max_file = \"64k\"\n\n\
-         [[route]]\nprefix = \"/docs/\"\ncache_control = \"max-age=60\"\n\n[[route]]\nprefix = \"/files/\"\nlisting = true\n",
+         [[route]]\nprefix = \"/docs/\"\ncache_control = \"max-age=60\"\n\n[[route]]\nprefix = \"/files/\"\nlisting = true\n\n\
+         [[route]]\nprefix = \"/priv\"\ncache_control = \"no-store\"\n",
         dir.path()
     );
     dir.write("ringside.toml", cfg.as_bytes());
@@ -258,6 +261,27 @@ fn directories_listing_and_precompressed() {
         assert_eq!(r.body, b"<p>plain</p>\n");
         assert_eq!(r.header("Vary").as_deref(), Some("Accept-Encoding"));
         assert_eq!(get(&srv, "/gz/page.html", "").body, b"<p>plain</p>\n");
+        // The sibling asked for by its own name is a file of its own type,
+        // even right after it was served in place of page.html.
+        let r = get(&srv, "/gz/page.html.gz", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.header("Content-Encoding"), None, "{backend}");
+        assert_eq!(
+            r.header("Content-Type").as_deref(),
+            Some("application/gzip"),
+            "{backend}"
+        );
+        // Routes match the decoded path, at segment boundaries.
+        assert_eq!(
+            get(&srv, "/%64ocs/", "").header("Cache-Control").as_deref(),
+            Some("max-age=60")
+        );
+        assert_eq!(
+            get(&srv, "/priv/x.txt", "")
+                .header("Cache-Control")
+                .as_deref(),
+            Some("no-store")
+        );
+        assert_eq!(get(&srv, "/private.txt", "").header("Cache-Control"), None);
     }
 }
 

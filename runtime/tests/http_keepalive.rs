@@ -161,7 +161,18 @@ fn runtime_connects_out(b: BackendChoice) {
     echo.join().unwrap();
 }
 
+fn no_content_statuses_carry_no_body(b: BackendChoice) {
+    let srv = common::start(b);
+    let mut c = srv.connect();
+    c.send(b"GET /sized-304 HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = c.response(false);
+    assert_eq!((r.status, r.header("Content-Length")), (304, None));
+    // Nothing of the refused body leaked: the next response lines up.
+    assert_eq!(c.response(false).body, b"hello");
+}
+
 per_backend!(
+    no_content_statuses_carry_no_body,
     runtime_connects_out,
     keep_alive_serves_many_requests,
     http10_keeps_alive_only_when_asked,

@@ -40,6 +40,11 @@ pub use crate::settings::{CacheConfig, RouteConfig, StaticConfig};
 /// of an entry's `variants` says whether `CODINGS[i]` exists.
 const CODINGS: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
 
+/// Set in a cache key's first byte (the route id) for a precompressed
+/// sibling served in place of its file, so that it never shares a key with
+/// a request for the sibling by its own name (whose Content-Type differs).
+const VARIANT_KEY: u8 = 0x80;
+
 struct Route {
     prefix: Box<[u8]>,
     root: OwnedFd,
@@ -76,7 +81,9 @@ impl StaticFiles {
                 cache_control: cc(&r.cache_control).or_else(|| cc(&cfg.cache_control)),
                 listing: r.listing.unwrap_or(cfg.listing),
                 id: u8::try_from(i + 1)
-                    .map_err(|_| io::Error::other("at most 254 static routes"))?,
+                    .ok()
+                    .filter(|&id| id & VARIANT_KEY == 0)
+                    .ok_or_else(|| io::Error::other("at most 127 static routes"))?,
             });
         }
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
@@ -101,13 +108,21 @@ impl StaticFiles {
         })
     }
 
-    fn route(&self, path: &[u8]) -> &Route {
+    /// The route for a decoded path (no leading slash): the longest prefix
+    /// that ends at a segment boundary, so `/priv` does not take `/private`
+    /// and `/%61ssets/` finds the `/assets/` route.
+    fn route(&self, rel: &[u8]) -> &Route {
         self.routes
             .iter()
-            .find(|r| path.starts_with(&r.prefix))
+            .find(|r| {
+                let p = r.prefix.strip_prefix(b"/").unwrap_or(&r.prefix);
+                rel.starts_with(p)
+                    && (p.is_empty()
+                        || p.ends_with(b"/")
+                        || rel.get(p.len()).is_none_or(|&b| b == b'/'))
+            })
             .expect("the last route matches every path")
     }
-
     /// Answers everything that needs no waiting, and returns the transfer
     /// that does. Synchronous so that none of its locals become part of the
     /// connection's future, which every idle connection holds.
@@ -120,15 +135,16 @@ impl StaticFiles {
             )?;
             return Ok(None);
         }
-        let route = self.route(ex.path());
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
-        scratch.push(route.id);
+        scratch.push(0);
         match path::decode_path_into(ex.path(), &mut scratch) {
             Ok(()) => {}
             Err(PathError::Hidden) => return status(ex, 404),
             Err(PathError::Invalid) => return status(ex, 400),
         }
+        let route = self.route(&scratch[1..]);
+        scratch[0] = route.id;
         let now = Instant::now();
         let mut cache = self.cache.borrow_mut();
         let hit = match cache.lookup(&scratch, now) {
@@ -212,6 +228,7 @@ impl StaticFiles {
     ) -> io::Result<Option<Option<Job>>> {
         let base_len = scratch.len();
         scratch.extend_from_slice(coding.suffix().as_bytes());
+        scratch[0] |= VARIANT_KEY;
         let ctype = self
             .mime
             .for_path(std::str::from_utf8(&scratch[1..base_len]).expect("utf-8"));
@@ -260,6 +277,7 @@ impl StaticFiles {
             }
         };
         scratch.truncate(base_len);
+        scratch[0] &= !VARIANT_KEY;
         Ok(result)
     }
 

@@ -218,7 +218,13 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
         );
     }
     if !ex.keep_alive {
-        return if ex.body_done() {
+        // A client that asked to close and sent nothing more can be closed
+        // on. Otherwise the server chose to close (draining, an unread
+        // body) and the client may have sent more already: closing with
+        // unread bytes resets the connection and can destroy the response
+        // in flight, so linger as nginx does.
+        let client_closes = !ex.head.keep_alive;
+        return if client_closes && ex.body_done() && ex.rbuf.is_empty() {
             Next::Close
         } else {
             Next::Linger

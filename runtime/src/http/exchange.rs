@@ -51,6 +51,9 @@ pub struct Exchange<'a> {
     pub(crate) body_error: Option<u16>,
     sent_continue: bool,
     out: Out,
+    /// A 1xx/204/304 answered a streamed or sized start: body writes are
+    /// dropped, as for HEAD.
+    drop_body: bool,
 }
 
 impl<'a> Exchange<'a> {
@@ -79,6 +82,7 @@ impl<'a> Exchange<'a> {
             body_error: None,
             sent_continue: false,
             out: Out::None,
+            drop_body: false,
         }
     }
 
@@ -270,7 +274,7 @@ impl<'a> Exchange<'a> {
     pub fn send(&mut self, status: u16, headers: &[(&str, &[u8])], body: &[u8]) -> io::Result<()> {
         self.check_first()?;
         let no_body = bodyless(status, self.is_head());
-        let framing = if (100..200).contains(&status) || status == 204 || status == 304 {
+        let framing = if no_content(status) {
             Framing::None
         } else {
             Framing::Length(body.len() as u64)
@@ -307,6 +311,10 @@ impl<'a> Exchange<'a> {
         len: u64,
     ) -> io::Result<()> {
         self.check_first()?;
+        if no_content(status) {
+            self.drop_body = true;
+            return self.send(status, headers, b"");
+        }
         self.write_head(status, headers, Framing::Length(len));
         self.out = if self.is_head() || len == 0 {
             Out::Done
@@ -318,7 +326,7 @@ impl<'a> Exchange<'a> {
 
     fn take_sized(&mut self, n: u64) -> io::Result<bool> {
         match self.out {
-            Out::Done if self.is_head() => Ok(false),
+            Out::Done if self.is_head() || self.drop_body => Ok(false),
             Out::Sized(left) if n <= left => {
                 self.out = if n == left {
                     Out::Done
@@ -362,6 +370,11 @@ impl<'a> Exchange<'a> {
     /// connection for HTTP/1.0 (which has no chunked coding).
     pub fn start_chunked(&mut self, status: u16, headers: &[(&str, &[u8])]) -> io::Result<()> {
         self.check_first()?;
+        if no_content(status) {
+            // Framed by its status alone; later chunks are dropped.
+            self.drop_body = true;
+            return self.send(status, headers, b"");
+        }
         if self.head.version == Version::Http10 {
             self.keep_alive = false;
             self.write_head(status, headers, Framing::None);
@@ -374,7 +387,7 @@ impl<'a> Exchange<'a> {
     }
 
     pub async fn write_chunk(&mut self, data: &[u8]) -> io::Result<()> {
-        if data.is_empty() || self.is_head() {
+        if data.is_empty() || self.is_head() || self.drop_body {
             return Ok(());
         }
         match self.out {
@@ -403,6 +416,7 @@ impl<'a> Exchange<'a> {
                 }
             }
             Out::CloseDelimited => {}
+            Out::Done if self.drop_body => {}
             _ => return Err(io::Error::other("finish_chunked without start_chunked")),
         }
         self.out = Out::Done;
@@ -418,6 +432,12 @@ impl<'a> Exchange<'a> {
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
         self.link.flush(self.wbuf).await
     }
+}
+
+/// 1xx, 204 and 304 responses never carry a body or framing headers
+/// (RFC 9110 §6.4.1, RFC 9112 §6.3).
+fn no_content(status: u16) -> bool {
+    (100..200).contains(&status) || status == 204 || status == 304
 }
 
 enum Framing {

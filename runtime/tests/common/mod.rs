@@ -86,6 +86,11 @@ impl Handler for App {
                 }
                 ex.send(200, &[], &reply)
             }
+            b"/sized-304" => {
+                // A handler framing a 304 as if it had a body.
+                ex.start_sized(304, &[], 10)?;
+                ex.write_body(b"0123456789").await
+            }
             b"/target" => {
                 let t = ex.target().to_vec();
                 ex.send(200, &[], &t)
