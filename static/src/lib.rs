@@ -168,7 +168,7 @@ impl StaticFiles {
         rel: &[u8],
         now: Instant,
     ) -> Option<usize> {
-        let rel = std::str::from_utf8(rel).expect("keys are UTF-8");
+        let rel = std::str::from_utf8(rel).expect("decode_path_into checked UTF-8");
         let same = open::open_beneath(&route.root, rel)
             .and_then(|f| f.metadata())
             .is_ok_and(|st| st.is_file() && cache.get(i).meta.same_file(&st));
@@ -229,9 +229,7 @@ impl StaticFiles {
         let base_len = scratch.len();
         scratch.extend_from_slice(coding.suffix().as_bytes());
         scratch[0] |= VARIANT_KEY;
-        let ctype = self
-            .mime
-            .for_path(std::str::from_utf8(&scratch[1..base_len]).expect("utf-8"));
+        let ctype = self.mime.for_path(rel_path(&scratch[..base_len]));
         let hit = match cache.lookup(scratch, now) {
             Lookup::Fresh(i) => Some(i),
             Lookup::Stale(i) => self.revalidate(cache, i, route, &scratch[1..], now),
@@ -252,7 +250,7 @@ impl StaticFiles {
                 )?)
             }
             None => {
-                let rel = std::str::from_utf8(&scratch[1..]).expect("utf-8");
+                let rel = rel_path(scratch);
                 match open::open_beneath(&route.root, rel) {
                     Ok(file) => {
                         let st = file.metadata()?;
@@ -288,9 +286,7 @@ impl StaticFiles {
         scratch: &mut Vec<u8>,
         now: Instant,
     ) -> io::Result<Option<Job>> {
-        let rel = std::str::from_utf8(&scratch[1..])
-            .expect("utf-8")
-            .to_owned();
+        let rel = rel_path(scratch).to_owned();
         let file = match open::open_beneath(&route.root, &rel) {
             Ok(f) => f,
             Err(e) => return status(ex, open_error_status(&e)),
@@ -316,7 +312,7 @@ impl StaticFiles {
         now: Instant,
     ) -> io::Result<Option<Job>> {
         let meta = Meta::of(st);
-        let rel = std::str::from_utf8(&scratch[1..]).expect("utf-8");
+        let rel = rel_path(scratch);
         let ctype = self.mime.for_path(rel);
         let variants = if self.precompressed {
             self.probe_variants(route, rel)
@@ -434,9 +430,7 @@ impl StaticFiles {
         for index in &self.index {
             scratch.truncate(base_len);
             scratch.extend_from_slice(index.as_bytes());
-            let rel = std::str::from_utf8(&scratch[1..])
-                .expect("utf-8")
-                .to_owned();
+            let rel = rel_path(scratch).to_owned();
             if let Ok(file) = open::open_beneath(&route.root, &rel) {
                 let st = file.metadata()?;
                 if st.is_file() {
@@ -448,9 +442,7 @@ impl StaticFiles {
         if !route.listing {
             return status(ex, 403);
         }
-        let rel = std::str::from_utf8(&scratch[1..])
-            .expect("utf-8")
-            .to_owned();
+        let rel = rel_path(scratch).to_owned();
         let page = list_dir(&route.root, &rel, &String::from_utf8_lossy(ex.path()))?;
         ex.send(200, &[("Content-Type", b"text/html; charset=utf-8")], &page)?;
         Ok(None)
@@ -509,6 +501,12 @@ fn list_dir(root: &OwnedFd, rel: &str, url_path: &str) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     listing::render(url_path, &mut entries, &mut out);
     Ok(out)
+}
+
+/// The relative path in a cache key (after its route byte). decode_path_into
+/// checked it is UTF-8, and index names and coding suffixes are ASCII.
+fn rel_path(key: &[u8]) -> &str {
+    std::str::from_utf8(&key[1..]).expect("decode_path_into checked UTF-8")
 }
 
 fn open_error_status(e: &io::Error) -> u16 {
