@@ -159,8 +159,8 @@ async fn splice_through(
 }
 
 /// This core's spare pipes for splice; a pipe goes back only when empty.
-#[cfg(feature = "io-uring")]
-mod pipes {
+#[cfg(rt_monoio)]
+pub(crate) mod pipes {
     use std::cell::RefCell;
     use std::io;
 

@@ -53,6 +53,7 @@ pub mod fs;
 pub mod http;
 pub mod net;
 pub mod shutdown;
+pub mod splice;
 pub mod task;
 pub mod worker;
 

@@ -211,6 +211,81 @@ impl TcpStream {
         Ok(())
     }
 
+    /// Reads at least one byte (or EOF) into `buf`'s spare capacity, the
+    /// buffer lent to the engine meanwhile: on io_uring one recv, where
+    /// `readable` + `try_read` is a poll and a syscall. For a socket in the
+    /// middle of an exchange (an upstream response); an idle socket should
+    /// wait with [`TcpStream::readable`], which pins no buffer.
+    pub async fn read_owned(&mut self, mut buf: BytesMut) -> (io::Result<usize>, BytesMut) {
+        if buf.capacity() == buf.len() {
+            buf.reserve(4096);
+        }
+        match &mut self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => {
+                use monoio::io::AsyncReadRent;
+                s.read(buf).await
+            }
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => {
+                let r = self.read(&mut buf).await;
+                (r, buf)
+            }
+        }
+    }
+
+    /// Waits until the socket can take more bytes (monoio engines only;
+    /// glommio has no such wait).
+    #[cfg(rt_monoio)]
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        match &self.inner {
+            Inner::Monoio(s) => s.writable(false).await,
+            #[cfg(rt_glommio)]
+            _ => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    /// Waits until at least part of `buf` was sent, and advances it past
+    /// what was. Takes `&self`, so one task can relay both ways between two
+    /// sockets (a tunnel) with each socket read by one side and written by
+    /// the other.
+    pub async fn send_some(&self, buf: &mut BytesMut) -> io::Result<()> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => loop {
+                let before = buf.len();
+                match self.try_write(buf) {
+                    Ok(()) if buf.len() < before || buf.is_empty() => return Ok(()),
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        if buf.len() < before {
+                            return Ok(());
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+                s.writable(false).await?;
+            },
+            #[cfg(rt_glommio)]
+            Inner::Glommio(s) => {
+                use bytes::Buf;
+                // glommio has no writability wait; its write is one. The
+                // RefCell is borrowed only inside each poll, never across
+                // an await, so the other direction can use the socket too.
+                let n = std::future::poll_fn(|cx| {
+                    use futures_lite::AsyncWrite;
+                    std::pin::Pin::new(&mut *s.stream.borrow_mut()).poll_write(cx, &buf[..])
+                })
+                .await?;
+                if n == 0 && !buf.is_empty() {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                buf.advance(n);
+                Ok(())
+            }
+        }
+    }
+
     /// Writes all of `buf`, handing the buffer back for reuse.
     // On glommio the stream's RefCell stays borrowed across the write; a
     // connection's calls are sequential, so nothing else borrows meanwhile.

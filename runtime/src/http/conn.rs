@@ -202,6 +202,9 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
         tracing::debug!(peer = ?ex.peer().ok(), error = %e, "handler failed; closing");
         return Next::Close;
     }
+    if ex.upgraded() {
+        return Next::Close;
+    }
     if ex.unfinished_stream() {
         // A body that was never ended must not look complete.
         return Next::Close;

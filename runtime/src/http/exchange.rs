@@ -37,6 +37,17 @@ enum Out {
     CloseDelimited,
     /// A Content-Length body with this many bytes still to write.
     Sized(u64),
+    /// 101 sent: the socket belongs to a tunnel now.
+    Upgraded,
+}
+
+/// How the body of a [`Exchange::start_from`] response is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// Exactly this many bytes (for HEAD, the length a GET would have).
+    Sized(u64),
+    /// Length unknown: chunked, or close-delimited for HTTP/1.0.
+    Stream,
 }
 
 pub struct Exchange<'a> {
@@ -122,7 +133,7 @@ impl<'a> Exchange<'a> {
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.head.header(self.head_bytes, name)
     }
-    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
         self.head.headers(self.head_bytes)
     }
     pub fn host(&self) -> Option<&[u8]> {
@@ -238,12 +249,22 @@ impl<'a> Exchange<'a> {
     }
 
     fn write_head(&mut self, status: u16, headers: &[(&str, &[u8])], framing: Framing) {
+        let iter = headers.iter().map(|(n, v)| (n.as_bytes(), *v));
+        self.write_head_from(status, iter, framing)
+    }
+
+    fn write_head_from<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        framing: Framing,
+    ) {
         self.decide_keep_alive();
         let w = &mut *self.wbuf;
         write_status_line(w, Version::Http11, status);
         write_server_headers(w);
         for (name, value) in headers {
-            write_header(w, name.as_bytes(), value);
+            write_header(w, name, value);
         }
         match framing {
             Framing::Length(n) => {
@@ -267,6 +288,116 @@ impl<'a> Exchange<'a> {
             return Err(io::Error::other("response already started"));
         }
         Ok(())
+    }
+
+    /// Starts a response whose headers come from elsewhere (a proxied
+    /// response). They must not include framing, Connection, Date or
+    /// Server: those stay the exchange's to write. A [`Body::Stream`] is
+    /// chunked for HTTP/1.1 clients and close-delimited for HTTP/1.0 ones.
+    pub fn start_from<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: Body,
+    ) -> io::Result<()> {
+        self.check_first()?;
+        if no_content(status) {
+            self.drop_body = true;
+            self.write_head_from(status, headers, Framing::None);
+            self.out = Out::Done;
+            return Ok(());
+        }
+        match body {
+            Body::Sized(len) => {
+                self.write_head_from(status, headers, Framing::Length(len));
+                self.out = if self.is_head() || len == 0 {
+                    Out::Done
+                } else {
+                    Out::Sized(len)
+                };
+            }
+            Body::Stream if self.head.version == Version::Http10 => {
+                self.keep_alive = false;
+                self.write_head_from(status, headers, Framing::None);
+                self.out = if self.is_head() {
+                    Out::Done
+                } else {
+                    Out::CloseDelimited
+                };
+            }
+            Body::Stream => {
+                self.write_head_from(status, headers, Framing::Chunked);
+                self.out = if self.is_head() {
+                    Out::Done
+                } else {
+                    Out::Chunked
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends an interim (1xx) response now, before the final one; HTTP/1.0
+    /// clients get none (RFC 9110 §15.2). A relayed `100 Continue` counts as
+    /// the one the client waited for.
+    pub async fn send_interim<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> io::Result<()> {
+        if !(100..200).contains(&status) || status == 101 {
+            return Err(io::Error::other("not an interim status"));
+        }
+        self.check_first()?;
+        if self.head.version == Version::Http10 {
+            return Ok(());
+        }
+        if status == 100 {
+            if self.sent_continue {
+                return Ok(());
+            }
+            self.sent_continue = true;
+        }
+        let w = &mut *self.wbuf;
+        write_status_line(w, Version::Http11, status);
+        for (name, value) in headers {
+            write_header(w, name, value);
+        }
+        w.put_slice(b"\r\n");
+        self.flush().await
+    }
+
+    /// Answers `101 Switching Protocols` with `headers` (which carry
+    /// Connection and Upgrade) and hands over the client's socket, with
+    /// the bytes it already sent past the head. The connection closes when
+    /// the handler returns.
+    pub async fn upgrade<'h>(
+        &mut self,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> io::Result<(&crate::net::TcpStream, &mut BytesMut)> {
+        self.check_first()?;
+        let w = &mut *self.wbuf;
+        write_status_line(w, Version::Http11, 101);
+        write_server_headers(w);
+        for (name, value) in headers {
+            write_header(w, name, value);
+        }
+        w.put_slice(b"\r\n");
+        self.out = Out::Upgraded;
+        self.keep_alive = false;
+        self.flush().await?;
+        // The connection is no longer HTTP: no request deadline applies.
+        self.link.guard.disarm();
+        Ok((&self.link.stream, &mut *self.rbuf))
+    }
+
+    pub(crate) fn upgraded(&self) -> bool {
+        self.out == Out::Upgraded
+    }
+
+    /// Whether the client waits for `100 Continue` before sending its body.
+    pub fn expects_continue(&self) -> bool {
+        self.head.expect_continue && !self.sent_continue
     }
 
     /// Buffers a whole response; the connection writes it (with any pipelined
@@ -364,6 +495,22 @@ impl<'a> Exchange<'a> {
         }
         self.flush().await?;
         self.link.send_file(file, offset, len).await
+    }
+
+    /// Appends `len` bytes read from `from` to a sized body, spliced from
+    /// socket to socket where the engine can ([`crate::splice::supported`];
+    /// check first, as a refusal here has used up the length).
+    pub async fn write_from_socket(
+        &mut self,
+        from: &crate::net::TcpStream,
+        len: u64,
+        on_progress: &dyn Fn(),
+    ) -> io::Result<()> {
+        if len == 0 || !self.take_sized(len)? {
+            return Ok(());
+        }
+        self.flush().await?;
+        self.link.splice_from(from, len, on_progress).await
     }
 
     /// Starts a streamed body: chunked for HTTP/1.1, delimited by closing the

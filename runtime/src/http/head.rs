@@ -196,7 +196,10 @@ impl ParsedHead {
 
     /// Header fields in order, as (name, value); values have no leading or
     /// trailing whitespace.
-    pub fn headers<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+    pub fn headers<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
         self.headers[..self.header_count as usize]
             .iter()
             .map(move |(n, v)| (n.get(buf), v.get(buf)))

@@ -92,4 +92,28 @@ impl Link {
             r => r,
         }
     }
+
+    /// Moves `len` bytes from `from` (an upstream socket) to the client
+    /// without a copy; `on_progress` also runs after each step, for the
+    /// source's own deadline.
+    pub async fn splice_from(
+        &mut self,
+        from: &crate::net::TcpStream,
+        len: u64,
+        on_progress: &dyn Fn(),
+    ) -> io::Result<()> {
+        let guard = &self.guard;
+        let send = self.cfg.timeouts.send;
+        let rearm = || {
+            guard.arm(Instant::now() + send, Wait::Write);
+            on_progress();
+        };
+        rearm();
+        let r = crate::splice::splice_sockets(from, &self.stream, len, &rearm).await;
+        self.guard.disarm();
+        match r {
+            Err(_) if self.expired() => Err(io::ErrorKind::TimedOut.into()),
+            r => r,
+        }
+    }
 }

@@ -16,4 +16,4 @@ pub mod exchange;
 mod link;
 
 pub use conn::{serve, ConnConfig, Handler};
-pub use exchange::Exchange;
+pub use exchange::{Body, Exchange};
