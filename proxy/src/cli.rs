@@ -7,7 +7,7 @@
 //!   --workers N|auto
 //!   --root DIR
 //!   --backend NAME
-//!   --upstream HOST:PORT  repeatable; stored for the proxy (later)
+//!   --upstream HOST:PORT  repeatable; proxy every path to these servers
 //!   --fastcgi ADDR        stored for FastCGI (later)
 //!   -V, --version
 //! COMMANDS:
@@ -18,14 +18,24 @@
 //! top of `Config::default()`. With `--config`, the flags override the
 //! file. Either way they are validated by the same functions as the file's
 //! keys, and errors name the flag: `--workers: expected ...`.
+//!
+//! `--upstream` adds an upstream called `default` (the defaults of
+//! `UpstreamConfig::new`, each server with weight 1) and a proxy route for
+//! `/` on any host that goes to it, beside what a config file defines. A
+//! file that already has an `[upstream.default]`, or a route for `/` on any
+//! host, is refused with an error naming the flag.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use clap::{Parser, Subcommand};
 
+use crate::config::upstream::{
+    catch_all_route, host_port, insert_upstream, route_conflict, server_addr,
+};
 use crate::config::validate::{add_listen, backend, parse_workers, root_dir};
 use crate::config::{Config, ConfigError};
+use crate::upstream::settings::{ServerSpec, UpstreamConfig};
 
 #[derive(Clone, Debug, Parser)]
 #[command(
@@ -54,7 +64,7 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
 
-    /// Proxy to HOST:PORT (repeatable).
+    /// Proxy every path to HOST:PORT (repeatable): upstream "default".
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Vec<String>,
 
@@ -121,12 +131,48 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
     if let Some(name) = &cli.backend {
         config.runtime.backend = backend(name).map_err(|m| ConfigError::flag("--backend", m))?;
     }
+    if !cli.upstream.is_empty() {
+        add_flag_upstream(config, &cli.upstream).map_err(|m| ConfigError::flag("--upstream", m))?;
+    }
+    Ok(())
+}
+
+/// The name of the upstream `--upstream` builds.
+pub const FLAG_UPSTREAM: &str = "default";
+
+/// `--upstream A --upstream B`: upstream "default" over A and B, and a route
+/// for every path to it.
+fn add_flag_upstream(config: &mut Config, addrs: &[String]) -> Result<(), String> {
+    let mut servers: Vec<ServerSpec> = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        let (host, port) = server_addr(addr)?;
+        if servers.iter().any(|s| s.host == host && s.port == port) {
+            return Err(format!("{} is listed twice", host_port(&host, port)));
+        }
+        servers.push(ServerSpec {
+            host,
+            port,
+            weight: 1,
+        });
+    }
+    let proxy = &mut config.proxy;
+    if proxy.upstreams.iter().any(|u| u.name == FLAG_UPSTREAM) {
+        return Err(format!(
+            "the config already defines [upstream.{FLAG_UPSTREAM}], the name this flag uses; rename it there, or leave out --upstream"
+        ));
+    }
+    let statics = config.statics.routes.iter().map(|r| r.prefix.as_str());
+    route_conflict(&catch_all_route(0), &proxy.routes, statics)
+        .map_err(|m| format!("{m} (this flag adds a route for every path)"))?;
+    let at = insert_upstream(proxy, UpstreamConfig::new(FLAG_UPSTREAM, servers))?;
+    proxy.routes.push(catch_all_route(at));
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::settings::{ForwardHeaders, HostHeader, ProxyConfig, ProxyRoute};
     use clap::error::ErrorKind;
     use ringside_runtime::config::{BackendChoice, Workers};
     use std::net::SocketAddr;
@@ -268,6 +314,151 @@ mod tests {
             err(&["-c", "/nonexistent/ringside.toml"]),
             "/nonexistent/ringside.toml: cannot read: No such file or directory"
         );
+    }
+
+    #[test]
+    fn upstream_flags_build_the_default_upstream() {
+        let config = effective_config(&cli(&[
+            "--upstream",
+            "127.0.0.1:1",
+            "--upstream",
+            "localhost:2",
+        ]))
+        .unwrap();
+        let servers = vec![
+            ServerSpec {
+                host: "127.0.0.1".into(),
+                port: 1,
+                weight: 1,
+            },
+            ServerSpec {
+                host: "localhost".into(),
+                port: 2,
+                weight: 1,
+            },
+        ];
+        assert_eq!(
+            config.proxy,
+            ProxyConfig {
+                upstreams: vec![UpstreamConfig::new("default", servers)],
+                routes: vec![ProxyRoute {
+                    hosts: vec![],
+                    prefix: "/".into(),
+                    upstream: 0,
+                    replace_prefix: None,
+                    host: HostHeader::Pass,
+                }],
+                headers: ForwardHeaders::default(),
+            }
+        );
+        // Nothing else changes.
+        let mut rest = config.clone();
+        rest.proxy = ProxyConfig::default();
+        assert_eq!(rest, Config::default());
+        // An IPv6 literal, and the same config through `check`'s writer.
+        let config = effective_config(&cli(&["--upstream", "[::1]:8080"])).unwrap();
+        assert_eq!(config.proxy.upstreams[0].servers[0].host, "::1");
+        assert!(config
+            .to_toml()
+            .contains("[upstream.default]\nservers = [\"[::1]:8080\"]\n"));
+    }
+
+    /// `default` goes in its sorted place among a file's upstreams, and the
+    /// file's routes keep pointing at theirs.
+    #[test]
+    fn upstream_flags_beside_a_file() {
+        let dir = TempFile::new(
+            "beside",
+            "[upstream.zz]\nservers = [\"z:1\"]\n[upstream.aa]\nservers = [\"a:1\"]\n\
+             [[route]]\nprefix = \"/z/\"\nupstream = \"zz\"\n\
+             [[route]]\nprefix = \"/a/\"\nupstream = \"aa\"\n\
+             [[route]]\nprefix = \"/\"\nupstream = \"zz\"\nhost = [\"z.example\"]\n",
+        );
+        let c = cli(&["-c", &dir.path(), "--upstream", "d:1"]);
+        let p = effective_config(&c).unwrap().proxy;
+        let names: Vec<&str> = p.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["aa", "default", "zz"]);
+        let routes: Vec<(&str, &str, usize)> = p
+            .routes
+            .iter()
+            .map(|r| {
+                (
+                    r.prefix.as_str(),
+                    p.upstreams[r.upstream].name.as_str(),
+                    r.hosts.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                ("/z/", "zz", 0),
+                ("/a/", "aa", 0),
+                ("/", "zz", 1),
+                ("/", "default", 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn upstream_flag_errors() {
+        let err = |args: &[&str]| effective_config(&cli(args)).unwrap_err().to_string();
+        let with_file = |text: &str| {
+            let file = TempFile::new("errors", text);
+            err(&["-c", &file.path(), "--upstream", "127.0.0.1:1"])
+        };
+        assert_eq!(
+            err(&["--upstream", "http://127.0.0.1:1/"]),
+            "--upstream: expected HOST:PORT like \"127.0.0.1:9000\", \"[::1]:9000\" or \"app.internal:9000\" without a scheme, got \"http://127.0.0.1:1/\" (write \"127.0.0.1:1\"; http:// is not needed)"
+        );
+        assert_eq!(
+            err(&["--upstream", "8080"]),
+            "--upstream: expected HOST:PORT like \"127.0.0.1:9000\", \"[::1]:9000\" or \"app.internal:9000\", got \"8080\" (no port)"
+        );
+        assert_eq!(
+            err(&["--upstream", "a:0"]),
+            "--upstream: expected a port from 1 to 65535, got \"0\" (in \"a:0\")"
+        );
+        assert_eq!(
+            err(&["--upstream", "a:1", "--upstream", "A:1"]),
+            "--upstream: a:1 is listed twice"
+        );
+        assert_eq!(
+            with_file("[upstream.default]\nservers = [\"b:1\"]\n"),
+            "--upstream: the config already defines [upstream.default], the name this flag uses; rename it there, or leave out --upstream"
+        );
+        assert_eq!(
+            with_file("[upstream.b]\nservers = [\"b:1\"]\n[[route]]\nprefix = \"/\"\nupstream = \"b\"\n"),
+            "--upstream: \"/\" is already a proxy route for any host (this flag adds a route for every path)"
+        );
+        assert!(with_file("[[route]]\nprefix = \"/\"\n")
+            .starts_with("--upstream: \"/\" is already a static route"));
+    }
+
+    /// A config file in a fresh directory, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(tag: &str, text: &str) -> TempFile {
+            let dir = std::env::temp_dir().join(format!(
+                "ringside-cli-{tag}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("ringside.toml"), text).unwrap();
+            TempFile(dir)
+        }
+
+        fn path(&self) -> String {
+            self.0.join("ringside.toml").to_str().unwrap().to_owned()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     #[test]

@@ -50,6 +50,49 @@ fn check_prints_the_effective_config() {
 }
 
 #[test]
+fn check_prints_upstreams_and_proxy_routes() {
+    let dir = TempDir::new("check-proxy");
+    let file = dir.write(
+        "ringside.toml",
+        br#"
+[proxy]
+via = false
+
+[upstream.app]
+servers = ["127.0.0.1:9000", "[::1]:9000", { addr = "App2.internal:9000", weight = 3 }]
+balance = "least_conn"
+health_path = "/healthz"
+
+[[route]]
+prefix = "/api/"
+upstream = "app"
+host = ["API.example.com"]
+strip_prefix = true
+"#,
+    );
+    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "[proxy]\nx_forwarded = true\nforwarded = false\nvia = false\n",
+        "[upstream.app]\nservers = [\"127.0.0.1:9000\", \"[::1]:9000\", { addr = \"app2.internal:9000\", weight = 3 }]\nbalance = \"least_conn\"\n",
+        "health_path = \"/healthz\"\nhealth_interval = \"5s\"\nhealth_timeout = \"2s\"\n",
+        "[[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nhost = [\"api.example.com\"]\nstrip_prefix = true\nproxy_host = \"pass\"\n",
+    ] {
+        assert!(text.contains(want), "want {want:?} in\n{text}");
+    }
+    // What check prints is itself a valid config, and prints the same.
+    let again = dir.write("effective.toml", text.as_bytes());
+    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+}
+
+#[test]
 fn errors_name_file_line_and_key() {
     let dir = TempDir::new("errors");
     let cases: &[(&str, &str)] = &[
@@ -77,6 +120,19 @@ fn errors_name_file_line_and_key() {
             "[static]\ncache_max_file = \"2m\"\ncache_max_bytes = \"1m\"\n",
             "[static] cache_max_file",
         ),
+        (
+            "[upstream.app]\nservers = [\"http://a:80\"]\n",
+            ":2:12: [upstream.app] servers",
+        ),
+        (
+            "[upstream.app]\nservers = [\"a:80\"]\nbalance = \"hash\"\n",
+            ":3:11: [upstream.app] balance",
+        ),
+        (
+            "[[route]]\nprefix = \"/\"\nupstream = \"app\"\n",
+            ":3:12: [[route]] upstream",
+        ),
+        ("[proxy]\nvia = 1\n", ":2:7: [proxy] via"),
     ];
     for (text, want) in cases {
         let file = dir.write("bad.toml", text.as_bytes());

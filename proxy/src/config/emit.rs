@@ -1,18 +1,44 @@
 //! Writes a [`Config`] back as TOML: the effective configuration with every
 //! key, sizes and durations in their shortest exact form, and listen
 //! addresses as resolved. The output is valid input for `Config::load`.
+//!
+//! Sections come in a fixed order: `[runtime]`, `[server]`, `[limits]`,
+//! `[timeouts]`, `[static]`, `[proxy]`, each `[upstream.NAME]` by name, then
+//! the static routes and the proxy routes. Keys that a validated value
+//! leaves out are left out (`fail_window` with `max_fails = 0`, `health_*`
+//! without active checks, `hash_key` without `balance = "hash"`).
 
 use std::fmt::{self, Write};
 
 use ringside_runtime::config::{Affinity, Workers};
 
 use super::size::{format_duration, format_size};
+use super::upstream::{balance_name, hash_key_text, host_port, proxy_host_text, RETRY_ON};
 use super::validate::backend_name;
 use super::Config;
+use crate::upstream::settings::{Balance, ProxyConfig, UpstreamConfig};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
+}
+
+/// A duration, as a string: `"60s"`.
+fn dur(d: std::time::Duration) -> String {
+    quote(&format_duration(d))
+}
+
+/// A table name part: bare where TOML allows it, else quoted.
+fn table_key(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        name.to_owned()
+    } else {
+        quote(name)
+    }
 }
 
 /// A size: `"16k"` where a suffix is exact, else integer bytes.
@@ -112,6 +138,7 @@ impl Config {
             "revalidate = {}",
             quote(&format_duration(st.cache.revalidate))
         )?;
+        write_proxy(out, &self.proxy)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;
@@ -125,6 +152,97 @@ impl Config {
                 writeln!(out, "listing = {l}")?;
             }
         }
-        Ok(())
+        write_proxy_routes(out, &self.proxy)
     }
+}
+
+/// `[proxy]` and every `[upstream.NAME]`.
+fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
+    let h = &p.headers;
+    writeln!(out, "\n[proxy]")?;
+    writeln!(out, "x_forwarded = {}", h.x_forwarded)?;
+    writeln!(out, "forwarded = {}", h.forwarded)?;
+    match &h.via {
+        Some(via) => writeln!(out, "via = {}", quote(via))?,
+        None => writeln!(out, "via = false")?,
+    }
+    for u in &p.upstreams {
+        write_upstream(out, u)?;
+    }
+    Ok(())
+}
+
+fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
+    writeln!(out, "\n[upstream.{}]", table_key(&u.name))?;
+    let servers: Vec<String> = u
+        .servers
+        .iter()
+        .map(|s| {
+            let addr = quote(&host_port(&s.host, s.port));
+            if s.weight == 1 {
+                addr
+            } else {
+                format!("{{ addr = {addr}, weight = {} }}", s.weight)
+            }
+        })
+        .collect();
+    writeln!(out, "servers = [{}]", servers.join(", "))?;
+    writeln!(out, "balance = {}", quote(balance_name(&u.balance)))?;
+    if let Balance::Hash(k) = &u.balance {
+        writeln!(out, "hash_key = {}", quote(&hash_key_text(k)))?;
+    }
+    writeln!(out, "resolve_every = {}", dur(u.resolve_every))?;
+    writeln!(out, "max_idle = {}", u.pool.max_idle)?;
+    writeln!(out, "idle_timeout = {}", dur(u.pool.idle_timeout))?;
+    let t = &u.timeouts;
+    writeln!(out, "connect_timeout = {}", dur(t.connect))?;
+    writeln!(out, "send_timeout = {}", dur(t.send))?;
+    writeln!(out, "response_timeout = {}", dur(t.response_head))?;
+    writeln!(out, "body_timeout = {}", dur(t.body_idle))?;
+    writeln!(out, "retries = {}", u.retry.count)?;
+    let mut on = u.retry.on;
+    let names: Vec<String> = RETRY_ON
+        .iter()
+        .filter(|(_, flag)| *flag(&mut on))
+        .map(|(n, _)| quote(n))
+        .collect();
+    writeln!(out, "retry_on = [{}]", names.join(", "))?;
+    match &u.passive {
+        Some(p) => {
+            writeln!(out, "max_fails = {}", p.max_fails)?;
+            writeln!(out, "fail_window = {}", dur(p.window))?;
+            writeln!(out, "fail_cooldown = {}", dur(p.cooldown))?;
+        }
+        None => writeln!(out, "max_fails = 0")?,
+    }
+    if let Some(a) = &u.active {
+        writeln!(out, "health_path = {}", quote(&a.path))?;
+        writeln!(out, "health_interval = {}", dur(a.interval))?;
+        writeln!(out, "health_timeout = {}", dur(a.timeout))?;
+        writeln!(out, "health_status = {}", a.expect_status)?;
+        writeln!(out, "health_fall = {}", a.fall)?;
+        writeln!(out, "health_rise = {}", a.rise)?;
+    }
+    Ok(())
+}
+
+/// The `[[route]]`s that go to an upstream.
+fn write_proxy_routes(out: &mut String, p: &ProxyConfig) -> fmt::Result {
+    for r in &p.routes {
+        writeln!(out, "\n[[route]]")?;
+        writeln!(out, "prefix = {}", quote(&r.prefix))?;
+        let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
+        writeln!(out, "upstream = {}", quote(name))?;
+        if !r.hosts.is_empty() {
+            let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
+            writeln!(out, "host = [{}]", hosts.join(", "))?;
+        }
+        match r.replace_prefix.as_deref() {
+            Some("/") => writeln!(out, "strip_prefix = true")?,
+            Some(rp) => writeln!(out, "replace_prefix = {}", quote(rp))?,
+            None => {}
+        }
+        writeln!(out, "proxy_host = {}", quote(proxy_host_text(&r.host)))?;
+    }
+    Ok(())
 }

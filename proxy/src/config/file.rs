@@ -12,11 +12,14 @@
 //! validating layer parses them. Wrong types are refused here, with messages
 //! that say what was expected.
 //!
-//! Later sections slot in beside the present ones as new fields of
-//! [`FileConfig`]: `[upstream.NAME]` as a `BTreeMap<String, UpstreamSection>`
-//! and `[[vhost]]` as a `Vec<VhostSection>`; toml's error key paths then read
-//! `[upstream.NAME] key`, which `error.rs` already renders.
+//! The proxy's sections sit beside the static ones: `[proxy]` (headers added
+//! to every proxied request), `[upstream.NAME]` (a `BTreeMap` keyed by the
+//! name, so upstreams come out sorted, each name with its own span), and the
+//! proxy-only keys of `[[route]]`. toml's error key paths then read
+//! `[upstream.NAME] key`, which `error.rs` renders. Later sections
+//! (`[[vhost]]`) slot in the same way.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
@@ -35,6 +38,9 @@ pub struct FileConfig {
     pub timeouts: TimeoutsSection,
     #[serde(rename = "static")]
     pub static_files: StaticSection,
+    pub proxy: ProxySection,
+    /// `[upstream.NAME]`, sorted by name.
+    pub upstream: BTreeMap<Spanned<String>, Spanned<UpstreamSection>>,
     #[serde(rename = "route")]
     pub routes: Vec<Spanned<RouteSection>>,
 }
@@ -53,14 +59,86 @@ pub struct StaticSection {
     pub revalidate: Option<Spanned<DurationValue>>,
 }
 
-/// `[[route]]`: a URL prefix served from a root, with its own headers.
+/// `[[route]]`: a URL prefix served from a root, with its own headers; or,
+/// with `upstream`, passed to that upstream.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSection {
     pub prefix: Spanned<String>,
+    // Static routes only.
     pub root: Option<Spanned<String>>,
     pub cache_control: Option<Spanned<String>>,
     pub listing: Option<Spanned<bool>>,
+    // Proxy routes only: `upstream` makes the route one.
+    pub upstream: Option<Spanned<String>>,
+    pub host: Option<Spanned<Vec<Spanned<String>>>>,
+    pub strip_prefix: Option<Spanned<bool>>,
+    pub replace_prefix: Option<Spanned<String>>,
+    pub proxy_host: Option<Spanned<String>>,
+}
+
+/// `[proxy]`: headers added to every proxied request.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxySection {
+    pub x_forwarded: Option<Spanned<bool>>,
+    pub forwarded: Option<Spanned<bool>>,
+    pub via: Option<Spanned<ViaValue>>,
+}
+
+/// `[upstream.NAME]`: a group of servers and how requests reach them.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamSection {
+    pub servers: Option<Spanned<Vec<Spanned<ServerValue>>>>,
+    pub balance: Option<Spanned<String>>,
+    pub hash_key: Option<Spanned<String>>,
+    pub resolve_every: Option<Spanned<DurationValue>>,
+    // Pool.
+    pub max_idle: Option<Spanned<i64>>,
+    pub idle_timeout: Option<Spanned<DurationValue>>,
+    // Timeouts.
+    pub connect_timeout: Option<Spanned<DurationValue>>,
+    pub send_timeout: Option<Spanned<DurationValue>>,
+    pub response_timeout: Option<Spanned<DurationValue>>,
+    pub body_timeout: Option<Spanned<DurationValue>>,
+    // Retries.
+    pub retries: Option<Spanned<i64>>,
+    pub retry_on: Option<Spanned<Vec<Spanned<String>>>>,
+    // Passive health.
+    pub max_fails: Option<Spanned<i64>>,
+    pub fail_window: Option<Spanned<DurationValue>>,
+    pub fail_cooldown: Option<Spanned<DurationValue>>,
+    // Active health: on when `health_path` is given.
+    pub health_path: Option<Spanned<String>>,
+    pub health_interval: Option<Spanned<DurationValue>>,
+    pub health_timeout: Option<Spanned<DurationValue>>,
+    pub health_status: Option<Spanned<i64>>,
+    pub health_fall: Option<Spanned<i64>>,
+    pub health_rise: Option<Spanned<i64>>,
+}
+
+/// One `servers` entry as written: `"host:port"` or
+/// `{ addr = "host:port", weight = 3 }`.
+#[derive(Clone, Debug)]
+pub enum ServerValue {
+    Addr(String),
+    Table(ServerTable),
+}
+
+/// The table form of a `servers` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTable {
+    pub addr: Spanned<String>,
+    pub weight: Option<Spanned<i64>>,
+}
+
+/// `via = "pseudonym" | true | false`, as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ViaValue {
+    Enabled(bool),
+    Name(String),
 }
 
 /// `[runtime]`: workers, placement and the I/O backend.
@@ -106,6 +184,11 @@ pub struct TimeoutsSection {
 
 /// What `workers =` must look like, for error messages.
 pub const WORKERS_EXPECTED: &str = "\"auto\" or a positive integer";
+/// What a `servers` entry must look like, for error messages.
+pub const SERVER_EXPECTED: &str =
+    "\"HOST:PORT\" or a table like { addr = \"HOST:PORT\", weight = 2 }";
+/// What `via =` must look like, for error messages.
+pub const VIA_EXPECTED: &str = "a pseudonym like \"ringside\", or false for no Via header";
 /// What `cpu_affinity =` must look like, for error messages.
 pub const AFFINITY_EXPECTED: &str = "true, false or a list of CPU numbers like [0, 2, 4]";
 
@@ -270,5 +353,82 @@ impl<'de> Visitor<'de> for AffinityVisitor {
 impl<'de> Deserialize<'de> for AffinityValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(AffinityVisitor)
+    }
+}
+
+struct ServerVisitor;
+
+impl<'de> Visitor<'de> for ServerVisitor {
+    type Value = ServerValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(SERVER_EXPECTED)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ServerValue, E> {
+        Ok(ServerValue::Addr(v.to_owned()))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<ServerValue, A::Error> {
+        // Through toml's own map, so the fields keep their spans.
+        ServerTable::deserialize(de::value::MapAccessDeserializer::new(map)).map(ServerValue::Table)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ServerValue, E> {
+        Err(wrong(SERVER_EXPECTED, v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ServerValue, E> {
+        Err(wrong(SERVER_EXPECTED, v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ServerValue, E> {
+        Err(wrong(SERVER_EXPECTED, v))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ServerValue, E> {
+        Err(wrong(SERVER_EXPECTED, v))
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ServerVisitor)
+    }
+}
+
+struct ViaVisitor;
+
+impl Visitor<'_> for ViaVisitor {
+    type Value = ViaValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(VIA_EXPECTED)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ViaValue, E> {
+        Ok(ViaValue::Enabled(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ViaValue, E> {
+        Ok(ViaValue::Name(v.to_owned()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ViaValue, E> {
+        Err(wrong(VIA_EXPECTED, v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ViaValue, E> {
+        Err(wrong(VIA_EXPECTED, v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ViaValue, E> {
+        Err(wrong(VIA_EXPECTED, v))
+    }
+}
+
+impl<'de> Deserialize<'de> for ViaValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ViaVisitor)
     }
 }

@@ -4,9 +4,11 @@
 //!    `deny_unknown_fields`, every key optional, and every value wrapped in
 //!    `toml::Spanned` so that later errors know where it was written.
 //! 2. The validated layer ([`Config`]): the runtime's own structs
-//!    (`RuntimeConfig`, `ServerConfig`) with real durations, sizes and socket
-//!    addresses, built by `TryFrom<Document>` in [`validate`], which checks
-//!    each value against what the runtime can really do.
+//!    (`RuntimeConfig`, `ServerConfig`, `StaticConfig`, and the proxy's
+//!    `ProxyConfig` from `crate::upstream::settings`) with real durations,
+//!    sizes and socket addresses, built by `TryFrom<Document>` in
+//!    [`validate`] (the proxy's sections in [`upstream`]), which checks each
+//!    value against what the runtime can really do.
 //!
 //! Every error names the file, the line and column, and the key
 //! ([`ConfigError`]). [`Config::to_toml`] writes the effective configuration
@@ -52,6 +54,41 @@
 //! root = "/srv/assets"      # the whole request path is looked up beneath it
 //! cache_control = "public, max-age=31536000, immutable"
 //! listing = true
+//!
+//! [proxy]
+//! x_forwarded = true        # X-Forwarded-For/-Proto/-Host
+//! forwarded = false         # RFC 7239 Forwarded
+//! via = "ringside"          # pseudonym in Via; false or "" for none
+//!
+//! [upstream.app]            # name: [A-Za-z0-9_-]+
+//! servers = ["127.0.0.1:9000", "[::1]:9000", { addr = "app2.internal:9000", weight = 3 }]
+//! balance = "round_robin"   # round_robin | least_conn | p2c | hash
+//! # hash_key = "client_ip"  # with balance = "hash": "client_ip" | "header:NAME" | "cookie:NAME"
+//! resolve_every = "30s"     # DNS names are resolved again this often
+//! max_idle = 64             # idle connections per core per server (0 = no pooling)
+//! idle_timeout = "60s"
+//! connect_timeout = "5s"
+//! send_timeout = "60s"
+//! response_timeout = "60s"  # until the response head
+//! body_timeout = "60s"      # between reads of the response body
+//! retries = 1
+//! retry_on = ["connect"]    # connect | timeout | invalid_response | http_502 | http_503 | http_504
+//! max_fails = 1             # 0 turns passive health checks off
+//! fail_window = "10s"
+//! fail_cooldown = "10s"
+//! health_path = "/healthz"  # given: active health checks on
+//! health_interval = "5s"
+//! health_timeout = "2s"
+//! health_status = 200
+//! health_fall = 2
+//! health_rise = 2
+//!
+//! [[route]]                 # with upstream: a proxy route
+//! prefix = "/api/"
+//! upstream = "app"
+//! host = ["api.example.com", "*.example.com"]  # optional; any host otherwise
+//! strip_prefix = true       # or replace_prefix = "/v1/"
+//! proxy_host = "pass"       # "pass" | "upstream" | "HOST[:PORT]"
 //! ```
 
 mod cpus;
@@ -59,6 +96,7 @@ mod emit;
 pub mod error;
 pub mod file;
 pub mod size;
+pub mod upstream;
 pub mod validate;
 
 use std::fs;
@@ -66,6 +104,8 @@ use std::path::{Path, PathBuf};
 
 use ringside_runtime::config::{RuntimeConfig, ServerConfig};
 use ringside_static::StaticConfig;
+
+use crate::upstream::settings::ProxyConfig;
 
 pub use error::ConfigError;
 pub use validate::Document;
@@ -79,6 +119,8 @@ pub struct Config {
     pub root: PathBuf,
     /// Static serving; its `root` is kept equal to `root` above.
     pub statics: StaticConfig,
+    /// Upstreams and the routes that go to them.
+    pub proxy: ProxyConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -93,6 +135,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             root: root.clone(),
             statics: StaticConfig::new(root),
+            proxy: ProxyConfig::default(),
             source: None,
         }
     }
@@ -122,5 +165,7 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod proxy_tests;
 #[cfg(test)]
 mod tests;

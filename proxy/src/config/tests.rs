@@ -265,11 +265,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `route`"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `route`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`"
     );
 }
 
@@ -403,6 +403,23 @@ shutdown_grace = 1
     odd.server.limits.max_body = u64::MAX;
     odd.server.timeouts.send = Duration::new(1, 1);
     configs.push(odd);
+    // The proxy's sections, written in the temp dir so that the static
+    // route's root is the same after the round trip.
+    fs::write(&path, super::proxy_tests::ROUND_TRIP).unwrap();
+    let proxied = Config::load(&path).unwrap();
+    assert_eq!(proxied.proxy.upstreams.len(), 4);
+    assert_eq!(proxied.proxy.routes.len(), 4);
+    configs.push(proxied);
+    // What `--upstream` builds.
+    let flag = Config {
+        proxy: parse(
+            "[upstream.default]\nservers = [\"127.0.0.1:1\"]\n[[route]]\nprefix = \"/\"\nupstream = \"default\"\n",
+        )
+        .unwrap()
+        .proxy,
+        ..Config::default()
+    };
+    configs.push(flag);
     for config in configs {
         let text = config.to_toml();
         fs::write(&path, &text).unwrap();
@@ -410,6 +427,10 @@ shutdown_grace = 1
         assert_eq!(back.runtime, config.runtime, "{text}");
         assert_eq!(back.server, config.server, "{text}");
         assert_eq!(back.root, config.root, "{text}");
+        assert_eq!(back.statics, config.statics, "{text}");
+        assert_eq!(back.proxy, config.proxy, "{text}");
+        // And writing it again gives the same text.
+        assert_eq!(back.to_toml(), text);
     }
 }
 
@@ -450,7 +471,52 @@ mime = {{}}
 cache_max_bytes = "64m"
 cache_max_file = "64k"
 revalidate = "1s"
+
+[proxy]
+x_forwarded = true
+forwarded = false
+via = "ringside"
 "#
     );
     assert_eq!(text, want);
+}
+
+#[test]
+fn to_toml_writes_upstreams_and_proxy_routes() {
+    let text = parse(
+        "[upstream.app]\nservers = [\"[::1]:9000\", { addr = \"b:2\", weight = 2 }]\n\
+         [[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nhost = [\"A.example\"]\nstrip_prefix = true\n",
+    )
+    .unwrap()
+    .to_toml();
+    let want = r#"
+[proxy]
+x_forwarded = true
+forwarded = false
+via = "ringside"
+
+[upstream.app]
+servers = ["[::1]:9000", { addr = "b:2", weight = 2 }]
+balance = "round_robin"
+resolve_every = "30s"
+max_idle = 64
+idle_timeout = "60s"
+connect_timeout = "5s"
+send_timeout = "60s"
+response_timeout = "60s"
+body_timeout = "60s"
+retries = 1
+retry_on = ["connect"]
+max_fails = 1
+fail_window = "10s"
+fail_cooldown = "10s"
+
+[[route]]
+prefix = "/api/"
+upstream = "app"
+host = ["a.example"]
+strip_prefix = true
+proxy_host = "pass"
+"#;
+    assert!(text.ends_with(want), "{text}");
 }

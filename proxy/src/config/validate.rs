@@ -10,6 +10,10 @@
 //!
 //! The checks on single values are plain functions returning the message
 //! alone, so the command-line overrides (`cli.rs`) share them.
+//!
+//! The proxy's sections (`[proxy]`, `[upstream.NAME]`, routes with
+//! `upstream`) are validated in `upstream.rs`, on the same [`Cx`]; the
+//! static routes here skip routes that name an upstream.
 
 use std::collections::HashSet;
 use std::fs;
@@ -76,11 +80,13 @@ impl TryFrom<Document<'_>> for Config {
                 .map_err(|m| ConfigError::at(cx.path, cx.text, None, key("[server] root"), m))?,
         };
         let statics = cx.statics(f, base, &root)?;
+        let proxy = cx.proxy(f)?;
         Ok(Config {
             runtime: cx.runtime(f)?,
             server: cx.server(f)?,
             root,
             statics,
+            proxy,
             source: Some(doc.path.to_path_buf()),
         })
     }
@@ -98,13 +104,14 @@ fn join(base: &Path, rel: &str) -> PathBuf {
     }
 }
 
-struct Cx<'a> {
+/// What the checks need to report on a file: its text and its name.
+pub(super) struct Cx<'a> {
     text: &'a str,
     path: &'a Path,
 }
 
 impl Cx<'_> {
-    fn err(&self, span: Range<usize>, key: &str, message: String) -> ConfigError {
+    pub(super) fn err(&self, span: Range<usize>, key: &str, message: String) -> ConfigError {
         ConfigError::at(
             self.path,
             self.text,
@@ -115,7 +122,7 @@ impl Cx<'_> {
     }
 
     /// Checks a given value, reporting at its span.
-    fn check<T, U>(
+    pub(super) fn check<T, U>(
         &self,
         value: &Spanned<T>,
         key: &str,
@@ -125,7 +132,7 @@ impl Cx<'_> {
     }
 
     /// Checks a value if given, else takes `default`.
-    fn or<T, U>(
+    pub(super) fn or<T, U>(
         &self,
         value: &Option<Spanned<T>>,
         key: &str,
@@ -329,7 +336,8 @@ impl Cx<'_> {
             |v| size_in(v, 0, max_bytes).map_err(|m| format!("{m} (at most cache_max_bytes)")),
         )?;
         let mut routes: Vec<RouteConfig> = Vec::new();
-        for r in &f.routes {
+        // Routes naming an upstream are the proxy's (`upstream.rs`).
+        for r in f.routes.iter().filter(|r| r.get_ref().upstream.is_none()) {
             let r = r.get_ref();
             let prefix = self.check(&r.prefix, "[[route]] prefix", |p| {
                 if !p.starts_with('/') {
@@ -416,7 +424,7 @@ fn media_type(t: &str) -> Result<String, String> {
 }
 
 /// `n` within `lo..=hi`.
-fn int_in(n: i64, lo: i64, hi: i64) -> Result<i64, String> {
+pub(super) fn int_in(n: i64, lo: i64, hi: i64) -> Result<i64, String> {
     if (lo..=hi).contains(&n) {
         Ok(n)
     } else {

@@ -1,0 +1,878 @@
+//! Validation of the proxy's sections: `[proxy]`, `[upstream.NAME]` and the
+//! `[[route]]` entries that name an upstream, into
+//! [`ProxyConfig`](crate::upstream::settings::ProxyConfig).
+//!
+//! Defaults come from `crate::upstream::settings` (`UpstreamConfig::new`
+//! and the `Default` impls) except those of active health checks, which are
+//! off unless `health_path` is given and take the constants below.
+//!
+//! What is refused, beyond wrong values:
+//! - keys that would have no effect: `hash_key` without `balance = "hash"`,
+//!   `fail_window` with `max_fails = 0`, `health_*` without `health_path`;
+//!   on a route, `root`/`listing`/`cache_control` together with `upstream`,
+//!   and `host`/`strip_prefix`/`replace_prefix`/`proxy_host` without it;
+//! - routes that could never be chosen: two proxy routes with the same
+//!   prefix and the same hosts, or a proxy route without hosts on the prefix
+//!   of a static route.
+//!
+//! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`);
+//! DNS names are resolved by the proxy at run time, every `resolve_every`,
+//! so a config naming a host that does not resolve yet still loads. IP
+//! literals are kept in canonical form without brackets, DNS names in lower
+//! case.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::error::ConfigError;
+use super::file::{FileConfig, RouteSection, ServerValue, UpstreamSection, ViaValue};
+use super::validate::{duration, int_in, Cx};
+use crate::upstream::settings::{
+    ActiveHealth, Balance, ForwardHeaders, HashKey, HostHeader, PassiveHealth, PoolSettings,
+    ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec, UpstreamConfig, UpstreamTimeouts,
+};
+
+/// Active health check defaults, for when `health_path` turns them on.
+pub const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
+pub const HEALTH_STATUS: u16 = 200;
+pub const HEALTH_FALL: u32 = 2;
+pub const HEALTH_RISE: u32 = 2;
+
+pub const MAX_WEIGHT: i64 = 1000;
+pub const MAX_IDLE: i64 = 65535;
+pub const MAX_RETRIES: i64 = 100;
+pub const MAX_FAILS: i64 = 1000;
+pub const MAX_FALL_RISE: i64 = 100;
+
+/// `balance` names.
+pub const BALANCES: [&str; 4] = ["round_robin", "least_conn", "p2c", "hash"];
+
+/// The flag of [`RetryOn`] that one `retry_on` name sets.
+pub type RetryFlag = fn(&mut RetryOn) -> &mut bool;
+
+/// `retry_on` names, with the flag each sets.
+pub const RETRY_ON: [(&str, RetryFlag); 6] = [
+    ("connect", |r| &mut r.connect),
+    ("timeout", |r| &mut r.timeout),
+    ("invalid_response", |r| &mut r.invalid_response),
+    ("http_502", |r| &mut r.http_502),
+    ("http_503", |r| &mut r.http_503),
+    ("http_504", |r| &mut r.http_504),
+];
+
+/// What a server address must look like, for error messages.
+pub const ADDR_EXPECTED: &str =
+    "HOST:PORT like \"127.0.0.1:9000\", \"[::1]:9000\" or \"app.internal:9000\"";
+
+impl Cx<'_> {
+    /// `[proxy]`, `[upstream.*]` and the proxy routes. Runs after the static
+    /// routes are validated, so their prefixes are known to be paths.
+    pub(super) fn proxy(&self, f: &FileConfig) -> Result<ProxyConfig, ConfigError> {
+        let headers = self.forward_headers(f)?;
+        let mut upstreams = Vec::with_capacity(f.upstream.len());
+        for (name, section) in &f.upstream {
+            self.check(name, &format!("[upstream.{:?}]", name.get_ref()), |n| {
+                upstream_name(n)
+            })?;
+            let table = format!("[upstream.{}]", name.get_ref());
+            upstreams.push(self.upstream(name.get_ref(), &table, section)?);
+        }
+        let mut routes: Vec<ProxyRoute> = Vec::new();
+        let mut statics: Vec<&str> = Vec::new();
+        for r in &f.routes {
+            let r = r.get_ref();
+            match &r.upstream {
+                None => {
+                    self.static_route(r, &routes)?;
+                    statics.push(r.prefix.get_ref());
+                }
+                Some(up) => {
+                    let route = self.proxy_route(r, up, &upstreams)?;
+                    self.check(&r.prefix, "[[route]] prefix", |_| {
+                        route_conflict(&route, &routes, statics.iter().copied())
+                    })?;
+                    routes.push(route);
+                }
+            }
+        }
+        Ok(ProxyConfig {
+            upstreams,
+            routes,
+            headers,
+        })
+    }
+
+    fn forward_headers(&self, f: &FileConfig) -> Result<ForwardHeaders, ConfigError> {
+        let p = &f.proxy;
+        let d = ForwardHeaders::default();
+        Ok(ForwardHeaders {
+            x_forwarded: p.x_forwarded.as_ref().map_or(d.x_forwarded, |v| *v.get_ref()),
+            forwarded: p.forwarded.as_ref().map_or(d.forwarded, |v| *v.get_ref()),
+            via: self.or(&p.via, "[proxy] via", d.via.clone(), |v| match v {
+                ViaValue::Enabled(false) => Ok(None),
+                ViaValue::Enabled(true) => Ok(d.via.clone()),
+                ViaValue::Name(n) if n.is_empty() => Ok(None),
+                ViaValue::Name(n) if is_token(n) => Ok(Some(n.clone())),
+                ViaValue::Name(n) => Err(format!(
+                    "expected a pseudonym of letters, digits and !#$%&'*+-.^_`|~ (RFC 9110 §7.6.3), got {n:?}"
+                )),
+            })?,
+        })
+    }
+
+    fn upstream(
+        &self,
+        name: &str,
+        table: &str,
+        s: &Spanned<UpstreamSection>,
+    ) -> Result<UpstreamConfig, ConfigError> {
+        let key = |k: &str| format!("{table} {k}");
+        let u = s.get_ref();
+        let d = UpstreamConfig::new(name, Vec::new());
+
+        let servers = match &u.servers {
+            None => {
+                return Err(self.err(
+                    s.span(),
+                    &key("servers"),
+                    "missing; expected a list of at least one server like servers = [\"127.0.0.1:9000\"]"
+                        .into(),
+                ))
+            }
+            Some(list) => self.servers(list, &key("servers"))?,
+        };
+
+        let balance = match &u.balance {
+            None => Some(d.balance.clone()),
+            Some(b) => self.check(b, &key("balance"), |b: &String| balance(b))?,
+        };
+        let balance = match (balance, &u.hash_key) {
+            (None, Some(k)) => self.check(k, &key("hash_key"), |k: &String| {
+                hash_key(k).map(Balance::Hash)
+            })?,
+            (None, None) => {
+                let b = u
+                    .balance
+                    .as_ref()
+                    .expect("only a written balance can be hash");
+                return Err(self.err(
+                    b.span(),
+                    &key("balance"),
+                    "\"hash\" needs hash_key = \"client_ip\", \"header:NAME\" or \"cookie:NAME\""
+                        .into(),
+                ));
+            }
+            (Some(_), Some(k)) => {
+                return Err(self.err(
+                    k.span(),
+                    &key("hash_key"),
+                    "only with balance = \"hash\"".into(),
+                ))
+            }
+            (Some(b), None) => b,
+        };
+
+        let pool = PoolSettings {
+            max_idle: self.or(&u.max_idle, &key("max_idle"), d.pool.max_idle, |&n| {
+                int_in(n, 0, MAX_IDLE).map(|n| n as usize)
+            })?,
+            idle_timeout: self.or(
+                &u.idle_timeout,
+                &key("idle_timeout"),
+                d.pool.idle_timeout,
+                duration,
+            )?,
+        };
+        let t = &d.timeouts;
+        let timeouts = UpstreamTimeouts {
+            connect: self.or(
+                &u.connect_timeout,
+                &key("connect_timeout"),
+                t.connect,
+                duration,
+            )?,
+            send: self.or(&u.send_timeout, &key("send_timeout"), t.send, duration)?,
+            response_head: self.or(
+                &u.response_timeout,
+                &key("response_timeout"),
+                t.response_head,
+                duration,
+            )?,
+            body_idle: self.or(&u.body_timeout, &key("body_timeout"), t.body_idle, duration)?,
+        };
+        let retry = RetryPolicy {
+            count: self.or(&u.retries, &key("retries"), d.retry.count, |&n| {
+                int_in(n, 0, MAX_RETRIES).map(|n| n as u32)
+            })?,
+            on: match &u.retry_on {
+                None => d.retry.on,
+                Some(list) => self.retry_on(list, &key("retry_on"))?,
+            },
+        };
+        Ok(UpstreamConfig {
+            name: name.to_owned(),
+            servers,
+            balance,
+            resolve_every: self.or(
+                &u.resolve_every,
+                &key("resolve_every"),
+                d.resolve_every,
+                duration,
+            )?,
+            pool,
+            timeouts,
+            retry,
+            passive: self.passive(u, &key, d.passive)?,
+            active: self.active(u, &key)?,
+        })
+    }
+
+    fn servers(
+        &self,
+        list: &Spanned<Vec<Spanned<ServerValue>>>,
+        key: &str,
+    ) -> Result<Vec<ServerSpec>, ConfigError> {
+        if list.get_ref().is_empty() {
+            return Err(self.err(list.span(), key, "expected at least one server".into()));
+        }
+        let mut out: Vec<ServerSpec> = Vec::new();
+        for item in list.get_ref() {
+            let (addr, weight) = match item.get_ref() {
+                ServerValue::Addr(a) => (self.check(item, key, |_| server_addr(a))?, 1),
+                ServerValue::Table(t) => (
+                    self.check(&t.addr, key, |a| server_addr(a))?,
+                    match &t.weight {
+                        None => 1,
+                        Some(w) => self.check(w, key, |&w| {
+                            int_in(w, 1, MAX_WEIGHT)
+                                .map(|w| w as u32)
+                                .map_err(|m| format!("weight: {m}"))
+                        })?,
+                    },
+                ),
+            };
+            let (host, port) = addr;
+            if out.iter().any(|s| s.host == host && s.port == port) {
+                return Err(self.err(
+                    item.span(),
+                    key,
+                    format!(
+                        "{} is listed twice (a weight gives a server a larger share)",
+                        host_port(&host, port)
+                    ),
+                ));
+            }
+            out.push(ServerSpec { host, port, weight });
+        }
+        Ok(out)
+    }
+
+    fn retry_on(
+        &self,
+        list: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+    ) -> Result<RetryOn, ConfigError> {
+        let mut on = RetryOn::default();
+        for item in list.get_ref() {
+            self.check(item, key, |name| {
+                let flag = RETRY_ON
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, f)| f(&mut on))
+                    .ok_or_else(|| one_of(RETRY_ON.iter().map(|(n, _)| *n), name))?;
+                if *flag {
+                    return Err(format!("{name:?} is listed twice"));
+                }
+                *flag = true;
+                Ok(())
+            })?;
+        }
+        Ok(on)
+    }
+
+    fn passive(
+        &self,
+        u: &UpstreamSection,
+        key: &dyn Fn(&str) -> String,
+        default: Option<PassiveHealth>,
+    ) -> Result<Option<PassiveHealth>, ConfigError> {
+        let d = default.expect("passive health is on by default");
+        let max_fails = self.or(&u.max_fails, &key("max_fails"), d.max_fails, |&n| {
+            int_in(n, 0, MAX_FAILS).map(|n| n as u32)
+        })?;
+        if max_fails == 0 {
+            for (k, v) in [
+                ("fail_window", &u.fail_window),
+                ("fail_cooldown", &u.fail_cooldown),
+            ] {
+                if let Some(v) = v {
+                    return Err(self.err(
+                        v.span(),
+                        &key(k),
+                        "has no effect with max_fails = 0 (passive health checks off)".into(),
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+        Ok(Some(PassiveHealth {
+            max_fails,
+            window: self.or(&u.fail_window, &key("fail_window"), d.window, duration)?,
+            cooldown: self.or(
+                &u.fail_cooldown,
+                &key("fail_cooldown"),
+                d.cooldown,
+                duration,
+            )?,
+        }))
+    }
+
+    fn active(
+        &self,
+        u: &UpstreamSection,
+        key: &dyn Fn(&str) -> String,
+    ) -> Result<Option<ActiveHealth>, ConfigError> {
+        let Some(path) = &u.health_path else {
+            let given = [
+                (
+                    "health_interval",
+                    u.health_interval.as_ref().map(Spanned::span),
+                ),
+                (
+                    "health_timeout",
+                    u.health_timeout.as_ref().map(Spanned::span),
+                ),
+                ("health_status", u.health_status.as_ref().map(Spanned::span)),
+                ("health_fall", u.health_fall.as_ref().map(Spanned::span)),
+                ("health_rise", u.health_rise.as_ref().map(Spanned::span)),
+            ];
+            if let Some((k, Some(span))) = given.into_iter().find(|(_, s)| s.is_some()) {
+                return Err(self.err(
+                    span,
+                    &key(k),
+                    "needs health_path (active health checks are off without it)".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let path = self.check(path, &key("health_path"), |p| health_path(p))?;
+        let interval = self.or(
+            &u.health_interval,
+            &key("health_interval"),
+            HEALTH_INTERVAL,
+            duration,
+        )?;
+        let timeout = self.or(
+            &u.health_timeout,
+            &key("health_timeout"),
+            HEALTH_TIMEOUT,
+            duration,
+        )?;
+        if timeout > interval {
+            let (k, span, m) = match (&u.health_timeout, &u.health_interval) {
+                (Some(t), _) => (
+                    "health_timeout",
+                    t.span(),
+                    format!(
+                        "expected at most health_interval ({}), got {}",
+                        fmt_d(interval),
+                        t.get_ref()
+                    ),
+                ),
+                (None, Some(i)) => (
+                    "health_interval",
+                    i.span(),
+                    format!(
+                        "expected at least health_timeout ({} by default), got {}",
+                        fmt_d(timeout),
+                        i.get_ref()
+                    ),
+                ),
+                (None, None) => unreachable!("the defaults fit together"),
+            };
+            return Err(self.err(span, &key(k), m));
+        }
+        let count = |n: i64| int_in(n, 1, MAX_FALL_RISE).map(|n| n as u32);
+        Ok(Some(ActiveHealth {
+            path,
+            interval,
+            timeout,
+            expect_status: self.or(
+                &u.health_status,
+                &key("health_status"),
+                HEALTH_STATUS,
+                |&n| int_in(n, 100, 599).map(|n| n as u16),
+            )?,
+            fall: self.or(&u.health_fall, &key("health_fall"), HEALTH_FALL, |&n| {
+                count(n)
+            })?,
+            rise: self.or(&u.health_rise, &key("health_rise"), HEALTH_RISE, |&n| {
+                count(n)
+            })?,
+        }))
+    }
+
+    /// A route without `upstream` may not use the proxy-only keys; its prefix
+    /// may not be one a proxy route without hosts already has.
+    fn static_route(&self, r: &RouteSection, proxies: &[ProxyRoute]) -> Result<(), ConfigError> {
+        let proxy_only = [
+            ("host", r.host.as_ref().map(Spanned::span)),
+            ("strip_prefix", r.strip_prefix.as_ref().map(Spanned::span)),
+            (
+                "replace_prefix",
+                r.replace_prefix.as_ref().map(Spanned::span),
+            ),
+            ("proxy_host", r.proxy_host.as_ref().map(Spanned::span)),
+        ];
+        if let Some((k, Some(span))) = proxy_only.into_iter().find(|(_, s)| s.is_some()) {
+            return Err(self.err(
+                span,
+                &format!("[[route]] {k}"),
+                "only for a proxy route (one with upstream = \"NAME\")".into(),
+            ));
+        }
+        self.check(&r.prefix, "[[route]] prefix", |p| {
+            match proxies.iter().find(|o| &o.prefix == p && o.hosts.is_empty()) {
+                Some(_) => Err(format!(
+                    "{p:?} is already a proxy route for any host; a static route beside it would never be used"
+                )),
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn proxy_route(
+        &self,
+        r: &RouteSection,
+        up: &Spanned<String>,
+        upstreams: &[UpstreamConfig],
+    ) -> Result<ProxyRoute, ConfigError> {
+        let static_only = [
+            ("root", r.root.as_ref().map(Spanned::span)),
+            ("cache_control", r.cache_control.as_ref().map(Spanned::span)),
+            ("listing", r.listing.as_ref().map(Spanned::span)),
+        ];
+        if let Some((k, Some(span))) = static_only.into_iter().find(|(_, s)| s.is_some()) {
+            return Err(self.err(
+                span,
+                &format!("[[route]] {k}"),
+                format!(
+                    "only for a static route; this one goes to upstream {:?}",
+                    up.get_ref()
+                ),
+            ));
+        }
+        let prefix = self.check(&r.prefix, "[[route]] prefix", |p| route_prefix(p))?;
+        let upstream = self.check(up, "[[route]] upstream", |name| {
+            upstreams
+                .iter()
+                .position(|u| &u.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<String> =
+                        upstreams.iter().map(|u| format!("{:?}", u.name)).collect();
+                    if names.is_empty() {
+                        format!("no [upstream.{name}] is defined (there are no upstreams)")
+                    } else {
+                        format!(
+                            "no [upstream.{name}] is defined (upstreams: {})",
+                            names.join(", ")
+                        )
+                    }
+                })
+        })?;
+        let hosts = match &r.host {
+            None => Vec::new(),
+            Some(list) => {
+                if list.get_ref().is_empty() {
+                    return Err(self.err(
+                        list.span(),
+                        "[[route]] host",
+                        "expected at least one host name (leave host out for any host)".into(),
+                    ));
+                }
+                let mut hosts: Vec<String> = Vec::new();
+                for h in list.get_ref() {
+                    hosts.push(self.check(h, "[[route]] host", |h| {
+                        let h = route_host(h)?;
+                        if hosts.contains(&h) {
+                            return Err(format!("{h:?} is listed twice"));
+                        }
+                        Ok(h)
+                    })?);
+                }
+                hosts
+            }
+        };
+        let replace_prefix = match (&r.strip_prefix, &r.replace_prefix) {
+            (Some(_), Some(rp)) => return Err(self.err(
+                rp.span(),
+                "[[route]] replace_prefix",
+                "not together with strip_prefix (strip_prefix = true is replace_prefix = \"/\")"
+                    .into(),
+            )),
+            (Some(s), None) => s.get_ref().then(|| "/".to_owned()),
+            (None, Some(rp)) => Some(self.check(rp, "[[route]] replace_prefix", |p| {
+                if p.starts_with('/') && path_chars(p) {
+                    Ok(p.clone())
+                } else {
+                    Err(format!("expected a path starting with \"/\", got {p:?}"))
+                }
+            })?),
+            (None, None) => None,
+        };
+        let host = self.or(
+            &r.proxy_host,
+            "[[route]] proxy_host",
+            HostHeader::Pass,
+            |h| proxy_host(h),
+        )?;
+        Ok(ProxyRoute {
+            hosts,
+            prefix,
+            upstream,
+            replace_prefix,
+            host,
+        })
+    }
+}
+
+/// Why `route` cannot join `proxies` and the static routes with `statics`
+/// prefixes, if it cannot: the same prefix and hosts as another proxy
+/// route, or no hosts and the prefix of a static route.
+pub fn route_conflict<'a>(
+    route: &ProxyRoute,
+    proxies: &[ProxyRoute],
+    statics: impl IntoIterator<Item = &'a str>,
+) -> Result<(), String> {
+    let p = &route.prefix;
+    let hosts = sorted(&route.hosts);
+    if proxies
+        .iter()
+        .any(|o| &o.prefix == p && sorted(&o.hosts) == hosts)
+    {
+        return Err(if hosts.is_empty() {
+            format!("{p:?} is already a proxy route for any host")
+        } else {
+            format!("{p:?} is already a proxy route for the same hosts")
+        });
+    }
+    if hosts.is_empty() && statics.into_iter().any(|s| s == p) {
+        return Err(format!(
+            "{p:?} is already a static route; a proxy route on it needs host = [...] to tell them apart"
+        ));
+    }
+    Ok(())
+}
+
+/// Adds `up` in its place by name, renumbering the routes that refer to
+/// upstreams after it; returns its index.
+pub fn insert_upstream(proxy: &mut ProxyConfig, up: UpstreamConfig) -> Result<usize, String> {
+    let at = match proxy.upstreams.binary_search_by(|u| u.name.cmp(&up.name)) {
+        Ok(_) => {
+            return Err(format!(
+                "an upstream called {:?} is already defined",
+                up.name
+            ))
+        }
+        Err(at) => at,
+    };
+    proxy.upstreams.insert(at, up);
+    for r in &mut proxy.routes {
+        if r.upstream >= at {
+            r.upstream += 1;
+        }
+    }
+    Ok(at)
+}
+
+/// A proxy route with the default settings for `--upstream`: every path
+/// of every host, passed on unchanged with the client's Host.
+pub fn catch_all_route(upstream: usize) -> ProxyRoute {
+    ProxyRoute {
+        hosts: Vec::new(),
+        prefix: "/".to_owned(),
+        upstream,
+        replace_prefix: None,
+        host: HostHeader::Pass,
+    }
+}
+
+fn sorted(hosts: &[String]) -> Vec<&str> {
+    let mut v: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    v.sort_unstable();
+    v
+}
+
+fn fmt_d(d: Duration) -> String {
+    format!("{:?}", super::size::format_duration(d))
+}
+
+fn one_of<'a>(names: impl Iterator<Item = &'a str>, got: &str) -> String {
+    let names: Vec<String> = names.map(|n| format!("{n:?}")).collect();
+    format!("expected one of {}, got {got:?}", names.join(", "))
+}
+
+/// `[A-Za-z0-9_-]+`.
+pub fn upstream_name(n: &str) -> Result<(), String> {
+    if !n.is_empty()
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected an upstream name of letters, digits, '_' and '-', got {n:?}"
+        ))
+    }
+}
+
+/// `balance`: `None` for `"hash"`, whose key comes from `hash_key`.
+fn balance(name: &str) -> Result<Option<Balance>, String> {
+    match name {
+        "round_robin" => Ok(Some(Balance::RoundRobin)),
+        "least_conn" => Ok(Some(Balance::LeastConn)),
+        "p2c" => Ok(Some(Balance::P2c)),
+        "hash" => Ok(None),
+        _ => Err(one_of(BALANCES.into_iter(), name)),
+    }
+}
+
+/// `hash_key = "client_ip" | "header:NAME" | "cookie:NAME"`.
+pub fn hash_key(text: &str) -> Result<HashKey, String> {
+    match text.split_once(':') {
+        None if text == "client_ip" => Ok(HashKey::ClientIp),
+        Some(("header", name)) if is_token(name) => Ok(HashKey::Header(name.to_ascii_lowercase())),
+        Some(("cookie", name)) if is_token(name) => Ok(HashKey::Cookie(name.to_owned())),
+        Some((kind @ ("header" | "cookie"), name)) => Err(format!(
+            "expected a {kind} name of letters, digits and !#$%&'*+-.^_`|~, got {name:?}"
+        )),
+        _ => Err(format!(
+            "expected \"client_ip\", \"header:NAME\" or \"cookie:NAME\", got {text:?}"
+        )),
+    }
+}
+
+/// The text form of a hash key, as `hash_key` takes it.
+pub fn hash_key_text(k: &HashKey) -> String {
+    match k {
+        HashKey::ClientIp => "client_ip".to_owned(),
+        HashKey::Header(h) => format!("header:{h}"),
+        HashKey::Cookie(c) => format!("cookie:{c}"),
+    }
+}
+
+/// The config name of a balance (`"hash"` for every key).
+pub fn balance_name(b: &Balance) -> &'static str {
+    match b {
+        Balance::RoundRobin => "round_robin",
+        Balance::LeastConn => "least_conn",
+        Balance::P2c => "p2c",
+        Balance::Hash(_) => "hash",
+    }
+}
+
+/// RFC 9110 §5.6.2 token.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Visible ASCII without spaces, as a path in a request line may have.
+fn path_chars(p: &str) -> bool {
+    p.bytes().all(|b| (0x21..0x7f).contains(&b))
+}
+
+/// A route prefix: a path.
+fn route_prefix(p: &str) -> Result<String, String> {
+    if p.starts_with('/') {
+        Ok(p.to_owned())
+    } else {
+        Err(format!("expected a path starting with \"/\", got {p:?}"))
+    }
+}
+
+fn health_path(p: &str) -> Result<String, String> {
+    if p.starts_with('/') && path_chars(p) {
+        Ok(p.to_owned())
+    } else {
+        Err(format!(
+            "expected a path starting with \"/\" (visible ASCII, no spaces), got {p:?}"
+        ))
+    }
+}
+
+/// `host:port` with IPv6 hosts in brackets.
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// A server address: `HOST:PORT` or `[V6]:PORT`, with `HOST` an IPv4
+/// literal or a DNS name. Returns the host (IPv6 without brackets, names in
+/// lower case) and the port.
+pub fn server_addr(text: &str) -> Result<(String, u16), String> {
+    if let Some((scheme, rest)) = text.split_once("://") {
+        let rest = rest.split('/').next().unwrap_or(rest);
+        return Err(format!(
+            "expected {ADDR_EXPECTED} without a scheme, got {text:?} (write {rest:?}; {scheme}:// is not needed)"
+        ));
+    }
+    let shape = || format!("expected {ADDR_EXPECTED}, got {text:?}");
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']').ok_or_else(shape)?;
+        let ip: Ipv6Addr = inside
+            .parse()
+            .map_err(|_| format!("{inside:?} is not an IPv6 address (in {text:?})"))?;
+        let port = after.strip_prefix(':').ok_or_else(|| {
+            format!("expected a port after the address, like \"[{ip}]:9000\", got {text:?}")
+        })?;
+        (ip.to_string(), port)
+    } else {
+        let (host, port) = text
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{} (no port)", shape()))?;
+        if host.contains(':') {
+            let hint = match host.parse::<Ipv6Addr>() {
+                Ok(ip) => format!("\"[{ip}]:{port}\""),
+                Err(_) => "\"[::1]:9000\"".to_owned(),
+            };
+            return Err(format!(
+                "{}: an IPv6 address takes brackets, like {hint}",
+                shape()
+            ));
+        }
+        (
+            dns_or_ipv4(host).map_err(|m| format!("{m} (in {text:?})"))?,
+            port,
+        )
+    };
+    Ok((
+        host,
+        port_number(port).map_err(|m| format!("{m} (in {text:?})"))?,
+    ))
+}
+
+/// 1..=65535 in decimal digits.
+fn port_number(port: &str) -> Result<u16, String> {
+    match port.parse::<u16>() {
+        Ok(p) if p >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
+        _ => Err(format!("expected a port from 1 to 65535, got {port:?}")),
+    }
+}
+
+/// An IPv4 literal, or a DNS name (RFC 1123 §2.1, with '_' allowed as
+/// container and service names use it), in lower case.
+fn dns_or_ipv4(host: &str) -> Result<String, String> {
+    if let Ok(ip) = host.parse::<Ipv4Addr>() {
+        return Ok(ip.to_string());
+    }
+    let bad = |why: &str| format!("{host:?} is not a host name: {why}");
+    if host.is_empty() {
+        return Err("expected a host name or IP address before the port".to_owned());
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.len() > 253 {
+        return Err(bad("longer than 253 characters"));
+    }
+    for label in name.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return Err(bad("each dot-separated label needs 1 to 63 characters"));
+        }
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(bad("expected letters, digits, '-', '_' and '.'"));
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Err(bad("a label may not start or end with '-'"));
+        }
+    }
+    if name.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(format!("{host:?} is not an IPv4 address"));
+    }
+    let last = name.rsplit('.').next().unwrap_or(name);
+    if last.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("its last label may not be all digits"));
+    }
+    Ok(host.to_ascii_lowercase())
+}
+
+/// A route's `host` entry: a name, `*.` and a name, an IPv4 literal or a
+/// bracketed IPv6 literal, without a port; in lower case.
+pub fn route_host(h: &str) -> Result<String, String> {
+    if let Some(inside) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        return inside
+            .parse::<Ipv6Addr>()
+            .map(|ip| format!("[{ip}]"))
+            .map_err(|_| format!("{inside:?} is not an IPv6 address"));
+    }
+    let (wild, name) = match h.strip_prefix("*.") {
+        Some(rest) => ("*.", rest),
+        None => ("", h),
+    };
+    if name.contains('*') {
+        return Err(format!(
+            "a wildcard is only allowed as a leading \"*.\", like \"*.example.com\", got {h:?}"
+        ));
+    }
+    if name.contains(':') {
+        return Err(format!(
+            "expected a host name without a port (routes match any port), got {h:?}"
+        ));
+    }
+    let name = dns_or_ipv4(name)?;
+    if !wild.is_empty() && name.parse::<Ipv4Addr>().is_ok() {
+        return Err(format!("a wildcard needs a name after \"*.\", got {h:?}"));
+    }
+    Ok(format!("{wild}{}", name.trim_end_matches('.')))
+}
+
+/// `proxy_host = "pass" | "upstream" | "HOST[:PORT]"`.
+pub fn proxy_host(text: &str) -> Result<HostHeader, String> {
+    match text {
+        "pass" => return Ok(HostHeader::Pass),
+        "upstream" => return Ok(HostHeader::Upstream),
+        _ => {}
+    }
+    let expected = || {
+        format!(
+            "expected \"pass\", \"upstream\" or a host like \"app.internal\" or \"app.internal:8080\", got {text:?}"
+        )
+    };
+    let (host, port) = if text.starts_with('[') {
+        match text.rsplit_once("]:") {
+            Some((h, p)) => (format!("{h}]"), Some(p)),
+            None => (text.to_owned(), None),
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), Some(p)),
+            None => (text.to_owned(), None),
+        }
+    };
+    if host.starts_with("*.") {
+        return Err(expected());
+    }
+    let host = route_host(&host).map_err(|m| format!("{} ({m})", expected()))?;
+    Ok(HostHeader::Set(match port {
+        Some(p) => format!("{host}:{}", port_number(p)?),
+        None => host,
+    }))
+}
+
+/// The text form of a Host header choice, as `proxy_host` takes it.
+pub fn proxy_host_text(h: &HostHeader) -> &str {
+    match h {
+        HostHeader::Pass => "pass",
+        HostHeader::Upstream => "upstream",
+        HostHeader::Set(s) => s,
+    }
+}

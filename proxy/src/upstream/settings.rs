@@ -1,0 +1,231 @@
+//! Validated proxy settings, built by the config layer (`config/`) from
+//! `[upstream.NAME]`, `[[route]]` entries that name an upstream, and
+//! `[proxy]`; or from `--upstream HOST:PORT` flags.
+
+use std::time::Duration;
+
+/// All that the proxy needs, beside the static settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    /// Sorted by name; routes refer to them by index.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// Routes that go to an upstream. Static routes stay in `StaticConfig`.
+    pub routes: Vec<ProxyRoute>,
+    pub headers: ForwardHeaders,
+}
+
+/// `[upstream.NAME]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamConfig {
+    pub name: String,
+    pub servers: Vec<ServerSpec>,
+    pub balance: Balance,
+    /// How often DNS names among `servers` are resolved again.
+    pub resolve_every: Duration,
+    pub pool: PoolSettings,
+    pub timeouts: UpstreamTimeouts,
+    pub retry: RetryPolicy,
+    pub passive: Option<PassiveHealth>,
+    pub active: Option<ActiveHealth>,
+}
+
+/// One `servers` entry: an IP literal or a DNS name, with a port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub host: String,
+    pub port: u16,
+    /// Relative share of requests; at least 1.
+    pub weight: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Balance {
+    /// Smooth weighted round robin (nginx's).
+    RoundRobin,
+    /// Fewest in-flight requests relative to weight; ties by round robin.
+    LeastConn,
+    /// Power of two random choices by in-flight count.
+    P2c,
+    /// Consistent hashing on a key of the request.
+    Hash(HashKey),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HashKey {
+    ClientIp,
+    /// Header name, lower case.
+    Header(String),
+    /// Cookie name.
+    Cookie(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Idle connections kept per core per server.
+    pub max_idle: usize,
+    /// An idle connection unused this long is closed.
+    pub idle_timeout: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UpstreamTimeouts {
+    pub connect: Duration,
+    /// Longest wait for one write to the upstream.
+    pub send: Duration,
+    /// From the request's end to the response head.
+    pub response_head: Duration,
+    /// Longest wait for one read of the response body.
+    pub body_idle: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Further tries after the first (0 = no retry).
+    pub count: u32,
+    pub on: RetryOn,
+}
+
+/// Which failures are retried on another server. A retry only ever happens
+/// when the client has been sent nothing yet, and, unless the request never
+/// reached a server (`connect`), only for an idempotent request without a
+/// body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryOn {
+    /// Connection refused, unreachable, or connect timeout.
+    pub connect: bool,
+    /// Timed out sending or waiting for the response head.
+    pub timeout: bool,
+    /// A malformed response head, or the server closed before one.
+    pub invalid_response: bool,
+    pub http_502: bool,
+    pub http_503: bool,
+    pub http_504: bool,
+}
+
+/// `max_fails` failures within `window` mark a server down for `cooldown`
+/// (per core, as nginx without a shared zone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassiveHealth {
+    pub max_fails: u32,
+    pub window: Duration,
+    pub cooldown: Duration,
+}
+
+/// An HTTP GET of `path` every `interval`, from one thread for the whole
+/// process, so probe traffic does not grow with the number of cores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveHealth {
+    pub path: String,
+    pub interval: Duration,
+    pub timeout: Duration,
+    /// The status a healthy server answers with.
+    pub expect_status: u16,
+    /// Consecutive results needed to flip a server's state.
+    pub fall: u32,
+    pub rise: u32,
+}
+
+/// A `[[route]]` that goes to an upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProxyRoute {
+    /// Lower-case host names this route serves (`example.com`,
+    /// `*.example.com`); empty = any host. Routes naming the request's host
+    /// are chosen over those naming none.
+    pub hosts: Vec<String>,
+    pub prefix: String,
+    /// Index into `ProxyConfig::upstreams`.
+    pub upstream: usize,
+    /// What replaces `prefix` in the path sent upstream; `None` keeps the
+    /// path as it is. `strip_prefix = true` is `Some("/")`.
+    pub replace_prefix: Option<String>,
+    pub host: HostHeader,
+}
+
+/// The Host header sent upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostHeader {
+    /// The client's Host, as nginx's `proxy_set_header Host $host`.
+    Pass,
+    /// The chosen server's `host:port`.
+    Upstream,
+    Set(String),
+}
+
+/// `[proxy]`: headers added to every proxied request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardHeaders {
+    /// X-Forwarded-For, -Proto and -Host.
+    pub x_forwarded: bool,
+    /// RFC 7239 Forwarded.
+    pub forwarded: bool,
+    /// The pseudonym in Via (`1.1 ringside`); `None` adds no Via.
+    pub via: Option<String>,
+}
+
+impl Default for ForwardHeaders {
+    fn default() -> Self {
+        ForwardHeaders {
+            x_forwarded: true,
+            forwarded: false,
+            via: Some("ringside".into()),
+        }
+    }
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            max_idle: 64,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for UpstreamTimeouts {
+    fn default() -> Self {
+        UpstreamTimeouts {
+            connect: Duration::from_secs(5),
+            send: Duration::from_secs(60),
+            response_head: Duration::from_secs(60),
+            body_idle: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            count: 1,
+            on: RetryOn {
+                connect: true,
+                timeout: false,
+                invalid_response: false,
+                http_502: false,
+                http_503: false,
+                http_504: false,
+            },
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// An upstream with default settings over `servers` (the `--upstream`
+    /// flags use this).
+    pub fn new(name: &str, servers: Vec<ServerSpec>) -> UpstreamConfig {
+        UpstreamConfig {
+            name: name.to_owned(),
+            servers,
+            balance: Balance::RoundRobin,
+            resolve_every: Duration::from_secs(30),
+            pool: PoolSettings::default(),
+            timeouts: UpstreamTimeouts::default(),
+            retry: RetryPolicy::default(),
+            passive: Some(PassiveHealth {
+                max_fails: 1,
+                window: Duration::from_secs(10),
+                cooldown: Duration::from_secs(10),
+            }),
+            active: None,
+        }
+    }
+}
