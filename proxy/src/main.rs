@@ -3,7 +3,10 @@
 
 mod cli;
 mod config;
+mod edge;
+mod router;
 mod signals;
+mod upstream;
 
 use std::process::ExitCode;
 
@@ -13,6 +16,7 @@ use ringside_static::StaticFiles;
 
 use crate::cli::{Cli, Command};
 use crate::config::Config;
+use crate::edge::Edge;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -36,16 +40,9 @@ fn main() -> ExitCode {
         };
     }
     // Accepted on the command line already, so scripts can be written
-    // against the final interface, but refused until they work.
-    if !cli.upstream.is_empty() || cli.fastcgi.is_some() {
-        let flag = if cli.upstream.is_empty() {
-            "--fastcgi"
-        } else {
-            "--upstream"
-        };
-        eprintln!(
-            "ringside: {flag}: proxying is not in this build yet; only static serving (--root) is"
-        );
+    // against the final interface, but refused until it works.
+    if cli.fastcgi.is_some() {
+        eprintln!("ringside: --fastcgi: FastCGI is not in this build yet");
         return ExitCode::from(2);
     }
     let cfg = match cli::effective_config(&cli) {
@@ -73,10 +70,21 @@ fn run(cfg: Config) -> ExitCode {
         eprintln!("ringside: cannot open root {}: {e}", cfg.root.display());
         return ExitCode::FAILURE;
     }
+    let shared = match upstream::shared::start(&cfg.proxy.upstreams) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ringside: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let statics = cfg.statics.clone();
-    let server = match worker::start(&cfg.runtime, &cfg.server, move |_ctx| {
-        // Each worker opens its own roots and builds its own cache.
-        StaticFiles::from_config(&statics).unwrap_or_else(|e| panic!("static roots vanished: {e}"))
+    let proxy = cfg.proxy.clone();
+    let server = match worker::start(&cfg.runtime, &cfg.server, move |ctx| {
+        // Each worker opens its own roots and builds its own cache and pools.
+        let files = StaticFiles::from_config(&statics)
+            .unwrap_or_else(|e| panic!("static roots vanished: {e}"));
+        let prefixes = statics.routes.iter().map(|r| r.prefix.clone()).collect();
+        Edge::new(files, prefixes, &proxy, &shared, ctx.index)
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -84,12 +92,11 @@ fn run(cfg: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let what = serving_what(&cfg);
     for addr in &server.local_addrs {
         println!(
-            "ringside: serving {} on http://{addr}/ (workers: {}, backend: {})",
-            cfg.root.display(),
-            server.workers,
-            server.backend
+            "ringside: serving {what} on http://{addr}/ (workers: {}, backend: {})",
+            server.workers, server.backend
         );
     }
     use std::io::Write;
@@ -106,6 +113,27 @@ fn run(cfg: Config) -> ExitCode {
     server.join();
     tracing::info!("stopped");
     ExitCode::SUCCESS
+}
+
+/// What the banner says is served: the root, or where `/` is proxied.
+fn serving_what(cfg: &Config) -> String {
+    let root_proxy = cfg
+        .proxy
+        .routes
+        .iter()
+        .find(|r| r.hosts.is_empty() && r.prefix == "/");
+    match root_proxy {
+        Some(r) => {
+            let up = &cfg.proxy.upstreams[r.upstream];
+            let servers: Vec<String> = up
+                .servers
+                .iter()
+                .map(|s| format!("{}:{}", s.host, s.port))
+                .collect();
+            format!("a proxy to {} ({})", up.name, servers.join(", "))
+        }
+        None => cfg.root.display().to_string(),
+    }
 }
 
 /// Raises the soft open-files limit to the hard one: each connection is a

@@ -2,6 +2,9 @@
 //! read for the address (the readiness signal), stopped by pid on drop.
 #![allow(dead_code)]
 
+pub mod client;
+pub mod origin;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;

@@ -1,0 +1,121 @@
+//! The handler each core runs: routes a request to the static files or to
+//! an upstream.
+
+use std::cell::RefCell;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ringside_runtime::http::{Exchange, Handler};
+use ringside_runtime::task;
+use ringside_static::StaticFiles;
+
+use crate::router::{Router, Target};
+use crate::upstream::forward::forward;
+use crate::upstream::local::{Local, OPENED, REUSED};
+use crate::upstream::settings::{ForwardHeaders, ProxyConfig};
+use crate::upstream::shared::Shared;
+
+pub struct Edge {
+    statics: StaticFiles,
+    router: Router,
+    proxy: Rc<ProxyCore>,
+}
+
+/// This core's upstreams, in the order of `ProxyConfig::upstreams`.
+pub struct ProxyCore {
+    upstreams: Vec<RefCell<Local>>,
+    headers: ForwardHeaders,
+    /// The Via value added to responses, made once.
+    via: Option<Box<[u8]>>,
+}
+
+/// How often idle upstream connections are checked.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
+impl Edge {
+    /// Builds this core's handler; call on the worker's thread. Starts the
+    /// core's pool reaper.
+    pub fn new(
+        statics: StaticFiles,
+        static_prefixes: Vec<String>,
+        proxy: &ProxyConfig,
+        shared: &[Arc<Shared>],
+        worker: usize,
+    ) -> Edge {
+        let upstreams = shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let seed = (worker as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64;
+                RefCell::new(Local::new(s.clone(), seed))
+            })
+            .collect();
+        let core = Rc::new(ProxyCore {
+            upstreams,
+            headers: proxy.headers.clone(),
+            via: proxy
+                .headers
+                .via
+                .as_ref()
+                .map(|p| format!("1.1 {p}").into_bytes().into()),
+        });
+        if !core.upstreams.is_empty() {
+            task::spawn(reaper(Rc::downgrade(&core)));
+        }
+        Edge {
+            statics,
+            router: Router::new(proxy.routes.clone(), static_prefixes),
+            proxy: core,
+        }
+    }
+}
+
+async fn reaper(core: std::rc::Weak<ProxyCore>) {
+    loop {
+        task::sleep(REAP_EVERY).await;
+        let Some(core) = core.upgrade() else { return };
+        let now = Instant::now();
+        for u in &core.upstreams {
+            u.borrow_mut().reap(now);
+        }
+    }
+}
+
+impl Drop for ProxyCore {
+    fn drop(&mut self) {
+        if !self.upstreams.is_empty() {
+            tracing::info!(
+                opened = OPENED.with(|o| o.get()),
+                reused = REUSED.with(|r| r.get()),
+                "upstream connections of this core"
+            );
+        }
+    }
+}
+
+impl Handler for Edge {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
+        match self.router.route(ex.host(), ex.path()) {
+            Target::Static => self.statics.handle(ex).await,
+            Target::Proxy(i) => {
+                let route = &self.router.routes()[i];
+                let up = &self.proxy.upstreams[route.upstream];
+                // Boxed: only proxied requests pay for the forwarding
+                // future, and idle connections stay small.
+                Box::pin(forward(
+                    ex,
+                    route,
+                    up,
+                    &self.proxy.headers,
+                    self.proxy.via.as_deref(),
+                ))
+                .await
+            }
+            Target::NotFound => {
+                ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")
+            }
+        }
+    }
+}

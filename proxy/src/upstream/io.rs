@@ -1,0 +1,123 @@
+//! An upstream connection in use: its socket, registered in the core's
+//! connection table so its waits carry deadlines (the same coarse sweeper
+//! as client connections; see `ringside_runtime::conns`), and the buffers
+//! a try uses, pooled per core.
+
+use std::cell::RefCell;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ringside_runtime::conns::{ConnGuard, Wait};
+use ringside_runtime::net::TcpStream;
+
+pub struct UpSock {
+    pub stream: TcpStream,
+    guard: ConnGuard,
+}
+
+impl UpSock {
+    pub fn new(stream: TcpStream) -> UpSock {
+        let guard = ConnGuard::new(stream.as_raw_fd());
+        // Busy: a drain waits for it like for the client it serves.
+        guard.set_idle(false);
+        UpSock { stream, guard }
+    }
+
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
+    pub fn expired(&self) -> bool {
+        self.guard.expired()
+    }
+
+    /// Sends all of `buf` within `timeout`, through the engine: on io_uring
+    /// the send joins the ring's next batch instead of costing a syscall of
+    /// its own (measured, 5 rounds against a direct send: 9.98 against
+    /// 10.36 us of server CPU per proxied request).
+    pub async fn send_all(&mut self, buf: &mut BytesMut, timeout: Duration) -> io::Result<()> {
+        self.guard.arm(Instant::now() + timeout, Wait::Write);
+        let (r, mut back) = self.stream.write_all(std::mem::take(buf)).await;
+        self.guard.disarm();
+        back.clear();
+        *buf = back;
+        match r {
+            Err(_) if self.expired() => Err(io::ErrorKind::TimedOut.into()),
+            r => r,
+        }
+    }
+
+    /// Gives a read that runs outside this type (a splice) a deadline.
+    pub fn arm_read(&self, idle: Duration) {
+        self.guard.arm(Instant::now() + idle, Wait::Read);
+    }
+
+    pub fn disarm(&self) {
+        self.guard.disarm();
+    }
+
+    /// Whether bytes (or an EOF) wait to be read, without taking them.
+    pub fn has_pending(&self) -> bool {
+        !super::pool::still_open(&self.stream)
+    }
+
+    /// Reads at least one byte into `buf`, or `Ok(0)` at EOF; `TimedOut`
+    /// when nothing came by `deadline`.
+    pub async fn read_some(&mut self, buf: &mut BytesMut, deadline: Instant) -> io::Result<usize> {
+        self.guard.arm(deadline, Wait::Read);
+        let (r, back) = self.stream.read_owned(std::mem::take(buf)).await;
+        self.guard.disarm();
+        *buf = back;
+        match r {
+            Ok(0) | Err(_) if self.expired() => Err(io::ErrorKind::TimedOut.into()),
+            r => r,
+        }
+    }
+}
+
+const BUF_SIZE: usize = 16 * 1024;
+
+thread_local! {
+    static BUFS: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer from this core's pool, given back when dropped.
+pub struct Buf(pub BytesMut);
+
+impl Buf {
+    pub fn take() -> Buf {
+        Buf(BUFS
+            .with(|b| b.borrow_mut().pop())
+            .unwrap_or_else(|| BytesMut::with_capacity(BUF_SIZE)))
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        let mut b = std::mem::take(&mut self.0);
+        b.clear();
+        if b.try_reclaim(BUF_SIZE) {
+            BUFS.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.len() < 256 {
+                    p.push(b);
+                }
+            });
+        }
+    }
+}
+
+impl std::ops::Deref for Buf {
+    type Target = BytesMut;
+    fn deref(&self) -> &BytesMut {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut BytesMut {
+        &mut self.0
+    }
+}

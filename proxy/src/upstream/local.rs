@@ -1,0 +1,193 @@
+//! One core's view of an upstream: its peers with their idle pools, in-flight
+//! counts and passive health, and its balancer. Lives in a `RefCell` owned by
+//! the core; borrowed only between awaits, never across one.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ringside_runtime::net::TcpStream;
+
+use super::balance::Balancer;
+use super::pool::Pool;
+use super::shared::{PeerSpec, Shared};
+
+pub struct Peer {
+    pub spec: PeerSpec,
+    pub pool: Pool,
+    fails: u32,
+    first_fail: Instant,
+    down_until: Option<Instant>,
+}
+
+pub struct Local {
+    pub shared: Arc<Shared>,
+    generation: u64,
+    pub peers: Vec<Peer>,
+    in_flight: Vec<u32>,
+    balancer: Balancer,
+    seed: u64,
+}
+
+thread_local! {
+    /// Upstream connections this core opened, and requests it sent on a
+    /// reused one.
+    pub static OPENED: Cell<u64> = const { Cell::new(0) };
+    pub static REUSED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A peer chosen for one try: its index in this generation and its address,
+/// which outlives a change of generation.
+#[derive(Clone, Debug)]
+pub struct Chosen {
+    pub index: usize,
+    pub generation: u64,
+    pub addr: SocketAddr,
+    pub authority: Arc<str>,
+}
+
+impl Local {
+    pub fn new(shared: Arc<Shared>, seed: u64) -> Local {
+        let (generation, specs) = shared.snapshot();
+        let weights: Vec<u32> = specs.iter().map(|p| p.weight).collect();
+        Local {
+            balancer: Balancer::new(&shared.cfg.balance, &weights, seed),
+            in_flight: vec![0; specs.len()],
+            peers: specs.into_iter().map(Peer::new).collect(),
+            shared,
+            generation,
+            seed,
+        }
+    }
+
+    /// Takes the monitor's latest addresses and health, keeping the pools
+    /// and passive state of addresses that stay.
+    fn refresh(&mut self) {
+        if self.shared.generation() == self.generation {
+            return;
+        }
+        let (generation, specs) = self.shared.snapshot();
+        let mut old: Vec<(Peer, u32)> =
+            self.peers.drain(..).zip(self.in_flight.drain(..)).collect();
+        for spec in specs {
+            match old.iter().position(|(p, _)| p.spec.addr == spec.addr) {
+                Some(i) => {
+                    let (mut p, n) = old.swap_remove(i);
+                    p.spec = spec;
+                    self.peers.push(p);
+                    self.in_flight.push(n);
+                }
+                None => {
+                    self.peers.push(Peer::new(spec));
+                    self.in_flight.push(0);
+                }
+            }
+        }
+        let weights: Vec<u32> = self.peers.iter().map(|p| p.spec.weight).collect();
+        self.balancer = Balancer::new(&self.shared.cfg.balance, &weights, self.seed);
+        self.generation = generation;
+    }
+
+    /// Chooses a peer that is healthy, not in passive cooldown and not in
+    /// `tried`; `None` when there is none left.
+    pub fn pick(&mut self, tried: &[SocketAddr], key: Option<u64>) -> Option<Chosen> {
+        self.refresh();
+        let now = Instant::now();
+        let peers = &self.peers;
+        let usable = |i: usize| {
+            let p = &peers[i];
+            p.spec.healthy && p.down_until.is_none_or(|t| now >= t) && !tried.contains(&p.spec.addr)
+        };
+        let index = self.balancer.pick(&usable, &self.in_flight, key)?;
+        let p = &self.peers[index];
+        Some(Chosen {
+            index,
+            generation: self.generation,
+            addr: p.spec.addr,
+            authority: p.spec.authority.clone(),
+        })
+    }
+
+    fn find(&self, c: &Chosen) -> Option<usize> {
+        if c.generation == self.generation {
+            Some(c.index)
+        } else {
+            self.peers.iter().position(|p| p.spec.addr == c.addr)
+        }
+    }
+
+    /// A pooled connection to the chosen peer, if `pooled` allows one and
+    /// one is idle and sound. Counts the request as in flight either way
+    /// (see [`Local::done`]).
+    pub fn checkout(&mut self, c: &Chosen, pooled: bool, check: bool) -> Option<TcpStream> {
+        let i = self.find(c)?;
+        self.in_flight[i] += 1;
+        if !pooled {
+            return None;
+        }
+        let idle = self.shared.cfg.pool.idle_timeout;
+        let s = self.peers[i].pool.take(idle, check);
+        if s.is_some() {
+            REUSED.with(|r| r.set(r.get() + 1));
+        }
+        s
+    }
+
+    /// Ends the try: gives back a connection fit for reuse, and records
+    /// whether the peer failed.
+    pub fn done(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
+        let Some(i) = self.find(c) else { return };
+        self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+        if let Some(s) = keep {
+            let max = self.shared.cfg.pool.max_idle;
+            self.peers[i].pool.put(s, max);
+        }
+        if failed {
+            self.fail(i);
+        }
+    }
+
+    fn fail(&mut self, i: usize) {
+        let Some(ph) = self.shared.cfg.passive else {
+            return;
+        };
+        let now = Instant::now();
+        let p = &mut self.peers[i];
+        if p.fails == 0 || now.duration_since(p.first_fail) > ph.window {
+            p.fails = 0;
+            p.first_fail = now;
+        }
+        p.fails += 1;
+        if p.fails >= ph.max_fails {
+            p.fails = 0;
+            p.down_until = Some(now + ph.cooldown);
+            tracing::warn!(upstream = %self.shared.cfg.name, server = %p.spec.addr, cooldown = ?ph.cooldown, "server marked down after failures");
+        }
+    }
+
+    /// Closes idle connections past their timeout or closed by the server.
+    pub fn reap(&mut self, now: Instant) {
+        let idle = self.shared.cfg.pool.idle_timeout;
+        for p in &mut self.peers {
+            p.pool.reap(idle, now);
+        }
+    }
+}
+
+impl Peer {
+    fn new(spec: PeerSpec) -> Peer {
+        Peer {
+            spec,
+            pool: Pool::default(),
+            fails: 0,
+            first_fail: Instant::now(),
+            down_until: None,
+        }
+    }
+}
+
+/// Counts a new upstream connection.
+pub fn count_opened() {
+    OPENED.with(|o| o.set(o.get() + 1));
+}

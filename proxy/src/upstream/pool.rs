@@ -1,0 +1,77 @@
+//! Idle upstream connections of one server on one core.
+//!
+//! LIFO: the connection used last is reused first, so it is the one most
+//! likely still open and warm, and the ones at the bottom age out. Nothing
+//! here is shared with another core (DESIGN.md §8).
+//!
+//! A connection the server closed while it sat idle is dropped, not lent:
+//! the check before lending is a non-blocking one-byte `MSG_PEEK`, which
+//! sees the EOF (or bytes nobody asked for, which make the connection as
+//! unusable). The per-core reaper ([`Pool::reap`]) runs the same check on
+//! every idle connection each second and closes those past the idle timeout,
+//! so a closed connection does not sit in CLOSE_WAIT until the next request.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use ringside_runtime::net::TcpStream;
+
+pub struct IdleConn {
+    pub stream: TcpStream,
+    since: Instant,
+}
+
+#[derive(Default)]
+pub struct Pool {
+    idle: Vec<IdleConn>,
+}
+
+impl Pool {
+    /// The most recently returned connection within its idle timeout.
+    /// With `check`, one the server closed is skipped; without, the caller
+    /// must cope with a stale one (a replayable request is retried on a
+    /// fresh connection), and saves a syscall per request.
+    pub fn take(&mut self, idle_timeout: Duration, check: bool) -> Option<TcpStream> {
+        let now = Instant::now();
+        while let Some(c) = self.idle.pop() {
+            if now.duration_since(c.since) < idle_timeout && (!check || still_open(&c.stream)) {
+                return Some(c.stream);
+            }
+        }
+        None
+    }
+
+    /// Keeps `stream` for reuse, unless `max` are kept already.
+    pub fn put(&mut self, stream: TcpStream, max: usize) {
+        if self.idle.len() < max {
+            self.idle.push(IdleConn {
+                stream,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// Closes the connections idle longer than `idle_timeout` and those the
+    /// server closed.
+    pub fn reap(&mut self, idle_timeout: Duration, now: Instant) {
+        self.idle
+            .retain(|c| now.duration_since(c.since) < idle_timeout && still_open(&c.stream));
+    }
+}
+
+/// True while an idle connection has nothing to read: no EOF, no error and
+/// no stray bytes.
+pub(super) fn still_open(stream: &TcpStream) -> bool {
+    let mut b = 0u8;
+    // SAFETY: a one-byte peek into a local.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut b as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}

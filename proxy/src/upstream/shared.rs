@@ -1,0 +1,244 @@
+//! What the cores share about an upstream: its resolved addresses and their
+//! active-health state, kept by one monitor thread for the whole process.
+//!
+//! The monitor re-resolves DNS names every `resolve_every` and probes each
+//! address every `health_interval`, so probe traffic is one probe per
+//! address per interval however many cores run. A change is published by
+//! bumping `generation`; a core reads that one atomic per request and takes
+//! the lock only when it moved, off the hot path.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::settings::{ActiveHealth, UpstreamConfig};
+
+/// One address to send requests to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerSpec {
+    pub addr: SocketAddr,
+    pub weight: u32,
+    /// `host:port` as configured, for `proxy_host = "upstream"`.
+    pub authority: Arc<str>,
+    /// False while active health checks find it down.
+    pub healthy: bool,
+}
+
+pub struct Shared {
+    pub cfg: UpstreamConfig,
+    generation: AtomicU64,
+    peers: Mutex<Vec<PeerSpec>>,
+}
+
+impl Shared {
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The current peers and the generation they belong to.
+    pub fn snapshot(&self) -> (u64, Vec<PeerSpec>) {
+        let peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        (self.generation(), peers.clone())
+    }
+
+    fn publish(&self, update: impl FnOnce(&mut Vec<PeerSpec>) -> bool) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if update(&mut peers) {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// Resolves every upstream's servers now (a name that does not resolve is
+/// an error, as in nginx) and starts the monitor thread if anything needs
+/// watching.
+pub fn start(cfgs: &[UpstreamConfig]) -> Result<Vec<Arc<Shared>>, String> {
+    let mut all = Vec::with_capacity(cfgs.len());
+    for cfg in cfgs {
+        let peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
+        all.push(Arc::new(Shared {
+            cfg: cfg.clone(),
+            generation: AtomicU64::new(1),
+            peers: Mutex::new(peers),
+        }));
+    }
+    let watched: Vec<Arc<Shared>> = all
+        .iter()
+        .filter(|s| s.cfg.active.is_some() || has_names(&s.cfg))
+        .cloned()
+        .collect();
+    if !watched.is_empty() {
+        std::thread::Builder::new()
+            .name("ringside-monitor".into())
+            .spawn(move || monitor(watched))
+            .map_err(|e| format!("cannot start the upstream monitor: {e}"))?;
+    }
+    Ok(all)
+}
+
+fn has_names(cfg: &UpstreamConfig) -> bool {
+    cfg.servers
+        .iter()
+        .any(|s| s.host.parse::<IpAddr>().is_err())
+}
+
+/// Every address of every server, each with its server's weight.
+fn resolve(cfg: &UpstreamConfig) -> Result<Vec<PeerSpec>, String> {
+    let mut out: Vec<PeerSpec> = Vec::new();
+    for s in &cfg.servers {
+        let authority: Arc<str> = if s.host.contains(':') {
+            format!("[{}]:{}", s.host, s.port).into()
+        } else {
+            format!("{}:{}", s.host, s.port).into()
+        };
+        let addrs: Vec<SocketAddr> = match s.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, s.port)],
+            Err(_) => (s.host.as_str(), s.port)
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve {}: {e}", s.host))?
+                .collect(),
+        };
+        for addr in addrs {
+            if !out.iter().any(|p| p.addr == addr) {
+                out.push(PeerSpec {
+                    addr,
+                    weight: s.weight,
+                    authority: authority.clone(),
+                    healthy: true,
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("no addresses".into());
+    }
+    Ok(out)
+}
+
+#[derive(Default)]
+struct Streak {
+    ok: u32,
+    bad: u32,
+}
+
+fn monitor(watched: Vec<Arc<Shared>>) {
+    let now = Instant::now();
+    let mut next_resolve: Vec<Instant> =
+        watched.iter().map(|s| now + s.cfg.resolve_every).collect();
+    let mut next_probe: Vec<Instant> = vec![now; watched.len()];
+    let mut streaks: HashMap<(usize, SocketAddr), Streak> = HashMap::new();
+    loop {
+        let now = Instant::now();
+        for (i, s) in watched.iter().enumerate() {
+            if has_names(&s.cfg) && now >= next_resolve[i] {
+                next_resolve[i] = now + s.cfg.resolve_every;
+                match resolve(&s.cfg) {
+                    Ok(fresh) => s.publish(|peers| merge(peers, fresh)),
+                    Err(e) => {
+                        tracing::warn!(upstream = %s.cfg.name, error = %e, "re-resolving failed; keeping the old addresses")
+                    }
+                }
+            }
+            if let Some(active) = &s.cfg.active {
+                if now >= next_probe[i] {
+                    next_probe[i] = now + active.interval;
+                    probe_all(i, s, active, &mut streaks);
+                }
+            }
+        }
+        let wake = next_resolve
+            .iter()
+            .zip(&watched)
+            .filter(|(_, s)| has_names(&s.cfg))
+            .map(|(t, _)| *t)
+            .chain(
+                next_probe
+                    .iter()
+                    .zip(&watched)
+                    .filter(|(_, s)| s.cfg.active.is_some())
+                    .map(|(t, _)| *t),
+            )
+            .min()
+            .unwrap_or(now + Duration::from_secs(60));
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    }
+}
+
+/// Takes the fresh address list, keeping the health of addresses that stay.
+fn merge(peers: &mut Vec<PeerSpec>, mut fresh: Vec<PeerSpec>) -> bool {
+    for p in &mut fresh {
+        if let Some(old) = peers.iter().find(|o| o.addr == p.addr) {
+            p.healthy = old.healthy;
+        }
+    }
+    if *peers == fresh {
+        return false;
+    }
+    tracing::info!(addresses = ?fresh.iter().map(|p| p.addr).collect::<Vec<_>>(), "upstream addresses changed");
+    *peers = fresh;
+    true
+}
+
+fn probe_all(
+    i: usize,
+    s: &Shared,
+    active: &ActiveHealth,
+    streaks: &mut HashMap<(usize, SocketAddr), Streak>,
+) {
+    let (_, peers) = s.snapshot();
+    for p in peers {
+        let ok = probe(p.addr, &p.authority, active);
+        let st = streaks.entry((i, p.addr)).or_default();
+        let flip = if ok {
+            st.bad = 0;
+            st.ok += 1;
+            !p.healthy && st.ok >= active.rise
+        } else {
+            st.ok = 0;
+            st.bad += 1;
+            p.healthy && st.bad >= active.fall
+        };
+        if flip {
+            tracing::warn!(upstream = %s.cfg.name, server = %p.addr, healthy = ok, "health check changed state");
+            s.publish(|peers| {
+                peers
+                    .iter_mut()
+                    .filter(|q| q.addr == p.addr)
+                    .for_each(|q| q.healthy = ok);
+                true
+            });
+        }
+    }
+}
+
+/// One `GET path` on a fresh connection; healthy when the status matches.
+fn probe(addr: SocketAddr, authority: &str, active: &ActiveHealth) -> bool {
+    let run = || -> std::io::Result<bool> {
+        let mut c = TcpStream::connect_timeout(&addr, active.timeout)?;
+        c.set_read_timeout(Some(active.timeout))?;
+        c.set_write_timeout(Some(active.timeout))?;
+        write!(
+            c,
+            "GET {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: ringside-health\r\nConnection: close\r\n\r\n",
+            active.path
+        )?;
+        let mut head = [0u8; 16];
+        let mut got = 0;
+        while got < 12 {
+            let n = c.read(&mut head[got..])?;
+            if n == 0 {
+                return Ok(false);
+            }
+            got += n;
+        }
+        let status = std::str::from_utf8(&head[9..12])
+            .ok()
+            .and_then(|s| s.parse::<u16>().ok());
+        Ok(head.starts_with(b"HTTP/1.") && status == Some(active.expect_status))
+    };
+    run().unwrap_or(false)
+}

@@ -1,0 +1,253 @@
+//! Interop with real parts: nginx and Ruby WEBrick as origins, curl as the
+//! client, and a WebSocket echo through the tunnel. Each peer must be
+//! installed (`scripts/test.sh` installs them); a missing one fails the test.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Ringside, TempDir, BACKENDS};
+
+/// A child process killed by pid when dropped.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn support(name: &str) -> String {
+    format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Starts a support script that prints `PORT n` once listening.
+fn start_script(interp: &str, script: &str) -> (Peer, u16) {
+    let mut child = Command::new(interp)
+        .arg(support(script))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("{interp} is needed for this test (scripts/test.sh installs it): {e}")
+        });
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{script} did not report a port: {line:?}"));
+    (Peer(child), port)
+}
+
+fn nginx_bin() -> &'static str {
+    if Path::new("/usr/sbin/nginx").exists() {
+        "/usr/sbin/nginx"
+    } else {
+        "nginx"
+    }
+}
+
+/// nginx from deploy/peers/nginx-origin.conf on a free port.
+fn start_nginx(dir: &TempDir) -> (Peer, u16) {
+    let template = std::fs::read_to_string(format!(
+        "{}/../deploy/peers/nginx-origin.conf",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    for _ in 0..5 {
+        // nginx cannot report a port-0 bind, so take a free port.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = template
+            .replace("@PORT@", &port.to_string())
+            .replace("@PREFIX@", dir.path().to_str().unwrap());
+        let path = dir.write("nginx.conf", conf.as_bytes());
+        let mut child = Command::new(nginx_bin())
+            .args([
+                "-p",
+                dir.path().to_str().unwrap(),
+                "-c",
+                path.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx is needed for this test (scripts/test.sh installs it)");
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = child.try_wait() {
+                break; // port taken meanwhile: try another
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (Peer(child), port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("nginx did not start");
+}
+
+fn curl(args: &[&str]) -> Output {
+    Command::new("curl")
+        .args(["-sS", "--max-time", "20"])
+        .args(args)
+        .output()
+        .expect("curl is needed for this test (scripts/test.sh installs it)")
+}
+
+fn proxy_to(backend: &str, port: u16) -> Ringside {
+    Ringside::one_worker(backend, &["--upstream", &format!("127.0.0.1:{port}")])
+}
+
+#[test]
+fn nginx_origin_through_ringside_with_curl() {
+    let dir = TempDir::new("interop-nginx");
+    let (_nginx, port) = start_nginx(&dir);
+    for backend in BACKENDS {
+        let rs = proxy_to(backend, port);
+        let url = format!("http://{}/anything", rs.addr);
+        // Two requests on one client connection, both answered.
+        let out = curl(&["-v", &url, &url]);
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "hello from origin\nhello from origin\n"
+        );
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            log.contains("Re-using existing connection")
+                || log.contains("Reusing existing connection"),
+            "{log}"
+        );
+        assert!(log.contains("< Via: 1.1 ringside"), "{log}");
+        let out = curl(&["--data-binary", "some body", &url]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "hello from origin\n",
+            "{backend}"
+        );
+    }
+}
+
+#[test]
+fn webrick_origin_through_ringside_with_curl() {
+    let (_app, port) = start_script("ruby", "webrick_app.rb");
+    for backend in BACKENDS {
+        let rs = proxy_to(backend, port);
+        let base = format!("http://{}", rs.addr);
+        let out = curl(&[&format!("{base}/hello")]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "hello from webrick",
+            "{backend}"
+        );
+        let big: String = (0..200_000)
+            .map(|i| (b'a' + (i % 26) as u8) as char)
+            .collect();
+        let dir = TempDir::new("interop-webrick");
+        let file = dir.write("body", big.as_bytes());
+        let out = curl(&[
+            "--data-binary",
+            &format!("@{}", file.display()),
+            "-H",
+            "Content-Type: application/octet-stream",
+            &format!("{base}/echo"),
+        ]);
+        assert!(
+            out.stdout == big.as_bytes(),
+            "{backend}: echo of 200 kB differs ({} bytes back)",
+            out.stdout.len()
+        );
+        // Chunked request body, streamed by curl from stdin.
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--max-time",
+                "20",
+                "-H",
+                "Transfer-Encoding: chunked",
+                "--data-binary",
+                "@-",
+            ])
+            .arg(format!("{base}/echo"))
+            .stdin(std::fs::File::open(&file).unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.stdout == big.as_bytes(),
+            "{backend}: chunked upload differs"
+        );
+        let out = curl(&["-i", &format!("{base}/chunked")]);
+        let text = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+        assert!(
+            text.contains("transfer-encoding: chunked"),
+            "{backend}: {text}"
+        );
+        assert!(
+            text.contains("chunk 1") && text.contains("chunk 3"),
+            "{text}"
+        );
+        let out = curl(&[&format!("{base}/headers")]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("x-forwarded-for: 127.0.0.1"),
+            "{backend}: {text}"
+        );
+        assert!(text.contains("via: 1.1 ringside"), "{text}");
+    }
+}
+
+#[test]
+fn websocket_echo_through_the_tunnel() {
+    let (_echo, port) = start_script("python3", "ws_echo.py");
+    for backend in BACKENDS {
+        let rs = proxy_to(backend, port);
+        let addr: SocketAddr = rs.addr;
+        let long = "x".repeat(70_000);
+        let out = Command::new("python3")
+            .arg(support("ws_client.py"))
+            .args([
+                &addr.ip().to_string(),
+                &addr.port().to_string(),
+                "/chat",
+                "hello",
+                "ünïcode",
+                &long,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            lines,
+            vec!["hello".to_owned(), "ünïcode".to_owned(), long.clone()],
+            "{backend}"
+        );
+    }
+}
