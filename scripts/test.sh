@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
-# the tests use (curl, ss from iproute2; nginx and lighttpd for shootouts),
-# then runs the tests. Tests that need one of these fail, never skip, when
-# it is missing.
+# the tests use (curl, ss from iproute2; nginx, lighttpd and haproxy for
+# shootouts; ruby with WEBrick for a proxy test origin), then runs the tests.
+# Tests that need one of these fail, never skip, when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,12 @@ command -v lighttpd >/dev/null || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)
 command -v wrk >/dev/null || need+=(wrk)
 command -v python3 >/dev/null || need+=(python3)
 command -v gzip >/dev/null || need+=(gzip)
+command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+command -v ruby >/dev/null || need+=(ruby)
+# Ruby 3.x no longer bundles WEBrick; Debian ships it as ruby-webrick.
+if ! command -v ruby >/dev/null || ! ruby -e 'require "webrick"' >/dev/null 2>&1; then
+    need+=(ruby-webrick)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "scripts/test.sh: missing ${need[*]}; run as root or install them" >&2
@@ -23,7 +29,10 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     # The Debian packages start their services; the tests start their own.
-    systemctl stop nginx lighttpd >/dev/null 2>&1 || true
+    # Containers often have no systemd, so try service(8) as well.
+    for svc in nginx lighttpd haproxy; do
+        systemctl stop "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
+    done
 fi
 
 cargo test --workspace --all-targets "$@"
