@@ -13,7 +13,7 @@ use ringside_static::StaticFiles;
 
 use crate::router::{Router, Target};
 use crate::upstream::forward::forward;
-use crate::upstream::local::{Local, OPENED, REUSED};
+use crate::upstream::local::Local;
 use crate::upstream::settings::{ForwardHeaders, ProxyConfig};
 use crate::upstream::shared::Shared;
 
@@ -79,18 +79,6 @@ async fn reaper(core: std::rc::Weak<ProxyCore>) {
         let now = Instant::now();
         for u in &core.upstreams {
             u.borrow_mut().reap(now);
-        }
-    }
-}
-
-impl Drop for ProxyCore {
-    fn drop(&mut self) {
-        if !self.upstreams.is_empty() {
-            tracing::info!(
-                opened = OPENED.with(|o| o.get()),
-                reused = REUSED.with(|r| r.get()),
-                "upstream connections of this core"
-            );
         }
     }
 }

@@ -32,7 +32,7 @@ pub struct Local {
 
 thread_local! {
     /// Upstream connections this core opened, and requests it sent on a
-    /// reused one.
+    /// reused one: the reuse ratio, for the metrics endpoint to report.
     pub static OPENED: Cell<u64> = const { Cell::new(0) };
     pub static REUSED: Cell<u64> = const { Cell::new(0) };
 }
