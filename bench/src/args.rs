@@ -1,0 +1,479 @@
+//! Command-line flags: ApacheBench's, letter for letter, and what ab lacks.
+//!
+//! Parsing happens in two layers, like the server's config: clap reads the
+//! raw flags into [`Flags`], and [`Config::try_from`] turns them into
+//! checked values (durations, a request count or none, a method and body).
+//! Errors name the flag.
+//!
+//! Where ab and this tool differ, on purpose:
+//! - `-n` with `-t`: an explicit `-n` wins whatever the order (ab takes the
+//!   last one given); `-t` alone still means ab's `-n 50000`.
+//! - `-d` is a duration (`10s`, `500ms`, `2m`), as the issue asks; in ab it
+//!   hid the percentile table.
+//! - `-r` (don't exit on receive errors) is accepted and changes nothing:
+//!   errors are always counted, never fatal.
+//! - The default request is HTTP/1.1 (`--http1.0` for ab's version); without
+//!   `-k` it carries `Connection: close` and each request gets its own
+//!   connection, as in ab.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// ab's ceiling for `-t` without `-n` (ab's MAX_REQUESTS).
+pub const TIMELIMIT_REQUESTS: u64 = 50_000;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ringside-bench",
+    version,
+    about = "An ApacheBench-compatible HTTP/1.1 load generator: thread-per-core on io_uring, \
+             open-loop rate mode with coordinated-omission-corrected latency",
+    after_help = "Reports ab's layout by default, --siege for siege's, --json for machines."
+)]
+pub struct Flags {
+    /// Number of requests to perform (ab -n); unlimited with -d, 50000 with -t
+    #[arg(short = 'n', value_name = "requests")]
+    pub requests: Option<u64>,
+    /// Number of multiple requests to make at a time (connections)
+    #[arg(short = 'c', value_name = "concurrency", default_value_t = 1)]
+    pub concurrency: usize,
+    /// Seconds to max. to spend on benchmarking (implies -n 50000 unless -n is given)
+    #[arg(short = 't', value_name = "timelimit")]
+    pub timelimit: Option<f64>,
+    /// Run for this long: 10s, 500ms, 2m, or plain seconds
+    #[arg(short = 'd', long = "duration", value_name = "duration")]
+    pub duration: Option<String>,
+    /// Seconds to wait for each connect, write and response (ab -s)
+    #[arg(short = 's', value_name = "timeout", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Use HTTP KeepAlive: reuse each connection
+    #[arg(short = 'k')]
+    pub keepalive: bool,
+    /// Add an arbitrary header line, e.g. 'Accept-Encoding: gzip' (repeatable)
+    #[arg(short = 'H', value_name = "attribute")]
+    pub headers: Vec<String>,
+    /// Add cookie, e.g. 'Apache=1234' (repeatable)
+    #[arg(short = 'C', value_name = "attribute")]
+    pub cookies: Vec<String>,
+    /// Add Basic WWW Authentication: user:password
+    #[arg(short = 'A', value_name = "attribute")]
+    pub auth: Option<String>,
+    /// Method name
+    #[arg(short = 'm', value_name = "method")]
+    pub method: Option<String>,
+    /// Use HEAD instead of GET
+    #[arg(short = 'i')]
+    pub head: bool,
+    /// File containing data to POST (remember also to set -T)
+    #[arg(short = 'p', value_name = "postfile")]
+    pub postfile: Option<PathBuf>,
+    /// File containing data to PUT (remember also to set -T)
+    #[arg(short = 'u', value_name = "putfile")]
+    pub putfile: Option<PathBuf>,
+    /// Content-type header for POSTing, e.g. 'application/x-www-form-urlencoded'
+    #[arg(short = 'T', value_name = "content-type")]
+    pub content_type: Option<String>,
+    /// Do not show progress
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Accept variable document length (no Length failures)
+    #[arg(short = 'l')]
+    pub variable_length: bool,
+    /// Accepted for ab compatibility: receive errors are always counted, never fatal
+    #[arg(short = 'r')]
+    pub ignore_recv_errors: bool,
+    /// How much troubleshooting info to print (2: response codes, 4: also the request)
+    #[arg(short = 'v', value_name = "verbosity", default_value_t = 0)]
+    pub verbosity: u8,
+    /// Output CSV file with percentages served
+    #[arg(short = 'e', value_name = "filename")]
+    pub csv: Option<PathBuf>,
+    /// Print the results as JSON on stdout instead of a report
+    #[arg(long)]
+    pub json: bool,
+    /// Print siege's report instead of ab's
+    #[arg(long)]
+    pub siege: bool,
+    /// Runtimes, one per core, each pinned; connections are spread across them
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cores: usize,
+    /// Do not pin the runtimes to CPUs
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Open loop: send at this constant total rate (requests/second) and
+    /// measure latency from each request's intended send time
+    #[arg(short = 'R', long = "rate", value_name = "RATE")]
+    pub rate: Option<f64>,
+    /// Requests written back to back on a connection before reading (implies -k)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pipeline: usize,
+    /// Send HTTP/1.0 requests (with -k: Connection: keep-alive), as ab does
+    #[arg(long = "http1.0", alias = "http10")]
+    pub http10: bool,
+    /// Read URLs from a file, one a line (siege's format: URL [POST data | POST <file])
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub url_file: Option<PathBuf>,
+    /// I/O engine: auto (io_uring, or epoll when the kernel refuses it), io-uring, epoll
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    pub backend: String,
+    /// Progress display on stderr: auto (a live bar on a terminal, ab's lines otherwise), lines, bar, none
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub progress: String,
+    /// http://hostname[:port]/path
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Auto,
+    IoUring,
+    Epoll,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressMode {
+    Auto,
+    Lines,
+    Bar,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportKind {
+    Ab,
+    Siege,
+    Json,
+}
+
+/// The checked run description.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// None: until the duration is over.
+    pub requests: Option<u64>,
+    pub concurrency: usize,
+    pub duration: Option<Duration>,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    pub headers: Vec<(String, String)>,
+    pub cookies: Vec<String>,
+    pub auth: Option<String>,
+    pub method: String,
+    pub body: Option<Vec<u8>>,
+    pub content_type: String,
+    pub quiet: bool,
+    pub variable_length: bool,
+    pub verbosity: u8,
+    pub csv: Option<PathBuf>,
+    pub report: ReportKind,
+    pub cores: usize,
+    pub pin: bool,
+    pub rate: Option<f64>,
+    pub pipeline: usize,
+    pub http10: bool,
+    pub url_file: Option<PathBuf>,
+    pub url: Option<String>,
+    pub backend: Backend,
+    pub progress: ProgressMode,
+}
+
+/// Reads `10s`, `500ms`, `2m`, `1h` or plain (fractional) seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Duration::from_secs_f64(v * scale)),
+        _ => Err(format!(
+            "expected a positive duration like 10s, 500ms or 2m, got {s:?}"
+        )),
+    }
+}
+
+fn positive_secs(flag: &str, v: f64) -> Result<Duration, String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!(
+            "{flag}: expected a positive number of seconds, got {v}"
+        ))
+    }
+}
+
+impl TryFrom<Flags> for Config {
+    type Error = String;
+
+    fn try_from(f: Flags) -> Result<Config, String> {
+        if f.concurrency == 0 {
+            return Err("-c: the concurrency level must be at least 1".into());
+        }
+        if f.cores == 0 {
+            return Err("--cores: at least 1".into());
+        }
+        if f.pipeline == 0 {
+            return Err("--pipeline: at least 1".into());
+        }
+        if f.requests == Some(0) {
+            return Err("-n: at least 1 request".into());
+        }
+        let mut duration = None;
+        if let Some(t) = f.timelimit {
+            duration = Some(positive_secs("-t", t)?);
+        }
+        if let Some(d) = &f.duration {
+            if duration.is_some() {
+                return Err("-t and -d both set a duration; give one".into());
+            }
+            duration = Some(parse_duration(d).map_err(|e| format!("-d: {e}"))?);
+        }
+        let requests = match (f.requests, f.timelimit, &f.duration) {
+            (Some(n), _, _) => Some(n),
+            (None, Some(_), _) => Some(TIMELIMIT_REQUESTS),
+            (None, None, Some(_)) => None,
+            (None, None, None) => Some(1),
+        };
+        if let Some(n) = requests {
+            if duration.is_none() && (f.concurrency as u64) > n {
+                return Err(
+                    "Cannot use concurrency level greater than total number of requests".into(),
+                );
+            }
+        }
+        if let Some(r) = f.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(format!("-R: expected a positive rate, got {r}"));
+            }
+        }
+        if f.rate.is_some() && f.pipeline > 1 {
+            return Err("-R and --pipeline don't mix: a rate schedules single requests".into());
+        }
+        let timeout = positive_secs("-s", f.timeout)?;
+        let mut headers = Vec::new();
+        for h in &f.headers {
+            let (name, value) = h
+                .split_once(':')
+                .ok_or_else(|| format!("-H: expected 'Name: value', got {h:?}"))?;
+            let name = name.trim();
+            if name.is_empty() || !name.bytes().all(is_tchar) {
+                return Err(format!("-H: invalid header name {name:?}"));
+            }
+            let value = value.trim();
+            if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(format!("-H: header {name} has a line break in its value"));
+            }
+            headers.push((name.to_string(), value.to_string()));
+        }
+        for c in &f.cookies {
+            if c.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err("-C: line break in a cookie".into());
+            }
+        }
+        if f.postfile.is_some() && f.putfile.is_some() {
+            return Err("-p and -u: give one body file".into());
+        }
+        let (body, default_method) = match (&f.postfile, &f.putfile) {
+            (Some(p), _) => (Some(read_file("-p", p)?), "POST"),
+            (_, Some(p)) => (Some(read_file("-u", p)?), "PUT"),
+            _ if f.head => (None, "HEAD"),
+            _ => (None, "GET"),
+        };
+        let method = match &f.method {
+            Some(m) if m.is_empty() || !m.bytes().all(is_tchar) => {
+                return Err(format!("-m: invalid method {m:?}"))
+            }
+            Some(m) => m.clone(),
+            None => default_method.to_string(),
+        };
+        let report = match (f.json, f.siege) {
+            (true, true) => return Err("--json and --siege: give one".into()),
+            (true, false) => ReportKind::Json,
+            (false, true) => ReportKind::Siege,
+            (false, false) => ReportKind::Ab,
+        };
+        let backend = match f.backend.as_str() {
+            "auto" => Backend::Auto,
+            "io-uring" | "io_uring" | "iouring" => Backend::IoUring,
+            "epoll" => Backend::Epoll,
+            other => {
+                return Err(format!(
+                    "--backend: expected auto, io-uring or epoll, got {other:?}"
+                ))
+            }
+        };
+        let progress = match f.progress.as_str() {
+            "auto" => ProgressMode::Auto,
+            "lines" => ProgressMode::Lines,
+            "bar" => ProgressMode::Bar,
+            "none" => ProgressMode::None,
+            other => {
+                return Err(format!(
+                    "--progress: expected auto, lines, bar or none, got {other:?}"
+                ))
+            }
+        };
+        if f.url.is_none() && f.url_file.is_none() {
+            return Err("give a URL (http://host[:port]/path) or -f FILE".into());
+        }
+        Ok(Config {
+            requests,
+            concurrency: f.concurrency,
+            duration,
+            timeout,
+            keepalive: f.keepalive || f.pipeline > 1,
+            headers,
+            cookies: f.cookies,
+            auth: f.auth,
+            method,
+            body,
+            content_type: f.content_type.unwrap_or_else(|| "text/plain".to_string()),
+            quiet: f.quiet,
+            variable_length: f.variable_length,
+            verbosity: f.verbosity,
+            csv: f.csv,
+            report,
+            cores: f.cores,
+            pin: !f.no_pin,
+            rate: f.rate,
+            pipeline: f.pipeline,
+            http10: f.http10,
+            url_file: f.url_file,
+            url: f.url,
+            backend,
+            progress,
+        })
+    }
+}
+
+fn read_file(flag: &str, p: &PathBuf) -> Result<Vec<u8>, String> {
+    std::fs::read(p).map_err(|e| format!("{flag}: cannot read {}: {e}", p.display()))
+}
+
+/// RFC 9110 §5.6.2 token characters.
+pub fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Parses the command line; clap prints help, version and its own errors.
+pub fn parse<I, T>(args: I) -> Result<Config, ArgError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let flags = Flags::try_parse_from(args).map_err(ArgError::Clap)?;
+    Config::try_from(flags).map_err(ArgError::Invalid)
+}
+
+#[derive(Debug)]
+pub enum ArgError {
+    Clap(clap::Error),
+    Invalid(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(args: &[&str]) -> Result<Config, String> {
+        let mut v = vec!["ringside-bench"];
+        v.extend_from_slice(args);
+        parse(v).map_err(|e| match e {
+            ArgError::Clap(e) => e.to_string(),
+            ArgError::Invalid(s) => s,
+        })
+    }
+
+    #[test]
+    fn durations() {
+        for (s, ms) in [
+            ("10s", 10_000),
+            ("500ms", 500),
+            ("2m", 120_000),
+            ("1.5", 1500),
+            ("1h", 3_600_000),
+        ] {
+            assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(ms), "{s}");
+        }
+        for bad in ["", "0", "-1s", "abc", "10x"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ab_defaults_and_request_counts() {
+        let c = cfg(&["http://h/"]).unwrap();
+        assert_eq!(
+            (c.requests, c.concurrency, c.keepalive),
+            (Some(1), 1, false)
+        );
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        let c = cfg(&["-t", "2", "http://h/"]).unwrap();
+        assert_eq!(c.requests, Some(TIMELIMIT_REQUESTS));
+        let c = cfg(&["-t", "2", "-n", "7", "http://h/"]).unwrap();
+        assert_eq!(c.requests, Some(7));
+        let c = cfg(&["-d", "3s", "http://h/"]).unwrap();
+        assert_eq!(
+            (c.requests, c.duration),
+            (None, Some(Duration::from_secs(3)))
+        );
+        assert!(cfg(&["-n", "2", "-c", "3", "http://h/"])
+            .unwrap_err()
+            .contains("concurrency level greater"));
+        assert!(cfg(&["-t", "1", "-d", "1s", "http://h/"]).is_err());
+    }
+
+    #[test]
+    fn methods_bodies_and_headers() {
+        let c = cfg(&["-i", "http://h/"]).unwrap();
+        assert_eq!(c.method, "HEAD");
+        let c = cfg(&[
+            "-m",
+            "DELETE",
+            "-H",
+            "X-A: 1",
+            "-H",
+            "Accept:text/html",
+            "http://h/",
+        ])
+        .unwrap();
+        assert_eq!(c.method, "DELETE");
+        assert_eq!(
+            c.headers,
+            vec![
+                ("X-A".into(), "1".into()),
+                ("Accept".into(), "text/html".into())
+            ]
+        );
+        assert!(cfg(&["-H", "NoColon", "http://h/"]).is_err());
+        assert!(cfg(&["-H", "Bad Name: x", "http://h/"]).is_err());
+        assert!(cfg(&["-m", "GE T", "http://h/"]).is_err());
+        assert!(cfg(&["-p", "/nonexistent/file", "http://h/"]).is_err());
+    }
+
+    #[test]
+    fn beyond_ab() {
+        let c = cfg(&["--pipeline", "8", "--cores", "2", "-R", "1000", "http://h/"]);
+        assert!(c.is_err(), "rate with pipeline");
+        let c = cfg(&["--pipeline", "8", "http://h/"]).unwrap();
+        assert!(c.keepalive);
+        let c = cfg(&["--http1.0", "--json", "http://h/"]).unwrap();
+        assert!(c.http10);
+        assert_eq!(c.report, ReportKind::Json);
+        assert!(cfg(&["--json", "--siege", "http://h/"]).is_err());
+        assert!(cfg(&["-R", "0", "http://h/"]).is_err());
+        assert!(cfg(&["--backend", "kqueue", "http://h/"]).is_err());
+        assert!(cfg(&[]).unwrap_err().contains("give a URL"));
+        let c = cfg(&["-f", "urls.txt"]).unwrap();
+        assert!(c.url.is_none());
+    }
+}

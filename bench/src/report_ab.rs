@@ -1,0 +1,251 @@
+//! ApacheBench's report, line for line: the same labels, column widths,
+//! units, rounding and conditional lines as ab 2.3's `output_results`, so
+//! that eyes and scripts used to ab read it unchanged. Compared against
+//! `ab` line by line (see the tests of this crate).
+//!
+//! ab's conventions kept here:
+//! - times in the Connection Times table are whole milliseconds, rounded
+//!   half up (`ap_round_ms`); the sd is the sample standard deviation with
+//!   one decimal;
+//! - "Failed requests" has its breakdown line only when non-zero; "Write
+//!   errors", "Non-2xx responses", "Keep-Alive requests", "Total body sent"
+//!   and the sent/total transfer lines appear only when ab would print them;
+//! - the WARNING/ERROR lines under the table when a row's mean and median
+//!   are more than one (two) standard deviations apart;
+//! - the percentile table only with more than one complete request.
+//!
+//! Beyond ab, and only with the flags that ab lacks: with `-R` a "Target
+//! rate" line, and the percentile table is of latency measured from each
+//! request's intended send time (see [`crate::rate`]), said under it.
+
+use std::fmt::Write;
+
+use crate::hist::{round_ms, Series};
+use crate::Finished;
+
+/// The percentiles ab prints.
+pub const AB_PERCENTILES: [u32; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
+
+/// ab's banner, before the run.
+pub fn banner(host: &str, progress_lines: bool) -> String {
+    format!(
+        "This is ringside-bench, Version {}\n\
+         An ApacheBench-compatible load generator, thread-per-core on io_uring\n\
+         Licensed under MIT OR Apache-2.0\n\
+         \n\
+         Benchmarking {host} (be patient){}",
+        env!("CARGO_PKG_VERSION"),
+        if progress_lines { "\n" } else { "..." }
+    )
+}
+
+pub fn render(f: &Finished) -> String {
+    let cfg = f.cfg;
+    let c = &f.result.stats.counts;
+    let st = &f.result.stats;
+    let url = &f.targets[0].url;
+    let secs = f.result.elapsed.as_secs_f64();
+    let done = c.complete;
+    let mut o = String::new();
+    let _ = writeln!(o, "\n");
+    let _ = writeln!(o, "Server Software:        {}", f.server());
+    let _ = writeln!(o, "Server Hostname:        {}", url.host);
+    let _ = writeln!(o, "Server Port:            {}", url.port);
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Document Path:          {}", url.path);
+    match f.doc_len() {
+        Some(len) if !cfg.variable_length => {
+            let _ = writeln!(o, "Document Length:        {len} bytes");
+        }
+        Some(_) => {
+            let _ = writeln!(o, "Document Length:        Variable");
+        }
+        None => {
+            let _ = writeln!(o, "Document Length:        0 bytes");
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Concurrency Level:      {}", cfg.concurrency);
+    let _ = writeln!(o, "Time taken for tests:   {secs:.3} seconds");
+    let _ = writeln!(o, "Complete requests:      {done}");
+    let _ = writeln!(o, "Failed requests:        {}", c.failed());
+    if c.failed() > 0 {
+        let _ = writeln!(
+            o,
+            "   (Connect: {}, Receive: {}, Length: {}, Exceptions: {})",
+            c.failed_connect, c.failed_receive, c.failed_length, c.failed_exception
+        );
+    }
+    if c.write_errors > 0 {
+        let _ = writeln!(o, "Write errors:           {}", c.write_errors);
+    }
+    if c.non_2xx > 0 {
+        let _ = writeln!(o, "Non-2xx responses:      {}", c.non_2xx);
+    }
+    if cfg.keepalive {
+        let _ = writeln!(o, "Keep-Alive requests:    {}", c.keepalive);
+    }
+    let _ = writeln!(o, "Total transferred:      {} bytes", c.bytes_read);
+    let body = f.targets.iter().any(|t| t.body_len > 0);
+    if body {
+        let _ = writeln!(o, "Total body sent:        {}", c.body_sent);
+    }
+    let _ = writeln!(o, "HTML transferred:       {} bytes", c.body_bytes);
+    if secs > 0.0 && done > 0 {
+        let d = done as f64;
+        let _ = writeln!(o, "Requests per second:    {:.2} [#/sec] (mean)", d / secs);
+        if let Some(r) = cfg.rate {
+            let _ = writeln!(o, "Target rate:            {r:.2} [#/sec] (-R)");
+        }
+        let _ = writeln!(
+            o,
+            "Time per request:       {:.3} [ms] (mean)",
+            cfg.concurrency as f64 * secs * 1000.0 / d
+        );
+        let _ = writeln!(
+            o,
+            "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
+            secs * 1000.0 / d
+        );
+        let _ = writeln!(
+            o,
+            "Transfer rate:          {:.2} [Kbytes/sec] received",
+            c.bytes_read as f64 / 1024.0 / secs
+        );
+        if body {
+            let _ = writeln!(
+                o,
+                "                        {:.2} kb/s sent",
+                c.body_sent as f64 / 1024.0 / secs
+            );
+            let _ = writeln!(
+                o,
+                "                        {:.2} kb/s total",
+                (c.bytes_read + c.body_sent) as f64 / 1024.0 / secs
+            );
+        }
+    }
+    if done > 0 {
+        connection_times(&mut o, st);
+        if done > 1 {
+            let _ = writeln!(
+                o,
+                "\nPercentage of the requests served within a certain time (ms)"
+            );
+            for p in AB_PERCENTILES {
+                let v = round_ms(st.latency.quantile_us(f64::from(p) / 100.0) as f64);
+                if p == 100 {
+                    let _ = writeln!(o, " 100%  {v:5} (longest request)");
+                } else {
+                    let _ = writeln!(o, "  {p}%  {v:5}");
+                }
+            }
+            if cfg.rate.is_some() {
+                let _ = writeln!(
+                    o,
+                    "  (-R: from each request's intended send time, coordinated omission corrected;\n   \
+                     from the actual send: 50% {:.3} ms, 99% {:.3} ms, 100% {:.3} ms)",
+                    st.total.quantile_us(0.5) as f64 / 1000.0,
+                    st.total.quantile_us(0.99) as f64 / 1000.0,
+                    st.total.max_us() as f64 / 1000.0
+                );
+            }
+        }
+    }
+    o
+}
+
+/// One row's figures in ab's units: (min, mean, sd, median, max).
+pub fn row(s: &Series) -> (u64, u64, f64, u64, u64) {
+    (
+        round_ms(s.min_us() as f64),
+        // ab divides the µs total by the count in integers, then rounds.
+        round_ms(s.mean_us().floor()),
+        s.sd_us() / 1000.0,
+        round_ms(s.quantile_us(0.5) as f64),
+        round_ms(s.max_us() as f64),
+    )
+}
+
+fn connection_times(o: &mut String, st: &crate::stats::Stats) {
+    let _ = writeln!(o, "\nConnection Times (ms)");
+    let _ = writeln!(o, "              min  mean[+/-sd] median   max");
+    let rows = [
+        ("Connect:    ", &st.connect),
+        ("Processing: ", &st.processing),
+        ("Waiting:    ", &st.waiting),
+        ("Total:      ", &st.total),
+    ];
+    for (label, s) in rows {
+        let (min, mean, sd, median, max) = row(s);
+        let _ = writeln!(o, "{label}{min:5} {mean:4} {sd:5.1} {median:6} {max:7}");
+    }
+    let sane = [
+        ("the initial connection time", &st.connect),
+        ("the processing time", &st.processing),
+        ("the waiting time", &st.waiting),
+        ("the total time", &st.total),
+    ];
+    for (what, s) in sane {
+        let (_, mean, sd, median, _) = row(s);
+        let d = (mean as f64 - median as f64).abs();
+        if d > 2.0 * sd {
+            let _ = writeln!(
+                o,
+                "ERROR: The median and mean for {what} are more than twice the standard\n       \
+                 deviation apart. These results are NOT reliable."
+            );
+        } else if d > sd {
+            let _ = writeln!(
+                o,
+                "WARNING: The median and mean for {what} are not within a normal deviation\n        \
+                 These results are probably not that reliable."
+            );
+        }
+    }
+}
+
+/// ab's `-e` file: the time (ms) within which each percentage (0..=100)
+/// of the requests was served.
+pub fn csv(s: &Series) -> String {
+    let mut o = String::from("Percentage served,Time in ms\n");
+    for i in 0..=100u32 {
+        let _ = writeln!(
+            o,
+            "{i},{:.3}",
+            s.quantile_us(f64::from(i) / 100.0) as f64 / 1000.0
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_like_ab() {
+        let mut s = Series::new();
+        for us in [400, 600, 1500, 2600] {
+            s.record(us);
+        }
+        let (min, mean, sd, median, max) = row(&s);
+        // Median: the histogram's 50% value, 600 us.
+        assert_eq!((min, mean, median, max), (0, 1, 1, 3));
+        assert!((sd - 1.0046).abs() < 1e-3, "{sd}");
+    }
+
+    #[test]
+    fn csv_has_101_rows() {
+        let mut s = Series::new();
+        for us in 1..=1000 {
+            s.record(us);
+        }
+        let text = csv(&s);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 102);
+        assert_eq!(lines[0], "Percentage served,Time in ms");
+        assert_eq!(lines[1], "0,0.001");
+        assert_eq!(lines[101], "100,1.000");
+    }
+}

@@ -1,0 +1,183 @@
+//! Building the request bytes, once per URL, before the run.
+//!
+//! A connection sends each request with one `send` of these prebuilt bytes
+//! (pipelined requests: one `send` for the batch), so nothing is formatted
+//! or allocated per request. The head follows ab's: Host, User-Agent,
+//! Accept, then Connection, Cookie, Authorization, the `-H` lines, and for
+//! a body Content-Length and Content-Type. A `-H` line naming Host,
+//! User-Agent or Accept replaces the default one, as in ab.
+//!
+//! Connection header: HTTP/1.1 keeps connections open by default, so
+//! without `-k` the request says `Connection: close`; HTTP/1.0 closes by
+//! default, so with `-k` it says `Connection: keep-alive` (RFC 9112 §9.3).
+
+use crate::args::Config;
+use crate::urls::Url;
+
+pub const USER_AGENT: &str = concat!("ringside-bench/", env!("CARGO_PKG_VERSION"));
+
+pub fn build(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let overridden = |name: &str| {
+        cfg.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+    let mut h = format!("{method} {} {version}\r\n", url.path);
+    if !overridden("host") {
+        h.push_str(&format!("Host: {}\r\n", url.authority));
+    }
+    if !overridden("user-agent") {
+        h.push_str(&format!("User-Agent: {USER_AGENT}\r\n"));
+    }
+    if !overridden("accept") {
+        h.push_str("Accept: */*\r\n");
+    }
+    if !overridden("connection") {
+        match (cfg.http10, cfg.keepalive) {
+            (false, false) => h.push_str("Connection: close\r\n"),
+            (true, true) => h.push_str("Connection: keep-alive\r\n"),
+            _ => {}
+        }
+    }
+    for c in &cfg.cookies {
+        h.push_str(&format!("Cookie: {c}\r\n"));
+    }
+    if let Some(a) = &cfg.auth {
+        h.push_str(&format!(
+            "Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+    for (n, v) in &cfg.headers {
+        h.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        h.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        if !overridden("content-type") {
+            h.push_str(&format!("Content-Type: {}\r\n", cfg.content_type));
+        }
+    }
+    h.push_str("\r\n");
+    let mut out = h.into_bytes();
+    if let Some(b) = body {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// RFC 4648 base64 with padding, for Basic authentication (RFC 7617).
+pub fn base64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args;
+    use crate::urls::parse_url;
+
+    fn req(flags: &[&str]) -> String {
+        let mut v = vec!["ringside-bench"];
+        v.extend_from_slice(flags);
+        v.push("http://h:81/p?q");
+        let cfg = args::parse(v).unwrap();
+        let url = parse_url(cfg.url.as_deref().unwrap()).unwrap();
+        String::from_utf8(build(&cfg, &url, &cfg.method, cfg.body.as_deref())).unwrap()
+    }
+
+    #[test]
+    fn base64_rfc4648_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+        assert_eq!(
+            base64(b"Aladdin:open sesame"),
+            "QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+    }
+
+    #[test]
+    fn heads() {
+        let ua = format!("User-Agent: {USER_AGENT}\r\n");
+        assert_eq!(
+            req(&[]),
+            format!(
+                "GET /p?q HTTP/1.1\r\nHost: h:81\r\n{ua}Accept: */*\r\nConnection: close\r\n\r\n"
+            )
+        );
+        assert_eq!(
+            req(&["-k"]),
+            format!("GET /p?q HTTP/1.1\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
+        );
+        assert_eq!(
+            req(&["-k", "--http1.0"]),
+            format!("GET /p?q HTTP/1.0\r\nHost: h:81\r\n{ua}Accept: */*\r\nConnection: keep-alive\r\n\r\n")
+        );
+        assert_eq!(
+            req(&["--http1.0"]),
+            format!("GET /p?q HTTP/1.0\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
+        );
+        let r = req(&[
+            "-k",
+            "-H",
+            "Host: other",
+            "-H",
+            "X-A: 1",
+            "-C",
+            "a=1",
+            "-C",
+            "b=2",
+            "-A",
+            "u:p",
+        ]);
+        assert_eq!(
+            r,
+            format!("GET /p?q HTTP/1.1\r\n{ua}Accept: */*\r\nCookie: a=1\r\nCookie: b=2\r\nAuthorization: Basic dTpw\r\nHost: other\r\nX-A: 1\r\n\r\n")
+        );
+    }
+
+    #[test]
+    fn bodies() {
+        let path = std::env::temp_dir().join(format!("rb-post-{}", std::process::id()));
+        std::fs::write(&path, b"a=1").unwrap();
+        let p = path.to_str().unwrap();
+        let r = req(&["-k", "-p", p, "-T", "application/x-www-form-urlencoded"]);
+        let r2 = req(&["-k", "-u", p]);
+        std::fs::remove_file(&path).unwrap();
+        assert!(r.starts_with("POST /p?q HTTP/1.1\r\n"), "{r}");
+        assert!(
+            r.ends_with(
+                "Content-Length: 3\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\na=1"
+            ),
+            "{r}"
+        );
+        assert!(r2.starts_with("PUT "), "{r2}");
+        assert!(r2.ends_with("Content-Type: text/plain\r\n\r\na=1"), "{r2}");
+    }
+}

@@ -1,0 +1,260 @@
+//! URLs: ab's one `http://host[:port]/path`, or siege's URL file (`-f`).
+//!
+//! A URL file holds one URL a line, optionally followed by `POST` and the
+//! body, inline or as `<file` (read relative to the URL file), as siege
+//! reads it. Blank lines and `#` comments are skipped; a URL without a
+//! scheme gets `http://`. Names are resolved once, before the run, so no
+//! DNS lookup is ever timed.
+//!
+//! Each URL becomes a [`Target`] with its request built once (see
+//! [`crate::request`]); requests go to the targets in turn, request `i` to
+//! target `i % targets`.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+
+use crate::args::Config;
+use crate::request;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Url {
+    /// Host as written, without IPv6 brackets.
+    pub host: String,
+    pub port: u16,
+    /// Path with query, starting with `/`.
+    pub path: String,
+    /// The Host header value: host, with the port when it is not 80.
+    pub authority: String,
+}
+
+/// One URL ready to send to.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub url: Url,
+    pub addr: SocketAddr,
+    /// The whole request, head and body, built once.
+    pub request: Vec<u8>,
+    /// HEAD: responses carry no body whatever their framing says.
+    pub head: bool,
+    /// Request body bytes.
+    pub body_len: u64,
+}
+
+pub fn parse_url(s: &str) -> Result<Url, String> {
+    let s = s.trim();
+    let rest = if let Some(r) = s.strip_prefix("http://") {
+        r
+    } else if s.starts_with("https://") {
+        return Err(format!("{s}: https is not supported (plain HTTP/1.1 only)"));
+    } else if s.contains("://") {
+        return Err(format!("{s}: only http:// URLs are supported"));
+    } else {
+        s
+    };
+    let (hostport, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
+        let (h, after) = h
+            .split_once(']')
+            .ok_or_else(|| format!("{s}: unclosed '[' in the host"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => parse_port(s, p)?,
+            None if after.is_empty() => 80,
+            None => return Err(format!("{s}: unexpected {after:?} after the host")),
+        };
+        (h.to_string(), port)
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), parse_port(s, p)?),
+            None => (hostport.to_string(), 80),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{s}: invalid URL (no host)"));
+    }
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!("{s}: the path has spaces or control characters"));
+    }
+    let bracketed = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.clone()
+    };
+    let authority = if port == 80 {
+        bracketed
+    } else {
+        format!("{bracketed}:{port}")
+    };
+    Ok(Url {
+        host,
+        port,
+        path,
+        authority,
+    })
+}
+
+fn parse_port(url: &str, p: &str) -> Result<u16, String> {
+    match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{url}: invalid port {p:?}")),
+    }
+}
+
+/// A line of a URL file: the URL and, for `POST`, its body.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UrlLine {
+    pub url: Url,
+    pub post: Option<Vec<u8>>,
+}
+
+/// Reads siege's URL file format; `dir` is where `<file` bodies are found.
+pub fn parse_url_file(text: &str, dir: &Path) -> Result<Vec<UrlLine>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = |e: String| format!("line {}: {e}", i + 1);
+        let mut parts = line.splitn(3, char::is_whitespace);
+        let url = parse_url(parts.next().unwrap_or_default()).map_err(at)?;
+        let post = match parts.next() {
+            None => None,
+            Some(m) if m.eq_ignore_ascii_case("POST") => {
+                let data = parts.next().unwrap_or("").trim();
+                Some(match data.strip_prefix('<') {
+                    Some(file) => {
+                        let p = dir.join(file.trim());
+                        std::fs::read(&p)
+                            .map_err(|e| at(format!("cannot read {}: {e}", p.display())))?
+                    }
+                    None => data.as_bytes().to_vec(),
+                })
+            }
+            Some(other) => return Err(at(format!("expected POST after the URL, got {other:?}"))),
+        };
+        out.push(UrlLine { url, post });
+    }
+    if out.is_empty() {
+        return Err("no URLs in the file".into());
+    }
+    Ok(out)
+}
+
+fn resolve(url: &Url) -> Result<SocketAddr, String> {
+    (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?
+        .next()
+        .ok_or_else(|| format!("{} has no address", url.host))
+}
+
+/// The targets of this run, requests built, addresses resolved.
+pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
+    let lines = match &cfg.url_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("-f: cannot read {}: {e}", path.display()))?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            parse_url_file(&text, dir).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => vec![UrlLine {
+            url: parse_url(cfg.url.as_deref().unwrap_or_default())?,
+            post: None,
+        }],
+    };
+    let mut targets = Vec::with_capacity(lines.len());
+    for line in lines {
+        let addr = resolve(&line.url)?;
+        let (method, body) = match &line.post {
+            Some(b) => ("POST", Some(b.as_slice())),
+            None => (cfg.method.as_str(), cfg.body.as_deref()),
+        };
+        let request = request::build(cfg, &line.url, method, body);
+        targets.push(Target {
+            url: line.url,
+            addr,
+            request,
+            head: method.eq_ignore_ascii_case("HEAD"),
+            body_len: body.map_or(0, |b| b.len() as u64),
+        });
+    }
+    Ok(targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        // (input, host, port, path, Host header)
+        let ok = [
+            (
+                "http://127.0.0.1:8080/a/b?x=1",
+                "127.0.0.1",
+                8080,
+                "/a/b?x=1",
+                "127.0.0.1:8080",
+            ),
+            ("http://example.com", "example.com", 80, "/", "example.com"),
+            (
+                "http://example.com?q",
+                "example.com",
+                80,
+                "/?q",
+                "example.com",
+            ),
+            ("localhost:81/x", "localhost", 81, "/x", "localhost:81"),
+            ("http://[::1]:9000/", "::1", 9000, "/", "[::1]:9000"),
+            ("http://[::1]/p", "::1", 80, "/p", "[::1]"),
+        ];
+        for (s, host, port, path, auth) in ok {
+            let u = parse_url(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(
+                (
+                    u.host.as_str(),
+                    u.port,
+                    u.path.as_str(),
+                    u.authority.as_str()
+                ),
+                (host, port, path, auth),
+                "{s}"
+            );
+        }
+        for bad in [
+            "https://h/",
+            "ftp://h/",
+            "http://:80/",
+            "http://h:0/",
+            "http://h:99999/",
+            "http://[::1/",
+            "http://h/a b",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn url_file() {
+        let dir = std::env::temp_dir().join(format!("rb-urls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("body.txt"), b"from file").unwrap();
+        let text = "# comment\n\nhttp://h/a\nh:81/b POST x=1&y=2\nhttp://h/c POST <body.txt\n";
+        let lines = parse_url_file(text, &dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0].url.path, "/a");
+        assert_eq!(lines[0].post, None);
+        assert_eq!(lines[1].url.port, 81);
+        assert_eq!(lines[1].post.as_deref(), Some(&b"x=1&y=2"[..]));
+        assert_eq!(lines[2].post.as_deref(), Some(&b"from file"[..]));
+        assert!(parse_url_file("http://h/ GET\n", &dir)
+            .unwrap_err()
+            .starts_with("line 1"));
+        assert!(parse_url_file("# nothing\n", &dir).is_err());
+    }
+}

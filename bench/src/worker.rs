@@ -1,0 +1,310 @@
+//! Thread-per-core: one pinned single-threaded runtime per core, each with
+//! its share of the connections, of the requests and of the rate, and its
+//! own counters; nothing is shared on the request path but two read-mostly
+//! words (the first response's length per URL, for Length failures) and a
+//! per-core progress counter on its own cache line.
+//!
+//! # Why monoio directly
+//! The server's `ringside-runtime` runs an engine only inside its own
+//! `worker::start`, which is built around listeners and a handler; its
+//! `net` API refuses to run on a thread it did not set up. A load generator
+//! needs the engine without a server, so this crate builds monoio's
+//! runtimes itself, the same way the server does: io_uring with
+//! `SINGLE_ISSUER | DEFER_TASKRUN` (COOP_TASKRUN on kernels before 6.1), and
+//! monoio's legacy driver (epoll) when the kernel refuses io_uring (Docker's
+//! default seccomp profile, `kernel.io_uring_disabled`) or when asked for.
+//!
+//! # Start and end
+//! Every core builds its runtime and reports ready; then the main thread
+//! reads the clock once and hands that start time to all of them, so the
+//! cores share one schedule and one deadline. The run ends when the last
+//! core's last connection has no request left; the time taken runs to the
+//! end of the last response.
+
+use std::cell::RefCell;
+use std::io;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::args::{Backend, Config};
+use crate::rate::{split, Ticket, Tickets};
+use crate::stats::Stats;
+use crate::urls::Target;
+
+/// A URL's document length before its first response.
+pub const UNSET: u64 = u64::MAX;
+
+/// A counter alone on its cache line, so cores never write the same line.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct Padded(pub AtomicU64);
+
+/// What the cores share.
+pub struct Shared {
+    /// The first response's body length, per target.
+    pub doc_len: Vec<AtomicU64>,
+    /// The Server header of the first response.
+    pub server: OnceLock<String>,
+    /// Requests finished (complete or failed), per core.
+    pub progress: Vec<Padded>,
+}
+
+impl Shared {
+    pub fn new(targets: usize, cores: usize) -> Shared {
+        Shared {
+            doc_len: (0..targets).map(|_| AtomicU64::new(UNSET)).collect(),
+            server: OnceLock::new(),
+            progress: (0..cores).map(|_| Padded::default()).collect(),
+        }
+    }
+
+    pub fn done(&self) -> u64 {
+        self.progress
+            .iter()
+            .map(|p| p.0.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+/// One core's state, shared by its connection tasks.
+pub struct Core {
+    pub index: usize,
+    pub cfg: Arc<Config>,
+    pub targets: Arc<Vec<Target>>,
+    pub shared: Arc<Shared>,
+    pub tickets: Tickets,
+    pub stats: RefCell<Stats>,
+    /// Longest request, for sizing send buffers once.
+    pub max_request: usize,
+}
+
+impl Core {
+    /// Which target a request goes to: the URLs in turn.
+    #[inline]
+    pub fn target_of(&self, t: Ticket) -> usize {
+        ((t.seq + self.index as u64) % self.targets.len() as u64) as usize
+    }
+
+    pub fn wants_server(&self) -> bool {
+        self.shared.server.get().is_none()
+    }
+}
+
+/// What a run measured.
+pub struct RunResult {
+    pub stats: Stats,
+    pub start: Instant,
+    /// From the start to the end of the last response (or of the run, if
+    /// none completed).
+    pub elapsed: Duration,
+    /// This process's CPU time (user, system) over the run.
+    pub cpu_user: Duration,
+    pub cpu_sys: Duration,
+    pub backend: &'static str,
+    pub cores: usize,
+}
+
+/// The CPU time this process has used: (user, system).
+pub fn cpu_times() -> (Duration, Duration) {
+    // SAFETY: getrusage writes only into the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+enum Msg {
+    Ready(Result<&'static str, String>),
+    Done,
+}
+
+/// Runs the benchmark; `tick` is called about every 100 ms from this
+/// thread with the requests finished so far and the time since the start.
+pub fn run(
+    cfg: Arc<Config>,
+    targets: Arc<Vec<Target>>,
+    shared: Arc<Shared>,
+    tick: &mut dyn FnMut(u64, Duration),
+) -> Result<RunResult, String> {
+    let cores = cfg.cores.min(cfg.concurrency).min(shared.progress.len());
+    let cpus: Vec<usize> = if cfg.pin {
+        let mut ids: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    } else {
+        Vec::new()
+    };
+    let max_request = targets.iter().map(|t| t.request.len()).max().unwrap_or(0);
+    let (tx, rx) = mpsc::channel::<(usize, Msg)>();
+    let mut starts = Vec::with_capacity(cores);
+    let mut threads = Vec::with_capacity(cores);
+    for i in 0..cores {
+        let (start_tx, start_rx) = mpsc::channel::<Instant>();
+        starts.push(start_tx);
+        let conns = split(cfg.concurrency as u64, cores, i) as usize;
+        let requests = cfg.requests.map(|n| split(n, cores, i));
+        let rate = cfg.rate.map(|r| r * conns as f64 / cfg.concurrency as f64);
+        let phase = i as f64 / cores as f64;
+        let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+        let (cfg, targets, shared, tx) = (cfg.clone(), targets.clone(), shared.clone(), tx.clone());
+        let t = std::thread::Builder::new()
+            .name(format!("bench-core{i}"))
+            .spawn(move || -> Stats {
+                if let Some(id) = cpu {
+                    core_affinity::set_for_current(core_affinity::CoreId { id });
+                }
+                let backend = cfg.backend;
+                let ready = |name| {
+                    let _ = tx.send((i, Msg::Ready(Ok(name))));
+                    start_rx.recv().ok()
+                };
+                let main = move |start: Instant| {
+                    let core = Rc::new(Core {
+                        index: i,
+                        tickets: Tickets::new(requests, start, cfg.duration, rate, phase),
+                        cfg,
+                        targets,
+                        shared,
+                        stats: RefCell::new(Stats::default()),
+                        max_request,
+                    });
+                    core_main(core, conns)
+                };
+                let out = run_engine(backend, ready, main);
+                match out {
+                    Ok(stats) => {
+                        let _ = tx.send((i, Msg::Done));
+                        stats
+                    }
+                    Err(e) => {
+                        let _ = tx.send((i, Msg::Ready(Err(e.to_string()))));
+                        Stats::default()
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        threads.push(t);
+    }
+    drop(tx);
+    let mut backend = "";
+    let mut failed = None;
+    for _ in 0..cores {
+        match rx.recv() {
+            Ok((_, Msg::Ready(Ok(name)))) => backend = name,
+            Ok((i, Msg::Ready(Err(e)))) => failed = Some(format!("core {i}: {e}")),
+            Ok((_, Msg::Done)) | Err(_) => failed = Some("a core exited while starting".into()),
+        }
+    }
+    if let Some(e) = failed {
+        drop(starts); // the others see the closed channel and stop
+        for t in threads {
+            let _ = t.join();
+        }
+        return Err(e);
+    }
+    let (u0, s0) = cpu_times();
+    let start = Instant::now();
+    for s in &starts {
+        let _ = s.send(start);
+    }
+    let mut running = cores;
+    while running > 0 {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok((_, Msg::Done)) => running -= 1,
+            Ok((i, Msg::Ready(Err(e)))) => return Err(format!("core {i}: {e}")),
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        tick(shared.done(), start.elapsed());
+    }
+    let end = Instant::now();
+    let (u1, s1) = cpu_times();
+    let mut stats = Stats::default();
+    for t in threads {
+        let s = t.join().map_err(|_| "a core panicked".to_string())?;
+        stats.merge(&s);
+    }
+    let elapsed = stats
+        .last_done
+        .unwrap_or(end)
+        .saturating_duration_since(start);
+    Ok(RunResult {
+        stats,
+        start,
+        elapsed,
+        cpu_user: u1.saturating_sub(u0),
+        cpu_sys: s1.saturating_sub(s0),
+        backend,
+        cores,
+    })
+}
+
+async fn core_main(core: Rc<Core>, conns: usize) -> Stats {
+    let handles: Vec<_> = (0..conns)
+        .map(|_| monoio::spawn(crate::conn::run(core.clone())))
+        .collect();
+    for h in handles {
+        h.await;
+    }
+    core.stats.take()
+}
+
+/// Builds this thread's engine, reports it ready (`ready` returns the start
+/// time, or None to give up), and runs `main` on it.
+fn run_engine<R, M, F>(backend: Backend, ready: R, main: M) -> io::Result<Stats>
+where
+    R: FnOnce(&'static str) -> Option<Instant>,
+    M: FnOnce(Instant) -> F,
+    F: std::future::Future<Output = Stats>,
+{
+    if backend != Backend::Epoll {
+        match build_uring() {
+            Ok(mut rt) => {
+                let Some(start) = ready("io-uring") else {
+                    return Ok(Stats::default());
+                };
+                return Ok(rt.block_on(main(start)));
+            }
+            Err(e) if backend == Backend::IoUring => {
+                return Err(io::Error::new(e.kind(), format!("io_uring refused: {e}")))
+            }
+            Err(_) => {} // auto: fall back to epoll
+        }
+    }
+    let mut rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+        .enable_timer()
+        .build()?;
+    let Some(start) = ready("epoll") else {
+        return Ok(Stats::default());
+    };
+    Ok(rt.block_on(main(start)))
+}
+
+fn build_uring() -> io::Result<monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>> {
+    let build = |defer: bool| {
+        let mut urb = io_uring::IoUring::builder();
+        if defer {
+            urb.setup_single_issuer().setup_defer_taskrun();
+        } else {
+            urb.setup_coop_taskrun();
+        }
+        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+            .with_entries(1024)
+            .uring_builder(urb)
+            .enable_timer()
+            .build()
+    };
+    match build(true) {
+        // Kernels before 6.1 lack DEFER_TASKRUN.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => build(false),
+        r => r,
+    }
+}

@@ -1,0 +1,81 @@
+//! Open loop (-R): the rate is held, and latency is measured from each
+//! request's intended send time, so a stall shows in the percentiles
+//! (coordinated omission corrected), where a closed loop hides it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bench_json, f, u, Behavior, Origin};
+
+#[test]
+fn rate_holds_the_target_within_two_percent() {
+    let o = Origin::start(Behavior::default());
+    let j = bench_json(&["-k", "-c", "8", "-R", "2000", "-d", "3s", &o.url("/")]);
+    let log = o.finish();
+    let rps = f(&j, &["requests_per_second"]);
+    let done = u(&j, &["complete_requests"]);
+    assert!((rps - 2000.0).abs() / 2000.0 < 0.02, "achieved {rps} req/s");
+    assert!(
+        (done as f64 - 6000.0).abs() / 6000.0 < 0.02,
+        "{done} requests"
+    );
+    assert_eq!(done, log.answered);
+    assert_eq!(u(&j, &["failed_requests"]), 0);
+    assert_eq!(j["latency"]["corrected"], true);
+}
+
+#[test]
+fn rate_over_two_cores() {
+    let o = Origin::start(Behavior::default());
+    let j = bench_json(&[
+        "--cores",
+        "2",
+        "-k",
+        "-c",
+        "4",
+        "-R",
+        "1000",
+        "-d",
+        "2s",
+        &o.url("/"),
+    ]);
+    let log = o.finish();
+    let rps = f(&j, &["requests_per_second"]);
+    assert!((rps - 1000.0).abs() / 1000.0 < 0.02, "achieved {rps} req/s");
+    assert_eq!(u(&j, &["complete_requests"]), log.answered);
+}
+
+fn stall() -> Behavior {
+    Behavior {
+        stall_at: Some((300, Duration::from_millis(500))),
+        ..Behavior::default()
+    }
+}
+
+#[test]
+fn corrected_p99_shows_a_500ms_stall() {
+    let o = Origin::start(stall());
+    let j = bench_json(&["-k", "-c", "1", "-R", "1000", "-d", "2s", &o.url("/")]);
+    let log = o.finish();
+    assert_eq!(u(&j, &["complete_requests"]), log.answered);
+    // About 500 requests were due during the stall and waited for it.
+    let p99 = f(&j, &["latency", "percentiles", "99"]);
+    assert!(p99 >= 400.0, "corrected p99 {p99} ms hides the stall");
+    assert!(f(&j, &["latency", "max"]) >= 500.0);
+    // From the actual send, only the one stalled request is slow.
+    let service_p99 = f(&j, &["service_time", "percentiles", "99"]);
+    assert!(service_p99 < 100.0, "service p99 {service_p99} ms");
+}
+
+#[test]
+fn closed_loop_hides_the_same_stall() {
+    // What ab and wrk report: one slow sample among many fast ones.
+    let o = Origin::start(stall());
+    let j = bench_json(&["-k", "-c", "1", "-n", "3000", &o.url("/")]);
+    o.finish();
+    assert!(f(&j, &["latency", "max"]) >= 500.0);
+    let p99 = f(&j, &["latency", "percentiles", "99"]);
+    assert!(p99 < 100.0, "closed-loop p99 {p99} ms");
+    assert_eq!(j["latency"]["corrected"], false);
+}
