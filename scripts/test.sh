@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
 # the tests use (curl, ss from iproute2; nginx, lighttpd and haproxy for
-# shootouts; ruby with WEBrick for a proxy test origin), then runs the tests.
+# shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI),
+# then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,11 @@ command -v python3 >/dev/null || need+=(python3)
 command -v gzip >/dev/null || need+=(gzip)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v ruby >/dev/null || need+=(ruby)
+# php-fpm, the FastCGI peer: any version will do (Debian bookworm's is
+# php8.2-fpm, /usr/sbin/php-fpm8.2; the php-fpm package depends on it).
+if ! compgen -G '/usr/sbin/php-fpm*' >/dev/null && ! compgen -c php-fpm >/dev/null; then
+    need+=(php-fpm)
+fi
 # Ruby 3.x no longer bundles WEBrick; Debian ships it as ruby-webrick.
 if ! command -v ruby >/dev/null || ! ruby -e 'require "webrick"' >/dev/null 2>&1; then
     need+=(ruby-webrick)
@@ -31,6 +37,12 @@ if [ ${#need[@]} -gt 0 ]; then
     # The Debian packages start their services; the tests start their own.
     # Containers often have no systemd, so try service(8) as well.
     for svc in nginx lighttpd haproxy; do
+        systemctl stop "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
+    done
+    # php-fpm's service is named after its version (php8.2-fpm).
+    for fpm in /usr/sbin/php-fpm*; do
+        [ -x "$fpm" ] || continue
+        svc="php$(basename "$fpm" | sed 's/^php-fpm//')-fpm"
         systemctl stop "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
     done
 fi

@@ -9,6 +9,7 @@ requests wrk completed. Medians over the rounds are printed at the end.
 usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
                           [--file hello.txt] [--servers ringside,nginx,lighttpd]
                           [--ringside-args "..."] [--root DIR] [--proxy]
+                          [--fastcgi [--fpm-children 16]]
 
 A ringside server may be named ringside[:BACKEND][@SETUP][+VAR=VALUE] to
 compare backends (ringside:epoll), io_uring ring setups (ringside@defer,
@@ -26,9 +27,37 @@ and a proxy may close the upstream connections carrying them (nginx does)
 and open new ones in the run. A proxy without a pool shows about one per
 request ("origin req/req" is the origin's requests per wrk request, ~1.000).
 
+--fastcgi measures FastCGI front ends: one php-fpm (deploy/peers/php-fpm.conf,
+pm = static with --fpm-children children, TCP on loopback) runs pinned to
+CPU 1 beside wrk for the whole run, and each server under test (default
+ringside,nginx,nginx-nokeep,lighttpd) runs /hello.php (from
+proxy/tests/support/php unless --root) on it from CPU 0: ringside with
+--fastcgi; nginx with fastcgi_keep_conn on and an upstream keepalive 8
+(deploy/peers/nginx-fastcgi.conf); nginx-nokeep, the same file with
+keep_conn off and no upstream keepalive; lighttpd with mod_fastcgi
+(deploy/peers/lighttpd-fastcgi.conf), one connection per request. Only the
+front end's CPU time is counted; "fpm us/req" is php-fpm's own (master and
+children), for scale. "fpm acc/req" is php-fpm's "accepted conn" delta per
+wrk request, fetched from /fpm-status with the script's own FastCGI client
+(less its probe): php-fpm counts each time a child starts reading a request,
+so it is ~1.0 without persistent connections and ~1.0 plus the new
+connections with them; it is not a count of connections. "up conns" is the
+connections php-fpm accepted during the run, from the kernel's TCP
+PassiveOpens counter (this network namespace) less wrk's own connections:
+~0 with a warm persistent pool, ~1 per request without one. "up open" is
+the connections open to php-fpm at the end. nginx keeps at most 8 idle
+connections, so with more concurrent requests (-c50) it still opens and
+closes connections beyond those 8 all run long; -c8 shows its pool alone.
+Each kept idle connection holds a php-fpm child, so --fpm-children must
+exceed nginx's keepalive (8), or requests starve behind idle connections:
+with 8 children the script's own /fpm-status probe times out and the run
+fails.
+
 A server that fails to start or to serve is reported, per round, with its
 error and left out of the medians; the others are still measured, and the
-exit status is then 1.
+exit status is then 1. With --fastcgi a run that wrk saw errors in (non-2xx
+answers, socket errors) is printed with its error count but left out of the
+medians too: a peer that cannot complete the run cleanly is excluded.
 """
 import argparse
 import os
@@ -36,6 +65,7 @@ import re
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -73,12 +103,14 @@ def wait_port(port, proc, timeout=10.0):
     raise RuntimeError(f"port {port} never opened")
 
 
-def fill(template, prefix, root, port, upstream_port=None):
+def fill(template, prefix, root, port, upstream_port=None, extra=None):
     with open(template) as f:
         text = f.read()
     text = text.replace("@ROOT@", root or "").replace("@PORT@", str(port)).replace("@PREFIX@", prefix)
     if upstream_port is not None:
         text = text.replace("@UPSTREAM_PORT@", str(upstream_port))
+    for k, v in (extra or {}).items():
+        text = text.replace(k, v)
     path = os.path.join(prefix, os.path.basename(template))
     with open(path, "w") as f:
         f.write(text)
@@ -89,8 +121,11 @@ def nginx_exe():
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def start(name, root, args, upstream_port=None):
-    """Starts one server under test on CPU 0; with upstream_port, as a proxy to it."""
+def start(name, root, args, upstream_port=None, fcgi_port=None):
+    """Starts one server under test on CPU 0; with upstream_port, as a proxy
+    to it; with fcgi_port, as a FastCGI front end to php-fpm there."""
+    if fcgi_port is not None:
+        return start_fastcgi(name, root, args, fcgi_port)
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-")
     if name.startswith("ringside"):
@@ -134,6 +169,41 @@ def start(name, root, args, upstream_port=None):
         shutil.rmtree(prefix, ignore_errors=True)
         mode = "proxy" if upstream_port is not None else "static"
         raise SystemExit(f"unknown server {name} for {mode} mode")
+    return launch(cmd, env, port, prefix, cpu=0)
+
+
+def start_fastcgi(name, root, args, fcgi_port):
+    """Starts one FastCGI front end on CPU 0, passing .php to php-fpm."""
+    port = free_port()
+    prefix = tempfile.mkdtemp(prefix="shootout-")
+    if name.startswith("ringside"):
+        rest = name[len("ringside"):]
+        backend = rest.lstrip(":") or None
+        exe = os.path.join(REPO, "target", "release", "ringside")
+        cmd = [exe, "--workers", "1", "--listen", f"127.0.0.1:{port}", "--root", root,
+               "--fastcgi", f"127.0.0.1:{fcgi_port}"]
+        cmd += args.ringside_args.split()
+        if backend:
+            cmd += ["--backend", backend]
+        env = dict(os.environ, RUST_LOG="warn")
+    elif name in ("nginx", "nginx-nokeep"):
+        keep = name == "nginx"
+        conf = fill(os.path.join(REPO, "deploy", "peers", "nginx-fastcgi.conf"), prefix, root, port, extra={
+            "@FCGI@": f"127.0.0.1:{fcgi_port}",
+            "@KEEPCONN@": "on" if keep else "off",
+            "@IFKEEP@": "" if keep else "#",
+        })
+        cmd = [nginx_exe(), "-c", conf, "-p", prefix]
+        env = None
+    elif name == "lighttpd":
+        conf = fill(os.path.join(REPO, "deploy", "peers", "lighttpd-fastcgi.conf"), prefix, root, port, extra={
+            "@FCGI@": f'"host" => "127.0.0.1", "port" => {fcgi_port}',
+        })
+        cmd = [shutil.which("lighttpd") or "/usr/sbin/lighttpd", "-D", "-f", conf]
+        env = None
+    else:
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise SystemExit(f"unknown server {name} for --fastcgi mode")
     return launch(cmd, env, port, prefix, cpu=0)
 
 
@@ -190,6 +260,141 @@ def origin_status(port):
     return active, accepts, requests
 
 
+def fpm_exe():
+    """Debian's php-fpm8.2, else any /usr/sbin/php-fpm*, else one on PATH."""
+    if os.path.exists("/usr/sbin/php-fpm8.2"):
+        return "/usr/sbin/php-fpm8.2"
+    found = sorted(f for f in os.listdir("/usr/sbin") if f.startswith("php-fpm"))
+    if found:
+        return os.path.join("/usr/sbin", found[-1])
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if os.path.isdir(d):
+            found = sorted(f for f in os.listdir(d) if f.startswith("php-fpm"))
+            if found:
+                return os.path.join(d, found[-1])
+    raise SystemExit("php-fpm is needed for --fastcgi (scripts/test.sh installs it)")
+
+
+def start_fpm(children):
+    """php-fpm pinned to CPU 1 beside wrk, ready when its master says so."""
+    port = free_port()
+    prefix = tempfile.mkdtemp(prefix="shootout-fpm-")
+    root = os.geteuid() == 0
+    conf = fill(os.path.join(REPO, "deploy", "peers", "php-fpm.conf"), prefix, None, port, extra={
+        "@LISTEN@": f"127.0.0.1:{port}",
+        "@CHILDREN@": str(children),
+        "@USERLINES@": "user = root\ngroup = root" if root else "",
+    })
+    cmd = ["taskset", "-c", "1", fpm_exe(), "-F", "-y", conf] + (["-R"] if root else [])
+    log = os.path.join(prefix, "php-fpm.log")
+    with open(os.path.join(prefix, "stderr.log"), "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+    end = time.time() + 10
+    while True:
+        text = open(log, errors="replace").read() if os.path.exists(log) else ""
+        if "ready to handle connections" in text:
+            return proc, port, prefix
+        if proc.poll() is not None or time.time() > end:
+            stop(proc, None)
+            tail = (text + open(os.path.join(prefix, "stderr.log"), errors="replace").read())[-500:]
+            shutil.rmtree(prefix, ignore_errors=True)
+            raise SystemExit(f"php-fpm did not start: {tail}")
+        time.sleep(0.02)
+
+
+def fcgi_record(kind, content, rid=1):
+    pad = -len(content) % 8
+    return struct.pack(">BBHHBx", 1, kind, rid, len(content), pad) + content + b"\0" * pad
+
+
+def fcgi_pair(name, value):
+    out = b""
+    for n in (len(name), len(value)):
+        out += bytes([n]) if n < 128 else struct.pack(">I", n | 0x80000000)
+    return out + name + value
+
+
+def fcgi_get(port, params):
+    """One FastCGI responder request (not kept) on a fresh connection:
+    returns (stdout, stderr). The FastCGI 1.0 record layer, nothing more."""
+    body = b"".join(fcgi_pair(k.encode(), v.encode()) for k, v in params.items())
+    msg = fcgi_record(1, struct.pack(">HB5x", 1, 0))  # BEGIN_REQUEST, responder
+    msg += fcgi_record(4, body) + fcgi_record(4, b"") + fcgi_record(5, b"")
+    out, err, buf = b"", b"", b""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(msg)
+        while True:
+            while len(buf) < 8 or len(buf) < 8 + struct.unpack(">H", buf[4:6])[0] + buf[6]:
+                more = s.recv(65536)
+                if not more:
+                    raise RuntimeError("php-fpm closed before END_REQUEST")
+                buf += more
+            _, kind, _, clen, plen = struct.unpack(">BBHHB", buf[:7])
+            content, buf = buf[8:8 + clen], buf[8 + clen + plen:]
+            if kind == 6:
+                out += content
+            elif kind == 7:
+                err += content
+            elif kind == 3:  # END_REQUEST
+                return out, err
+
+
+def fpm_status(port):
+    """php-fpm's /fpm-status as a dict. "accepted conn" counts this request.
+
+    It needs a free child: while idle kept connections hold every child, it
+    waits in php-fpm's listen backlog and times out."""
+    try:
+        out, _ = fcgi_get(port, {"SCRIPT_NAME": "/fpm-status", "SCRIPT_FILENAME": "/fpm-status",
+                                 "REQUEST_METHOD": "GET", "QUERY_STRING": ""})
+    except socket.timeout:
+        raise RuntimeError("php-fpm's /fpm-status timed out: no free child (idle kept connections "
+                           "hold them all? --fpm-children must exceed the front end's idle pool)")
+    text = out.split(b"\r\n\r\n", 1)[-1].decode()
+    return {k.strip(): v.strip() for k, v in (l.split(":", 1) for l in text.splitlines() if ":" in l)}
+
+
+def fpm_cpu_ticks(pid):
+    """utime+stime of php-fpm's master and its children."""
+    total = sum(cpu_ticks(pid))
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+                if rest[1] == str(pid):
+                    total += int(rest[11]) + int(rest[12])
+            except (OSError, IndexError):
+                pass
+    return total
+
+
+def passive_opens():
+    """The kernel's count of TCP connections accepted (this netns)."""
+    with open("/proc/net/snmp") as f:
+        rows = [l.split() for l in f if l.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("PassiveOpens")])
+
+
+def open_conns(port):
+    """Established TCP connections whose local port is `port`."""
+    want = f":{port:04X}"
+    with open("/proc/net/tcp") as f:
+        return sum(1 for l in list(f)[1:] if l.split()[1].endswith(want) and l.split()[3] == "01")
+
+
+def wrk_errors(out):
+    """Non-2xx/3xx answers plus socket errors, as wrk reports them."""
+    n = 0
+    m = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
+    if m:
+        n += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        n += sum(int(x) for x in m.groups())
+    return n
+
+
 def run_wrk(port, args):
     url = f"http://127.0.0.1:{port}/{args.file}"
     out = subprocess.run(
@@ -199,9 +404,45 @@ def run_wrk(port, args):
     m = re.search(r"(\d+) requests in", out)
     if not m:
         raise RuntimeError(f"cannot read wrk output:\n{out}")
-    if "Non-2xx" in out or "Socket errors" in out:
+    if not args.fastcgi and ("Non-2xx" in out or "Socket errors" in out):
         raise RuntimeError(f"errors during the run:\n{out}")
     return int(m.group(1)), out
+
+
+def measure_fastcgi(name, root, args, fpm):
+    """One FastCGI front end, one round: (row, wrk errors)."""
+    fpm_proc, fpm_port, _ = fpm
+    proc, port, prefix = start(name, root, args, fcgi_port=fpm_port)
+    try:
+        # Warm up with the full connection count, so that a pool is as large
+        # as the run needs before the run begins. Errors here are counted
+        # with the run's, not fatal: they are what the run is judged by.
+        warm = subprocess.run(["taskset", "-c", "1", "wrk", "-t1", f"-c{args.connections}", "-d1s",
+                               f"http://127.0.0.1:{port}/{args.file}"], capture_output=True, text=True)
+        if warm.returncode != 0:
+            raise RuntimeError(f"warm-up failed:\n{warm.stdout}{warm.stderr}")
+        st0 = fpm_status(fpm_port)
+        f0 = fpm_cpu_ticks(fpm_proc.pid)
+        p0 = passive_opens()
+        u0, s0 = cpu_ticks(proc.pid)
+        reqs, out = run_wrk(port, args)
+        u1, s1 = cpu_ticks(proc.pid)
+        p1 = passive_opens()
+        f1 = fpm_cpu_ticks(fpm_proc.pid)
+        up_open = open_conns(fpm_port)
+        st1 = fpm_status(fpm_port)
+    finally:
+        stop(proc, prefix)
+    if reqs == 0:
+        raise RuntimeError(f"wrk completed no requests:\n{out}")
+    errs = wrk_errors(out)
+    us = lambda t: t / TICK / reqs * 1e6
+    # Less the second status probe, which php-fpm counts in its own figure.
+    accepted = int(st1["accepted conn"]) - int(st0["accepted conn"]) - 1
+    up_conns = p1 - p0 - args.connections
+    row = (reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0),
+           us(f1 - f0), accepted / reqs, up_conns, up_open, errs)
+    return row, errs
 
 
 def measure(name, root, args, origin_port):
@@ -251,12 +492,25 @@ def main():
     p.add_argument("--ringside-args", default="")
     p.add_argument("--proxy", action="store_true",
                    help="measure reverse proxies in front of one nginx origin on CPU 1")
+    p.add_argument("--fastcgi", action="store_true",
+                   help="measure FastCGI front ends in front of one php-fpm on CPU 1")
+    p.add_argument("--fpm-children", type=int, default=16,
+                   help="php-fpm's pm.max_children with --fastcgi (default 16)")
     args = p.parse_args()
+    if args.proxy and args.fastcgi:
+        raise SystemExit("--proxy and --fastcgi are separate modes")
     if args.servers is None:
-        args.servers = "ringside,nginx,haproxy" if args.proxy else "ringside,nginx,lighttpd"
+        if args.fastcgi:
+            args.servers = "ringside,nginx,nginx-nokeep,lighttpd"
+        else:
+            args.servers = "ringside,nginx,haproxy" if args.proxy else "ringside,nginx,lighttpd"
+    if args.fastcgi and args.file == "hello.txt":
+        args.file = "hello.php"
     root = args.root
     made_root = None
-    if args.proxy:
+    if args.fastcgi:
+        root = os.path.abspath(root or os.path.join(REPO, "proxy", "tests", "support", "php"))
+    elif args.proxy:
         root = None
     elif root is None:
         root = made_root = tempfile.mkdtemp(prefix="shootout-root-")
@@ -264,20 +518,43 @@ def main():
             f.write(b"hello from ringside 26 B.\n")
     servers = args.servers.split(",")
     known = ("nginx", "haproxy") if args.proxy else ("nginx", "lighttpd")
+    if args.fastcgi:
+        known = ("nginx", "nginx-nokeep", "lighttpd")
     for name in servers:
         if not (name.startswith("ringside") or name in known):
-            mode = "--proxy" if args.proxy else "static"
+            mode = "--fastcgi" if args.fastcgi else "--proxy" if args.proxy else "static"
             raise SystemExit(f"unknown server {name} for {mode} mode; known: ringside[...], {', '.join(known)}")
     results = {s: [] for s in servers}
     errors = {s: [] for s in servers}
     origin = None
     origin_port = None
+    fpm = None
     try:
         if args.proxy:
             origin = start_origin()
             origin_port = origin[1]
+        if args.fastcgi:
+            fpm = start_fpm(args.fpm_children)
         for rnd in range(1, args.rounds + 1):
             for name in servers:
+                if args.fastcgi:
+                    try:
+                        row, errs = measure_fastcgi(name, root, args, fpm)
+                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                        msg = " ".join(str(e).split())
+                        errors[name].append(msg)
+                        print(f"round {rnd} {name:16s} FAILED: {msg}", flush=True)
+                        continue
+                    line = (f"round {rnd} {name:16s} {row[0]:9.0f} req/s  cpu {row[1]:6.2f} us/req "
+                            f"(user {row[2]:5.2f}, sys {row[3]:5.2f})  fpm {row[4]:6.2f} us/req  "
+                            f"fpm acc/req {row[5]:.3f}  up conns {row[6]}, up open {row[7]}  errors {errs}")
+                    if errs:
+                        errors[name].append(f"{errs} wrk errors")
+                        line += "  EXCLUDED"
+                    else:
+                        results[name].append(row)
+                    print(line, flush=True)
+                    continue
                 try:
                     row = measure(name, root, args, origin_port)
                 except (RuntimeError, OSError, subprocess.SubprocessError) as e:
@@ -293,13 +570,19 @@ def main():
     finally:
         if origin:
             stop(origin[0], origin[2])
+        if fpm:
+            stop(fpm[0], fpm[2])
         if made_root:
             shutil.rmtree(made_root, ignore_errors=True)
     what = "proxied to an nginx origin on CPU 1" if args.proxy else f"/{args.file}"
+    if args.fastcgi:
+        what = f"/{args.file} on php-fpm (pm.max_children {args.fpm_children}) on CPU 1"
     print(f"\nmedians over {args.rounds} rounds, {what}, wrk -t1 -c{args.connections} -d{args.duration}s:")
     head = f"{'server':16s} {'req/s':>9s} {'cpu us/req':>11s} {'user':>7s} {'sys':>7s}"
     if args.proxy:
         head += f" {'up conns':>9s} {'up open':>8s}"
+    if args.fastcgi:
+        head += f" {'fpm us/req':>10s} {'fpm acc/req':>11s} {'up conns':>9s} {'up open':>8s}"
     print(head)
     for name in servers:
         if not results[name]:
@@ -309,6 +592,8 @@ def main():
         line = f"{name:16s} {med[0]:9.0f} {med[1]:11.2f} {med[2]:7.2f} {med[3]:7.2f}"
         if args.proxy:
             line += f" {med[4]:9g} {med[5]:8g}"
+        if args.fastcgi:
+            line += f" {med[4]:10.2f} {med[5]:11.3f} {med[6]:9g} {med[7]:8g}"
         if errors[name]:
             line += f"  ({len(results[name])} of {args.rounds} rounds; {len(errors[name])} failed)"
         print(line)

@@ -8,7 +8,8 @@
 //!   --root DIR
 //!   --backend NAME
 //!   --upstream HOST:PORT  repeatable; proxy every path to these servers
-//!   --fastcgi ADDR        stored for FastCGI (later)
+//!   --fastcgi ADDR        run scripts beneath the root with the FastCGI
+//!                         server at HOST:PORT, unix:PATH or /PATH
 //!   -V, --version
 //! COMMANDS:
 //!   check FILE            validate FILE, print the effective config
@@ -24,18 +25,27 @@
 //! `/` on any host that goes to it, beside what a config file defines. A
 //! file that already has an `[upstream.default]`, or a route for `/` on any
 //! host, is refused with an error naming the flag.
+//!
+//! `--fastcgi ADDR` does the same with an upstream called `fastcgi`
+//! (`protocol = "fastcgi"`, the defaults otherwise) whose route runs `.php`
+//! scripts beneath the served directory (`--root`, else the config's root),
+//! with `index.php` for a path ending in `/`. ADDR is `HOST:PORT`,
+//! `unix:PATH` or an absolute socket path; a relative `unix:` path is taken
+//! from the working directory. It and `--upstream` both claim every path,
+//! so they are refused together.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::upstream::{
-    catch_all_route, host_port, insert_upstream, route_conflict, server_addr,
+use crate::config::fastcgi::{
+    default_index, server_text, socket_path, unix_server, EXTENSION, UNIX_PREFIX,
 };
+use crate::config::upstream::{catch_all_route, insert_upstream, route_conflict, server_entry};
 use crate::config::validate::{add_listen, backend, parse_workers, root_dir};
 use crate::config::{Config, ConfigError};
-use crate::upstream::settings::{ServerSpec, UpstreamConfig};
+use crate::upstream::settings::{FastCgiRoute, Protocol, ProxyRoute, ServerSpec, UpstreamConfig};
 
 #[derive(Clone, Debug, Parser)]
 #[command(
@@ -68,7 +78,8 @@ pub struct Cli {
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Vec<String>,
 
-    /// Pass requests to the FastCGI server at ADDR.
+    /// Run scripts beneath the root with the FastCGI server at ADDR
+    /// (HOST:PORT, unix:PATH or /PATH): upstream "fastcgi".
     #[arg(long, value_name = "ADDR")]
     pub fastcgi: Option<String>,
 
@@ -131,8 +142,17 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
     if let Some(name) = &cli.backend {
         config.runtime.backend = backend(name).map_err(|m| ConfigError::flag("--backend", m))?;
     }
+    if cli.fastcgi.is_some() && !cli.upstream.is_empty() {
+        return Err(ConfigError::flag(
+            "--fastcgi",
+            "not together with --upstream: both send every path to their upstream; choose one",
+        ));
+    }
     if !cli.upstream.is_empty() {
         add_flag_upstream(config, &cli.upstream).map_err(|m| ConfigError::flag("--upstream", m))?;
+    }
+    if let Some(addr) = &cli.fastcgi {
+        add_flag_fastcgi(config, addr).map_err(|m| ConfigError::flag("--fastcgi", m))?;
     }
     Ok(())
 }
@@ -140,39 +160,86 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
 /// The name of the upstream `--upstream` builds.
 pub const FLAG_UPSTREAM: &str = "default";
 
+/// The name of the upstream `--fastcgi` builds.
+pub const FLAG_FASTCGI: &str = "fastcgi";
+
 /// `--upstream A --upstream B`: upstream "default" over A and B, and a route
 /// for every path to it.
 fn add_flag_upstream(config: &mut Config, addrs: &[String]) -> Result<(), String> {
     let mut servers: Vec<ServerSpec> = Vec::with_capacity(addrs.len());
     for addr in addrs {
-        let (host, port) = server_addr(addr)?;
-        if servers.iter().any(|s| s.host == host && s.port == port) {
-            return Err(format!("{} is listed twice", host_port(&host, port)));
+        let server = server_entry(addr, Protocol::Http, Path::new(""))?;
+        if servers.contains(&server) {
+            return Err(format!("{} is listed twice", server_text(&server)));
         }
-        servers.push(ServerSpec {
-            host,
-            port,
-            weight: 1,
-        });
+        servers.push(server);
     }
+    let up = UpstreamConfig::new(FLAG_UPSTREAM, servers);
+    add_catch_all(config, up, None, "--upstream")
+}
+
+/// `--fastcgi ADDR`: upstream "fastcgi" over ADDR, and a route for every
+/// path that runs scripts beneath the config's root.
+fn add_flag_fastcgi(config: &mut Config, addr: &str) -> Result<(), String> {
+    let up = UpstreamConfig {
+        protocol: Protocol::FastCgi,
+        ..UpstreamConfig::new(FLAG_FASTCGI, vec![fastcgi_addr(addr)?])
+    };
+    let script = FastCgiRoute {
+        root: config.root.clone(),
+        extension: EXTENSION.to_owned(),
+        index: default_index(EXTENSION),
+    };
+    add_catch_all(config, up, Some(script), "--fastcgi")
+}
+
+/// `--fastcgi`'s ADDR: `HOST:PORT`, `unix:PATH` or an absolute socket path;
+/// a relative path is taken from the working directory.
+pub fn fastcgi_addr(text: &str) -> Result<ServerSpec, String> {
+    if text.starts_with('/') {
+        return socket_path(text, Path::new("")).map(|p| unix_server(p, 1));
+    }
+    server_entry(text, Protocol::FastCgi, Path::new("")).map_err(|m| {
+        if text.starts_with(UNIX_PREFIX) {
+            m
+        } else {
+            format!("{m}; or a unix socket, like \"unix:/run/php/php-fpm.sock\"")
+        }
+    })
+}
+
+/// Adds `up` and a route for every path to it, unless the config has an
+/// upstream of that name or a route for every path already.
+fn add_catch_all(
+    config: &mut Config,
+    up: UpstreamConfig,
+    fastcgi: Option<FastCgiRoute>,
+    flag: &str,
+) -> Result<(), String> {
     let proxy = &mut config.proxy;
-    if proxy.upstreams.iter().any(|u| u.name == FLAG_UPSTREAM) {
+    if proxy.upstreams.iter().any(|u| u.name == up.name) {
         return Err(format!(
-            "the config already defines [upstream.{FLAG_UPSTREAM}], the name this flag uses; rename it there, or leave out --upstream"
+            "the config already defines [upstream.{}], the name this flag uses; rename it there, or leave out {flag}",
+            up.name
         ));
     }
+    let route = catch_all_route(0, fastcgi);
     let statics = config.statics.routes.iter().map(|r| r.prefix.as_str());
-    route_conflict(&catch_all_route(0), &proxy.routes, statics)
+    route_conflict(&route, &proxy.routes, statics)
         .map_err(|m| format!("{m} (this flag adds a route for every path)"))?;
-    let at = insert_upstream(proxy, UpstreamConfig::new(FLAG_UPSTREAM, servers))?;
-    proxy.routes.push(catch_all_route(at));
+    let at = insert_upstream(proxy, up)?;
+    proxy.routes.push(ProxyRoute {
+        upstream: at,
+        ..route
+    });
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::settings::{ForwardHeaders, HostHeader, ProxyConfig, ProxyRoute};
+    use crate::config::fastcgi::MAX_UNIX_PATH;
+    use crate::upstream::settings::{ForwardHeaders, HostHeader, ProxyConfig};
     use clap::error::ErrorKind;
     use ringside_runtime::config::{BackendChoice, Workers};
     use std::net::SocketAddr;
@@ -330,11 +397,13 @@ mod tests {
                 host: "127.0.0.1".into(),
                 port: 1,
                 weight: 1,
+                unix: None,
             },
             ServerSpec {
                 host: "localhost".into(),
                 port: 2,
                 weight: 1,
+                unix: None,
             },
         ];
         assert_eq!(
@@ -347,6 +416,7 @@ mod tests {
                     upstream: 0,
                     replace_prefix: None,
                     host: HostHeader::Pass,
+                    fastcgi: None,
                 }],
                 headers: ForwardHeaders::default(),
             }
@@ -360,7 +430,7 @@ mod tests {
         assert_eq!(config.proxy.upstreams[0].servers[0].host, "::1");
         assert!(config
             .to_toml()
-            .contains("[upstream.default]\nservers = [\"[::1]:8080\"]\n"));
+            .contains("[upstream.default]\nprotocol = \"http\"\nservers = [\"[::1]:8080\"]\n"));
     }
 
     /// `default` goes in its sorted place among a file's upstreams, and the
@@ -433,6 +503,212 @@ mod tests {
         );
         assert!(with_file("[[route]]\nprefix = \"/\"\n")
             .starts_with("--upstream: \"/\" is already a static route"));
+    }
+
+    /// What `--fastcgi` builds over `server`, running scripts beneath `root`.
+    fn fastcgi_proxy(server: ServerSpec, root: &Path) -> ProxyConfig {
+        ProxyConfig {
+            upstreams: vec![UpstreamConfig {
+                protocol: Protocol::FastCgi,
+                ..UpstreamConfig::new("fastcgi", vec![server])
+            }],
+            routes: vec![ProxyRoute {
+                hosts: vec![],
+                prefix: "/".into(),
+                upstream: 0,
+                replace_prefix: None,
+                host: HostHeader::Pass,
+                fastcgi: Some(FastCgiRoute {
+                    root: root.to_path_buf(),
+                    extension: ".php".into(),
+                    index: "index.php".into(),
+                }),
+            }],
+            headers: ForwardHeaders::default(),
+        }
+    }
+
+    fn unix_spec(path: &str) -> ServerSpec {
+        ServerSpec {
+            host: path.into(),
+            port: 0,
+            weight: 1,
+            unix: Some(path.into()),
+        }
+    }
+
+    #[test]
+    fn fastcgi_flag_builds_a_script_route() {
+        let dir = TempFile::new("fastcgi-root", "");
+        let root = std::fs::canonicalize(&dir.0).unwrap();
+        let config = effective_config(&cli(&[
+            "--fastcgi",
+            "127.0.0.1:9000",
+            "--root",
+            dir.0.to_str().unwrap(),
+        ]))
+        .unwrap();
+        let tcp = ServerSpec {
+            host: "127.0.0.1".into(),
+            port: 9000,
+            weight: 1,
+            unix: None,
+        };
+        assert_eq!(config.proxy, fastcgi_proxy(tcp, &root));
+        // The static root is the same directory; nothing else changes.
+        assert_eq!(config.root, root);
+        let mut rest = config.clone();
+        rest.proxy = ProxyConfig::default();
+        let mut want = Config::default();
+        want.set_root(root.clone());
+        assert_eq!(rest, want);
+
+        // Unix sockets, written three ways; the root defaults to ".".
+        let cwd = std::env::current_dir().unwrap();
+        let here = Config::default().root;
+        for (addr, path) in [
+            ("unix:/run/php.sock", PathBuf::from("/run/php.sock")),
+            ("/run/php.sock", PathBuf::from("/run/php.sock")),
+            ("unix:php.sock", cwd.join("php.sock")),
+        ] {
+            let config = effective_config(&cli(&["--fastcgi", addr])).unwrap();
+            let spec = unix_spec(path.to_str().unwrap());
+            assert_eq!(config.proxy, fastcgi_proxy(spec, &here), "{addr}");
+        }
+
+        // What `check` would print reads back the same.
+        let config = effective_config(&cli(&["--fastcgi", "unix:/run/php.sock"])).unwrap();
+        let text = config.to_toml();
+        assert!(
+            text.contains(
+                "[upstream.fastcgi]\nprotocol = \"fastcgi\"\nservers = [\"unix:/run/php.sock\"]\nqueue_size = 1024\nqueue_timeout = \"10s\"\nkeep_conn = true\n"
+            ),
+            "{text}"
+        );
+        let file = TempFile::new("fastcgi-toml", &text);
+        let back = Config::load(Path::new(&file.path())).unwrap();
+        assert_eq!(back.proxy, config.proxy);
+    }
+
+    /// Beside a file: "fastcgi" in its sorted place, and the route runs
+    /// scripts from the file's root, or from --root, which routes that ran
+    /// scripts from the file's root follow.
+    #[test]
+    fn fastcgi_flag_beside_a_file() {
+        let file = TempFile::new(
+            "fastcgi-beside",
+            "[server]\nroot = \"www\"\n[upstream.app]\nservers = [\"a:1\"]\n\
+             [upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"a:9000\"]\n\
+             [[route]]\nprefix = \"/api/\"\nupstream = \"app\"\n\
+             [[route]]\nprefix = \"/php/\"\nupstream = \"php\"\n\
+             [[route]]\nprefix = \"/lib/\"\nupstream = \"php\"\nroot = \"lib\"\n",
+        );
+        for sub in ["www", "lib", "other"] {
+            std::fs::create_dir_all(file.0.join(sub)).unwrap();
+        }
+        let canon = |sub: &str| std::fs::canonicalize(file.0.join(sub)).unwrap();
+        let p = effective_config(&cli(&["-c", &file.path(), "--fastcgi", "b:9000"]))
+            .unwrap()
+            .proxy;
+        let names: Vec<&str> = p.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["app", "fastcgi", "php"]);
+        let routes = |p: &ProxyConfig| -> Vec<(String, String, Option<PathBuf>)> {
+            p.routes
+                .iter()
+                .map(|r| {
+                    (
+                        r.prefix.clone(),
+                        p.upstreams[r.upstream].name.clone(),
+                        r.fastcgi.as_ref().map(|f| f.root.clone()),
+                    )
+                })
+                .collect()
+        };
+        let s = |x: &str| x.to_owned();
+        assert_eq!(
+            routes(&p),
+            [
+                (s("/api/"), s("app"), None),
+                (s("/php/"), s("php"), Some(canon("www"))),
+                (s("/lib/"), s("php"), Some(canon("lib"))),
+                (s("/"), s("fastcgi"), Some(canon("www"))),
+            ]
+        );
+        let other = file.0.join("other");
+        let c = cli(&[
+            "-c",
+            &file.path(),
+            "--root",
+            other.to_str().unwrap(),
+            "--fastcgi",
+            "b:9000",
+        ]);
+        let p = effective_config(&c).unwrap().proxy;
+        assert_eq!(
+            routes(&p),
+            [
+                (s("/api/"), s("app"), None),
+                (s("/php/"), s("php"), Some(canon("other"))),
+                (s("/lib/"), s("php"), Some(canon("lib"))),
+                (s("/"), s("fastcgi"), Some(canon("other"))),
+            ]
+        );
+    }
+
+    #[test]
+    fn fastcgi_flag_errors() {
+        let err = |args: &[&str]| effective_config(&cli(args)).unwrap_err().to_string();
+        let with_file = |text: &str| {
+            let file = TempFile::new("fastcgi-errors", text);
+            err(&["-c", &file.path(), "--fastcgi", "127.0.0.1:9000"])
+        };
+        assert_eq!(
+            err(&["--fastcgi", "127.0.0.1:9000", "--upstream", "127.0.0.1:1"]),
+            "--fastcgi: not together with --upstream: both send every path to their upstream; choose one"
+        );
+        assert_eq!(
+            err(&["--fastcgi", "php-fpm"]),
+            "--fastcgi: expected HOST:PORT like \"127.0.0.1:9000\", \"[::1]:9000\" or \"app.internal:9000\", got \"php-fpm\" (no port); or a unix socket, like \"unix:/run/php/php-fpm.sock\""
+        );
+        assert_eq!(
+            err(&["--fastcgi", "unix:"]),
+            "--fastcgi: expected a socket path after \"unix:\", like \"unix:/run/php/php-fpm.sock\" (in \"unix:\")"
+        );
+        assert_eq!(
+            err(&["--fastcgi", "unix:///run/php.sock"]),
+            "--fastcgi: expected \"unix:\" and a path like \"unix:/run/php/php-fpm.sock\", got \"unix:///run/php.sock\" (write \"unix:/run/php.sock\")"
+        );
+        assert_eq!(
+            err(&["--fastcgi", "/run/php/"]),
+            "--fastcgi: expected the path of a socket file, got the directory \"/run/php/\""
+        );
+        let long = format!("/{}", "s".repeat(MAX_UNIX_PATH));
+        assert!(err(&["--fastcgi", &long]).ends_with(&format!(
+            "a unix socket path may have at most {MAX_UNIX_PATH}"
+        )));
+        assert_eq!(
+            err(&["--fastcgi", "a:1", "--root", "/nonexistent/ringside-root"]),
+            "--root: cannot open \"/nonexistent/ringside-root\": No such file or directory"
+        );
+        assert_eq!(
+            with_file("[upstream.fastcgi]\nservers = [\"b:1\"]\n"),
+            "--fastcgi: the config already defines [upstream.fastcgi], the name this flag uses; rename it there, or leave out --fastcgi"
+        );
+        assert_eq!(
+            with_file("[upstream.b]\nservers = [\"b:1\"]\n[[route]]\nprefix = \"/\"\nupstream = \"b\"\n"),
+            "--fastcgi: \"/\" is already a proxy route for any host (this flag adds a route for every path)"
+        );
+        assert!(with_file("[[route]]\nprefix = \"/\"\n")
+            .starts_with("--fastcgi: \"/\" is already a static route"));
+        // A catch-all for some hosts only leaves room for it.
+        let file = TempFile::new(
+            "fastcgi-hosts",
+            "[upstream.b]\nservers = [\"b:1\"]\n[[route]]\nprefix = \"/\"\nupstream = \"b\"\nhost = [\"b.example\"]\n",
+        );
+        let p = effective_config(&cli(&["-c", &file.path(), "--fastcgi", "a:1"]))
+            .unwrap()
+            .proxy;
+        assert_eq!(p.routes.len(), 2);
     }
 
     /// A config file in a fresh directory, removed on drop.

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use ringside_runtime::http::{Exchange, Handler};
 use ringside_runtime::task;
-use ringside_static::StaticFiles;
+use ringside_static::{PathError, StaticFiles};
+
+use crate::fastcgi::script::{Resolved, Scripts};
 
 use crate::router::{Router, Target};
 use crate::upstream::forward::forward;
@@ -21,6 +23,8 @@ pub struct Edge {
     statics: StaticFiles,
     router: Router,
     proxy: Rc<ProxyCore>,
+    /// Per proxy route: its scripts' docroot when the upstream is FastCGI.
+    scripts: Vec<Option<Scripts>>,
 }
 
 /// This core's upstreams, in the order of `ProxyConfig::upstreams`.
@@ -43,13 +47,14 @@ impl Edge {
         proxy: &ProxyConfig,
         shared: &[Arc<Shared>],
         worker: usize,
+        workers: usize,
     ) -> Edge {
         let upstreams = shared
             .iter()
             .enumerate()
             .map(|(i, s)| {
                 let seed = (worker as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64;
-                RefCell::new(Local::new(s.clone(), seed))
+                RefCell::new(Local::new(s.clone(), seed, worker, workers))
             })
             .collect();
         let core = Rc::new(ProxyCore {
@@ -64,10 +69,22 @@ impl Edge {
         if !core.upstreams.is_empty() {
             task::spawn(reaper(Rc::downgrade(&core)));
         }
+        let scripts = proxy
+            .routes
+            .iter()
+            .map(|r| {
+                r.fastcgi.as_ref().map(|f| {
+                    Scripts::new(f).unwrap_or_else(|e| {
+                        panic!("FastCGI root {} vanished: {e}", f.root.display())
+                    })
+                })
+            })
+            .collect();
         Edge {
             statics,
             router: Router::new(proxy.routes.clone(), static_prefixes),
             proxy: core,
+            scripts,
         }
     }
 }
@@ -87,6 +104,34 @@ impl Handler for Edge {
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
         match self.router.route(ex.host(), ex.path()) {
             Target::Static => self.statics.handle(ex).await,
+            Target::Proxy(i) if self.scripts[i].is_some() => {
+                let scripts = self.scripts[i].as_ref().expect("checked");
+                let up = &self.proxy.upstreams[self.router.routes()[i].upstream];
+                match scripts.resolve(ex.path()) {
+                    Resolved::Script {
+                        script_name,
+                        path_info,
+                    } => {
+                        Box::pin(crate::fastcgi::forward::forward(
+                            ex,
+                            scripts.route(),
+                            up,
+                            &script_name,
+                            &path_info,
+                        ))
+                        .await
+                    }
+                    Resolved::NotScript => self.statics.handle(ex).await,
+                    Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
+                        ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")
+                    }
+                    Resolved::Refused(PathError::Invalid) => ex.send(
+                        400,
+                        &[("Content-Type", b"text/plain")],
+                        b"400 Bad Request\n",
+                    ),
+                }
+            }
             Target::Proxy(i) => {
                 let route = &self.router.routes()[i];
                 let up = &self.proxy.upstreams[route.upstream];

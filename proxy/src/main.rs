@@ -4,6 +4,7 @@
 mod cli;
 mod config;
 mod edge;
+mod fastcgi;
 mod router;
 mod signals;
 mod upstream;
@@ -38,12 +39,6 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
-    }
-    // Accepted on the command line already, so scripts can be written
-    // against the final interface, but refused until it works.
-    if cli.fastcgi.is_some() {
-        eprintln!("ringside: --fastcgi: FastCGI is not in this build yet");
-        return ExitCode::from(2);
     }
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
@@ -84,7 +79,7 @@ fn run(cfg: Config) -> ExitCode {
         let files = StaticFiles::from_config(&statics)
             .unwrap_or_else(|e| panic!("static roots vanished: {e}"));
         let prefixes = statics.routes.iter().map(|r| r.prefix.clone()).collect();
-        Edge::new(files, prefixes, &proxy, &shared, ctx.index)
+        Edge::new(files, prefixes, &proxy, &shared, ctx.index, ctx.workers)
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -128,9 +123,20 @@ fn serving_what(cfg: &Config) -> String {
             let servers: Vec<String> = up
                 .servers
                 .iter()
-                .map(|s| format!("{}:{}", s.host, s.port))
+                .map(|s| match &s.unix {
+                    Some(p) => format!("unix:{}", p.display()),
+                    None => format!("{}:{}", s.host, s.port),
+                })
                 .collect();
-            format!("a proxy to {} ({})", up.name, servers.join(", "))
+            match &r.fastcgi {
+                Some(f) => format!(
+                    "{} with FastCGI {} ({})",
+                    f.root.display(),
+                    up.name,
+                    servers.join(", ")
+                ),
+                None => format!("a proxy to {} ({})", up.name, servers.join(", ")),
+            }
         }
         None => cfg.root.display().to_string(),
     }

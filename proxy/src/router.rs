@@ -120,6 +120,7 @@ mod tests {
             upstream: 0,
             replace_prefix: None,
             host: HostHeader::Pass,
+            fastcgi: None,
         }
     }
 

@@ -79,7 +79,7 @@ strip_prefix = true
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
         "[proxy]\nx_forwarded = true\nforwarded = false\nvia = false\n",
-        "[upstream.app]\nservers = [\"127.0.0.1:9000\", \"[::1]:9000\", { addr = \"app2.internal:9000\", weight = 3 }]\nbalance = \"least_conn\"\n",
+        "[upstream.app]\nprotocol = \"http\"\nservers = [\"127.0.0.1:9000\", \"[::1]:9000\", { addr = \"app2.internal:9000\", weight = 3 }]\nbalance = \"least_conn\"\n",
         "health_path = \"/healthz\"\nhealth_interval = \"5s\"\nhealth_timeout = \"2s\"\n",
         "[[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nhost = [\"api.example.com\"]\nstrip_prefix = true\nproxy_host = \"pass\"\n",
     ] {
@@ -89,6 +89,60 @@ strip_prefix = true
     let again = dir.write("effective.toml", text.as_bytes());
     let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
     assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+}
+
+#[test]
+fn check_prints_fastcgi_upstreams_and_routes() {
+    let dir = TempDir::new("check-fastcgi");
+    dir.write("www/index.php", b"<?php echo 1;");
+    let file = dir.write(
+        "ringside.toml",
+        br#"
+[upstream.php]
+protocol = "fastcgi"
+servers = ["unix:run/php.sock", { addr = "127.0.0.1:9000", weight = 2 }]
+max_conns = 8
+queue_timeout = "2s"
+
+[[route]]
+prefix = "/"
+upstream = "php"
+root = "www"
+extension = ".php"
+"#,
+    );
+    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let sock = dir.path().join("run/php.sock");
+    let www = base.join("www");
+    for want in [
+        format!(
+            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"unix:{}\", {{ addr = \"127.0.0.1:9000\", weight = 2 }}]\nmax_conns = 8\nqueue_size = 1024\nqueue_timeout = \"2s\"\nkeep_conn = true\nbalance = \"round_robin\"\n",
+            sock.display()
+        ),
+        format!(
+            "[[route]]\nprefix = \"/\"\nupstream = \"php\"\nroot = \"{}\"\nextension = \".php\"\nindex = \"index.php\"\n",
+            www.display()
+        ),
+    ] {
+        assert!(text.contains(&want), "want {want:?} in\n{text}");
+    }
+    assert!(!text.contains("health_path"), "{text}");
+    // What check prints is itself a valid config, and prints the same.
+    let again = dir.write("effective.toml", text.as_bytes());
+    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
 }
 
@@ -133,6 +187,26 @@ fn errors_name_file_line_and_key() {
             ":3:12: [[route]] upstream",
         ),
         ("[proxy]\nvia = 1\n", ":2:7: [proxy] via"),
+        (
+            "[upstream.app]\nservers = [\"a:80\"]\nmax_conns = 8\n",
+            ":3:13: [upstream.app] max_conns",
+        ),
+        (
+            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"a:9000\"]\nhealth_path = \"/\"\n",
+            ":4:15: [upstream.php] health_path",
+        ),
+        (
+            "[upstream.app]\nservers = [\"unix:/run/app.sock\"]\n",
+            ":2:12: [upstream.app] servers",
+        ),
+        (
+            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"a:9000\"]\n[[route]]\nprefix = \"/\"\nupstream = \"php\"\nstrip_prefix = true\n",
+            ":7:16: [[route]] strip_prefix",
+        ),
+        (
+            "[[route]]\nprefix = \"/\"\nextension = \".php\"\n",
+            ":3:13: [[route]] extension",
+        ),
     ];
     for (text, want) in cases {
         let file = dir.write("bad.toml", text.as_bytes());
@@ -161,4 +235,44 @@ fn bad_flags_are_named() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--workers"));
+}
+
+/// `--fastcgi` refused before anything starts, naming the flag.
+#[test]
+fn fastcgi_flag_errors_are_named() {
+    let dir = TempDir::new("fastcgi-flag");
+    let taken = dir.write(
+        "taken.toml",
+        b"[upstream.fastcgi]\nservers = [\"127.0.0.1:1\"]\n",
+    );
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--fastcgi", "127.0.0.1:9000", "--upstream", "127.0.0.1:1"],
+            "--fastcgi: not together with --upstream",
+        ),
+        (&["--fastcgi", "php-fpm"], "--fastcgi: expected HOST:PORT"),
+        (
+            &["--fastcgi", "unix:"],
+            "--fastcgi: expected a socket path after \"unix:\"",
+        ),
+        (
+            &[
+                "--config",
+                taken.to_str().unwrap(),
+                "--fastcgi",
+                "unix:/run/php.sock",
+            ],
+            "--fastcgi: the config already defines [upstream.fastcgi]",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(BIN)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
 }

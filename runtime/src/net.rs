@@ -79,6 +79,32 @@ impl TcpStream {
         Ok(s)
     }
 
+    /// Connects to a unix stream socket (a FastCGI server's). The socket is
+    /// carried as a `TcpStream`: every operation used on it (recv, send,
+    /// poll, splice) is the same system call for both families; only
+    /// `peer_addr` and `set_nodelay` do not apply.
+    ///
+    /// The connect is non-blocking: a unix socket with a full backlog
+    /// answers `WouldBlock` at once instead of stalling this core.
+    pub fn connect_unix(path: &std::path::Path) -> io::Result<TcpStream> {
+        use socket2::{Domain, SockAddr, Socket, Type};
+        let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+        sock.set_cloexec(true)?;
+        sock.set_nonblocking(true)?;
+        sock.connect(&SockAddr::unix(path)?)?;
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(sock);
+        // SAFETY: a connected stream socket we own; see the doc above for
+        // why a unix socket may travel as a TcpStream.
+        let std = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        #[cfg(rt_monoio)]
+        if backend::current() == Backend::IoUring {
+            // io_uring answers EAGAIN on an O_NONBLOCK socket instead of
+            // waiting: its sockets stay blocking.
+            std.set_nonblocking(false)?;
+        }
+        TcpStream::from_std(std)
+    }
+
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         socket2::SockRef::from(self).set_tcp_nodelay(on)
     }

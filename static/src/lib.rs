@@ -15,7 +15,7 @@ pub mod conditional;
 pub mod encoding;
 pub mod listing;
 pub mod mime;
-mod open;
+pub mod open;
 mod path;
 pub mod range;
 mod respond;

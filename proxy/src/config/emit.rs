@@ -6,17 +6,22 @@
 //! `[timeouts]`, `[static]`, `[proxy]`, each `[upstream.NAME]` by name, then
 //! the static routes and the proxy routes. Keys that a validated value
 //! leaves out are left out (`fail_window` with `max_fails = 0`, `health_*`
-//! without active checks, `hash_key` without `balance = "hash"`).
+//! without active checks, `hash_key` without `balance = "hash"`,
+//! `max_conns` when it is learnt from the server), and so are the keys of
+//! the other protocol: the FastCGI keys on an HTTP upstream, and
+//! `proxy_host` on a route to a FastCGI upstream, which writes `root`,
+//! `extension` and `index` instead.
 
 use std::fmt::{self, Write};
 
 use ringside_runtime::config::{Affinity, Workers};
 
+use super::fastcgi::{protocol_name, server_text};
 use super::size::{format_duration, format_size};
-use super::upstream::{balance_name, hash_key_text, host_port, proxy_host_text, RETRY_ON};
+use super::upstream::{balance_name, hash_key_text, proxy_host_text, RETRY_ON};
 use super::validate::backend_name;
 use super::Config;
-use crate::upstream::settings::{Balance, ProxyConfig, UpstreamConfig};
+use crate::upstream::settings::{Balance, Protocol, ProxyConfig, UpstreamConfig};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
@@ -174,11 +179,12 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
 
 fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
     writeln!(out, "\n[upstream.{}]", table_key(&u.name))?;
+    writeln!(out, "protocol = {}", quote(protocol_name(u.protocol)))?;
     let servers: Vec<String> = u
         .servers
         .iter()
         .map(|s| {
-            let addr = quote(&host_port(&s.host, s.port));
+            let addr = quote(&server_text(s));
             if s.weight == 1 {
                 addr
             } else {
@@ -187,6 +193,15 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         })
         .collect();
     writeln!(out, "servers = [{}]", servers.join(", "))?;
+    if u.protocol == Protocol::FastCgi {
+        let f = &u.fastcgi;
+        if let Some(n) = f.max_conns {
+            writeln!(out, "max_conns = {n}")?;
+        }
+        writeln!(out, "queue_size = {}", f.queue_size)?;
+        writeln!(out, "queue_timeout = {}", dur(f.queue_timeout))?;
+        writeln!(out, "keep_conn = {}", f.keep_conn)?;
+    }
     writeln!(out, "balance = {}", quote(balance_name(&u.balance)))?;
     if let Balance::Hash(k) = &u.balance {
         writeln!(out, "hash_key = {}", quote(&hash_key_text(k)))?;
@@ -236,6 +251,12 @@ fn write_proxy_routes(out: &mut String, p: &ProxyConfig) -> fmt::Result {
         if !r.hosts.is_empty() {
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;
+        }
+        if let Some(f) = &r.fastcgi {
+            writeln!(out, "root = {}", quote(&f.root.to_string_lossy()))?;
+            writeln!(out, "extension = {}", quote(&f.extension))?;
+            writeln!(out, "index = {}", quote(&f.index))?;
+            continue;
         }
         match r.replace_prefix.as_deref() {
             Some("/") => writeln!(out, "strip_prefix = true")?,

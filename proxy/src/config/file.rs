@@ -15,7 +15,8 @@
 //! The proxy's sections sit beside the static ones: `[proxy]` (headers added
 //! to every proxied request), `[upstream.NAME]` (a `BTreeMap` keyed by the
 //! name, so upstreams come out sorted, each name with its own span), and the
-//! proxy-only keys of `[[route]]`. toml's error key paths then read
+//! proxy-only keys of `[[route]]` (with `extension` and `index` for routes
+//! to a FastCGI upstream). toml's error key paths then read
 //! `[upstream.NAME] key`, which `error.rs` renders. Later sections
 //! (`[[vhost]]`) slot in the same way.
 
@@ -75,6 +76,9 @@ pub struct RouteSection {
     pub strip_prefix: Option<Spanned<bool>>,
     pub replace_prefix: Option<Spanned<String>>,
     pub proxy_host: Option<Spanned<String>>,
+    // Routes to a FastCGI upstream only (which also take `root`).
+    pub extension: Option<Spanned<String>>,
+    pub index: Option<Spanned<String>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -90,6 +94,8 @@ pub struct ProxySection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UpstreamSection {
+    /// `"http"` (the default) or `"fastcgi"`.
+    pub protocol: Option<Spanned<String>>,
     pub servers: Option<Spanned<Vec<Spanned<ServerValue>>>>,
     pub balance: Option<Spanned<String>>,
     pub hash_key: Option<Spanned<String>>,
@@ -116,10 +122,15 @@ pub struct UpstreamSection {
     pub health_status: Option<Spanned<i64>>,
     pub health_fall: Option<Spanned<i64>>,
     pub health_rise: Option<Spanned<i64>>,
+    // FastCGI only.
+    pub max_conns: Option<Spanned<i64>>,
+    pub queue_size: Option<Spanned<i64>>,
+    pub queue_timeout: Option<Spanned<DurationValue>>,
+    pub keep_conn: Option<Spanned<bool>>,
 }
 
-/// One `servers` entry as written: `"host:port"` or
-/// `{ addr = "host:port", weight = 3 }`.
+/// One `servers` entry as written: `"host:port"` (or, for FastCGI,
+/// `"unix:/path.sock"`) or `{ addr = "host:port", weight = 3 }`.
 #[derive(Clone, Debug)]
 pub enum ServerValue {
     Addr(String),
@@ -186,7 +197,7 @@ pub struct TimeoutsSection {
 pub const WORKERS_EXPECTED: &str = "\"auto\" or a positive integer";
 /// What a `servers` entry must look like, for error messages.
 pub const SERVER_EXPECTED: &str =
-    "\"HOST:PORT\" or a table like { addr = \"HOST:PORT\", weight = 2 }";
+    "\"HOST:PORT\", \"unix:/PATH\" (FastCGI) or a table like { addr = \"HOST:PORT\", weight = 2 }";
 /// What `via =` must look like, for error messages.
 pub const VIA_EXPECTED: &str = "a pseudonym like \"ringside\", or false for no Via header";
 /// What `cpu_affinity =` must look like, for error messages.

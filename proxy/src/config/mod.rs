@@ -90,10 +90,31 @@
 //! strip_prefix = true       # or replace_prefix = "/v1/"
 //! proxy_host = "pass"       # "pass" | "upstream" | "HOST[:PORT]"
 //! ```
+//!
+//! An upstream with `protocol = "fastcgi"` (see [`fastcgi`]) takes every
+//! key above except `health_*`, plus its own; a route to it runs scripts:
+//!
+//! ```toml
+//! [upstream.php]
+//! protocol = "fastcgi"      # "http" (the default) | "fastcgi"
+//! servers = ["unix:/run/php/php-fpm.sock", "127.0.0.1:9000"]  # unix: relative to this file's directory
+//! max_conns = 8             # per server, all cores together; leave out to ask the server
+//! queue_size = 1024         # requests waiting for a connection, per core
+//! queue_timeout = "10s"
+//! keep_conn = true          # FCGI_KEEP_CONN
+//!
+//! [[route]]
+//! prefix = "/"
+//! upstream = "php"
+//! root = "/srv/www"         # default: [server] root; relative to this file's directory
+//! extension = ".php"
+//! index = "index.php"       # must end in extension; default: "index" + extension
+//! ```
 
 mod cpus;
 mod emit;
 pub mod error;
+pub mod fastcgi;
 pub mod file;
 pub mod size;
 pub mod upstream;
@@ -142,8 +163,16 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Sets the served directory (the `--root` flag).
+    /// Sets the served directory (the `--root` flag). Routes to a FastCGI
+    /// upstream that ran scripts from the old one follow it.
     pub fn set_root(&mut self, root: PathBuf) {
+        for r in &mut self.proxy.routes {
+            if let Some(f) = &mut r.fastcgi {
+                if f.root == self.root {
+                    f.root = root.clone();
+                }
+            }
+        }
         self.statics.root = root.clone();
         self.root = root;
     }
@@ -165,6 +194,8 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod fastcgi_tests;
 #[cfg(test)]
 mod proxy_tests;
 #[cfg(test)]

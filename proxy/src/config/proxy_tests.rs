@@ -26,21 +26,23 @@ fn s(secs: u64) -> Duration {
     Duration::from_secs(secs)
 }
 
-fn server(host: &str, port: u16, weight: u32) -> ServerSpec {
+pub(super) fn server(host: &str, port: u16, weight: u32) -> ServerSpec {
     ServerSpec {
         host: host.into(),
         port,
         weight,
+        unix: None,
     }
 }
 
-fn route(prefix: &str, upstream: usize) -> ProxyRoute {
+pub(super) fn route(prefix: &str, upstream: usize) -> ProxyRoute {
     ProxyRoute {
         hosts: Vec::new(),
         prefix: prefix.into(),
         upstream,
         replace_prefix: None,
         host: HostHeader::Pass,
+        fastcgi: None,
     }
 }
 
@@ -350,7 +352,7 @@ fn proxy_validation_errors() {
         (server(&format!("\"{}:1\"", "a".repeat(64))), "2:12: [upstream.app] servers", "1 to 63 characters"),
         (server("\"a:1\", \"A:1\""), "2:19: [upstream.app] servers", "a:1 is listed twice"),
         (server("\"[::1]:1\", \"[0::1]:1\""), "2:23: [upstream.app] servers", "[::1]:1 is listed twice"),
-        (server("5"), "2:12: [upstream.app] servers", "expected \"HOST:PORT\" or a table"),
+        (server("5"), "2:12: [upstream.app] servers", "expected \"HOST:PORT\", \"unix:/PATH\" (FastCGI) or a table"),
         (server("{ addr = \"a:1\", weight = 0 }"), "2:37: [upstream.app] servers", "weight: expected an integer from 1 to 1000, got 0"),
         (server("{ addr = \"a:1\", weight = 1001 }"), "2:37: [upstream.app] servers", "got 1001"),
         (server("{ addr = \"a\" }"), "2:21: [upstream.app] servers", "(no port)"),
@@ -406,7 +408,7 @@ fn proxy_validation_errors() {
         ("[[route]]\nprefix = \"/\"\nupstream = \"app\"\n".into(), "3:12: [[route]] upstream", "(there are no upstreams)"),
         (format!("{TWO}[[route]]\nprefix = \"x/\"\nupstream = \"app\"\n"), "6:10: [[route]] prefix", "expected a path starting with \"/\", got \"x/\""),
         // Routes: static keys on proxy routes, proxy keys on static ones.
-        (route("upstream = \"app\"\nroot = \".\""), "8:8: [[route]] root", "only for a static route; this one goes to upstream \"app\""),
+        (route("upstream = \"app\"\nroot = \".\""), "8:8: [[route]] root", "only for a static route or one to a FastCGI upstream; upstream \"app\" speaks HTTP"),
         (route("upstream = \"app\"\nlisting = true"), "8:11: [[route]] listing", "only for a static route"),
         (route("upstream = \"app\"\ncache_control = \"no-cache\""), "8:17: [[route]] cache_control", "only for a static route"),
         (route("host = [\"a.com\"]"), "7:8: [[route]] host", "only for a proxy route"),
@@ -648,4 +650,31 @@ proxy_host = "literal.example"
 prefix = "/p"
 upstream = "p"
 strip_prefix = false
+
+[upstream.php]
+protocol = "fastcgi"
+servers = ["unix:php.sock", { addr = "unix:/run/php/b.sock", weight = 5 }, "127.0.0.1:9000"]
+max_conns = 65535
+queue_size = 0
+queue_timeout = "250ms"
+keep_conn = false
+max_fails = 0
+
+[upstream.fpm]
+protocol = "fastcgi"
+servers = ["[::1]:9000"]
+balance = "hash"
+hash_key = "cookie:PHPSESSID"
+
+[[route]]
+prefix = "/php/"
+upstream = "php"
+host = ["php.example"]
+root = "."
+extension = ".phtml"
+index = "main.phtml"
+
+[[route]]
+prefix = "/fpm/"
+upstream = "fpm"
 "#;

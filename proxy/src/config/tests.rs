@@ -407,8 +407,10 @@ shutdown_grace = 1
     // route's root is the same after the round trip.
     fs::write(&path, super::proxy_tests::ROUND_TRIP).unwrap();
     let proxied = Config::load(&path).unwrap();
-    assert_eq!(proxied.proxy.upstreams.len(), 4);
-    assert_eq!(proxied.proxy.routes.len(), 4);
+    assert_eq!(proxied.proxy.upstreams.len(), 6);
+    assert_eq!(proxied.proxy.routes.len(), 6);
+    let fastcgi = proxied.proxy.routes.iter().filter(|r| r.fastcgi.is_some());
+    assert_eq!(fastcgi.count(), 2);
     configs.push(proxied);
     // What `--upstream` builds.
     let flag = Config {
@@ -496,6 +498,7 @@ forwarded = false
 via = "ringside"
 
 [upstream.app]
+protocol = "http"
 servers = ["[::1]:9000", { addr = "b:2", weight = 2 }]
 balance = "round_robin"
 resolve_every = "30s"

@@ -9,29 +9,38 @@
 //! What is refused, beyond wrong values:
 //! - keys that would have no effect: `hash_key` without `balance = "hash"`,
 //!   `fail_window` with `max_fails = 0`, `health_*` without `health_path`;
-//!   on a route, `root`/`listing`/`cache_control` together with `upstream`,
-//!   and `host`/`strip_prefix`/`replace_prefix`/`proxy_host` without it;
+//!   on a route, `listing`/`cache_control` together with `upstream`, `root`
+//!   with an HTTP upstream, and `host`/`strip_prefix`/`replace_prefix`/
+//!   `proxy_host` without one;
+//! - keys for the other protocol (see `fastcgi.rs`): the FastCGI keys on an
+//!   HTTP upstream, `health_*` on a FastCGI one, `unix:` servers on an HTTP
+//!   one; `extension`/`index` on a route that is not to a FastCGI upstream,
+//!   and `strip_prefix`/`replace_prefix`/`proxy_host` on one that is;
 //! - routes that could never be chosen: two proxy routes with the same
 //!   prefix and the same hosts, or a proxy route without hosts on the prefix
 //!   of a static route.
 //!
-//! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`);
+//! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`,
+//! and for FastCGI `unix:PATH`);
 //! DNS names are resolved by the proxy at run time, every `resolve_every`,
 //! so a config naming a host that does not resolve yet still loads. IP
 //! literals are kept in canonical form without brackets, DNS names in lower
 //! case.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::Path;
 use std::time::Duration;
 
 use toml::Spanned;
 
 use super::error::ConfigError;
+use super::fastcgi::{server_text, unix_server, unix_socket, UNIX_PREFIX};
 use super::file::{FileConfig, RouteSection, ServerValue, UpstreamSection, ViaValue};
 use super::validate::{duration, int_in, Cx};
 use crate::upstream::settings::{
-    ActiveHealth, Balance, ForwardHeaders, HashKey, HostHeader, PassiveHealth, PoolSettings,
-    ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec, UpstreamConfig, UpstreamTimeouts,
+    ActiveHealth, Balance, FastCgiRoute, ForwardHeaders, HashKey, HostHeader, PassiveHealth,
+    PoolSettings, Protocol, ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec,
+    UpstreamConfig, UpstreamTimeouts,
 };
 
 /// Active health check defaults, for when `health_path` turns them on.
@@ -70,7 +79,14 @@ pub const ADDR_EXPECTED: &str =
 impl Cx<'_> {
     /// `[proxy]`, `[upstream.*]` and the proxy routes. Runs after the static
     /// routes are validated, so their prefixes are known to be paths.
-    pub(super) fn proxy(&self, f: &FileConfig) -> Result<ProxyConfig, ConfigError> {
+    /// Relative paths (`unix:` sockets, FastCGI roots) are taken from
+    /// `base`; FastCGI routes without a root take `server_root`.
+    pub(super) fn proxy(
+        &self,
+        f: &FileConfig,
+        base: &Path,
+        server_root: &Path,
+    ) -> Result<ProxyConfig, ConfigError> {
         let headers = self.forward_headers(f)?;
         let mut upstreams = Vec::with_capacity(f.upstream.len());
         for (name, section) in &f.upstream {
@@ -78,7 +94,7 @@ impl Cx<'_> {
                 upstream_name(n)
             })?;
             let table = format!("[upstream.{}]", name.get_ref());
-            upstreams.push(self.upstream(name.get_ref(), &table, section)?);
+            upstreams.push(self.upstream(name.get_ref(), &table, section, base)?);
         }
         let mut routes: Vec<ProxyRoute> = Vec::new();
         let mut statics: Vec<&str> = Vec::new();
@@ -90,7 +106,7 @@ impl Cx<'_> {
                     statics.push(r.prefix.get_ref());
                 }
                 Some(up) => {
-                    let route = self.proxy_route(r, up, &upstreams)?;
+                    let route = self.proxy_route(r, up, &upstreams, base, server_root)?;
                     self.check(&r.prefix, "[[route]] prefix", |_| {
                         route_conflict(&route, &routes, statics.iter().copied())
                     })?;
@@ -128,10 +144,13 @@ impl Cx<'_> {
         name: &str,
         table: &str,
         s: &Spanned<UpstreamSection>,
+        base: &Path,
     ) -> Result<UpstreamConfig, ConfigError> {
         let key = |k: &str| format!("{table} {k}");
         let u = s.get_ref();
         let d = UpstreamConfig::new(name, Vec::new());
+        let protocol = self.protocol(u, &key)?;
+        let fastcgi = self.fastcgi_settings(u, &key, protocol)?;
 
         let servers = match &u.servers {
             None => {
@@ -142,7 +161,7 @@ impl Cx<'_> {
                         .into(),
                 ))
             }
-            Some(list) => self.servers(list, &key("servers"))?,
+            Some(list) => self.servers(list, &key("servers"), protocol, base)?,
         };
 
         let balance = match &u.balance {
@@ -214,6 +233,8 @@ impl Cx<'_> {
         };
         Ok(UpstreamConfig {
             name: name.to_owned(),
+            protocol,
+            fastcgi,
             servers,
             balance,
             resolve_every: self.or(
@@ -234,16 +255,19 @@ impl Cx<'_> {
         &self,
         list: &Spanned<Vec<Spanned<ServerValue>>>,
         key: &str,
+        protocol: Protocol,
+        base: &Path,
     ) -> Result<Vec<ServerSpec>, ConfigError> {
         if list.get_ref().is_empty() {
             return Err(self.err(list.span(), key, "expected at least one server".into()));
         }
+        let addr = |a: &str| server_entry(a, protocol, base);
         let mut out: Vec<ServerSpec> = Vec::new();
         for item in list.get_ref() {
-            let (addr, weight) = match item.get_ref() {
-                ServerValue::Addr(a) => (self.check(item, key, |_| server_addr(a))?, 1),
+            let (spec, weight) = match item.get_ref() {
+                ServerValue::Addr(a) => (self.check(item, key, |_| addr(a))?, 1),
                 ServerValue::Table(t) => (
-                    self.check(&t.addr, key, |a| server_addr(a))?,
+                    self.check(&t.addr, key, |a| addr(a))?,
                     match &t.weight {
                         None => 1,
                         Some(w) => self.check(w, key, |&w| {
@@ -254,18 +278,21 @@ impl Cx<'_> {
                     },
                 ),
             };
-            let (host, port) = addr;
-            if out.iter().any(|s| s.host == host && s.port == port) {
+            let spec = ServerSpec { weight, ..spec };
+            if out
+                .iter()
+                .any(|s| s.host == spec.host && s.port == spec.port && s.unix == spec.unix)
+            {
                 return Err(self.err(
                     item.span(),
                     key,
                     format!(
                         "{} is listed twice (a weight gives a server a larger share)",
-                        host_port(&host, port)
+                        server_text(&spec)
                     ),
                 ));
             }
-            out.push(ServerSpec { host, port, weight });
+            out.push(spec);
         }
         Ok(out)
     }
@@ -434,6 +461,10 @@ impl Cx<'_> {
                 "only for a proxy route (one with upstream = \"NAME\")".into(),
             ));
         }
+        self.no_script_keys(
+            r,
+            "this is a static route (whose index files are [static] index)",
+        )?;
         self.check(&r.prefix, "[[route]] prefix", |p| {
             match proxies.iter().find(|o| &o.prefix == p && o.hosts.is_empty()) {
                 Some(_) => Err(format!(
@@ -449,22 +480,9 @@ impl Cx<'_> {
         r: &RouteSection,
         up: &Spanned<String>,
         upstreams: &[UpstreamConfig],
+        base: &Path,
+        server_root: &Path,
     ) -> Result<ProxyRoute, ConfigError> {
-        let static_only = [
-            ("root", r.root.as_ref().map(Spanned::span)),
-            ("cache_control", r.cache_control.as_ref().map(Spanned::span)),
-            ("listing", r.listing.as_ref().map(Spanned::span)),
-        ];
-        if let Some((k, Some(span))) = static_only.into_iter().find(|(_, s)| s.is_some()) {
-            return Err(self.err(
-                span,
-                &format!("[[route]] {k}"),
-                format!(
-                    "only for a static route; this one goes to upstream {:?}",
-                    up.get_ref()
-                ),
-            ));
-        }
         let prefix = self.check(&r.prefix, "[[route]] prefix", |p| route_prefix(p))?;
         let upstream = self.check(up, "[[route]] upstream", |name| {
             upstreams
@@ -483,6 +501,38 @@ impl Cx<'_> {
                     }
                 })
         })?;
+        let u = &upstreams[upstream];
+        let fastcgi = u.protocol == Protocol::FastCgi;
+        let static_only = [
+            ("cache_control", r.cache_control.as_ref().map(Spanned::span)),
+            ("listing", r.listing.as_ref().map(Spanned::span)),
+        ];
+        if let Some((k, Some(span))) = static_only.into_iter().find(|(_, s)| s.is_some()) {
+            return Err(self.err(
+                span,
+                &format!("[[route]] {k}"),
+                format!(
+                    "only for a static route; this one goes to upstream {:?}",
+                    up.get_ref()
+                ),
+            ));
+        }
+        if let (Some(root), false) = (&r.root, fastcgi) {
+            return Err(self.err(
+                root.span(),
+                "[[route]] root",
+                format!(
+                    "only for a static route or one to a FastCGI upstream; upstream {:?} speaks HTTP",
+                    up.get_ref()
+                ),
+            ));
+        }
+        let script = if fastcgi {
+            Some(self.script_route(r, u, base, server_root)?)
+        } else {
+            self.no_script_keys(r, &format!("upstream {:?} speaks HTTP", up.get_ref()))?;
+            None
+        };
         let hosts = match &r.host {
             None => Vec::new(),
             Some(list) => {
@@ -535,6 +585,7 @@ impl Cx<'_> {
             upstream,
             replace_prefix,
             host,
+            fastcgi: script,
         })
     }
 }
@@ -588,15 +639,17 @@ pub fn insert_upstream(proxy: &mut ProxyConfig, up: UpstreamConfig) -> Result<us
     Ok(at)
 }
 
-/// A proxy route with the default settings for `--upstream`: every path
-/// of every host, passed on unchanged with the client's Host.
-pub fn catch_all_route(upstream: usize) -> ProxyRoute {
+/// A proxy route with the default settings for `--upstream` (and, with
+/// `fastcgi`, for `--fastcgi`): every path of every host, passed on
+/// unchanged with the client's Host.
+pub fn catch_all_route(upstream: usize, fastcgi: Option<FastCgiRoute>) -> ProxyRoute {
     ProxyRoute {
         hosts: Vec::new(),
         prefix: "/".to_owned(),
         upstream,
         replace_prefix: None,
         host: HostHeader::Pass,
+        fastcgi,
     }
 }
 
@@ -757,6 +810,32 @@ pub fn server_addr(text: &str) -> Result<(String, u16), String> {
         host,
         port_number(port).map_err(|m| format!("{m} (in {text:?})"))?,
     ))
+}
+
+/// One `servers` entry's address, for an upstream speaking `protocol`:
+/// `HOST:PORT`, or for FastCGI `unix:PATH` (a relative path taken from
+/// `base`). Its weight is 1.
+pub fn server_entry(text: &str, protocol: Protocol, base: &Path) -> Result<ServerSpec, String> {
+    if let Some(path) = unix_socket(text, base) {
+        if protocol != Protocol::FastCgi {
+            return Err(format!(
+                "a unix socket server is only for protocol = \"fastcgi\", got {text:?}"
+            ));
+        }
+        return path.map(|p| unix_server(p, 1));
+    }
+    if text.starts_with('/') {
+        return Err(format!(
+            "expected {ADDR_EXPECTED}, got {text:?} (a FastCGI unix socket is written \"{UNIX_PREFIX}{text}\")"
+        ));
+    }
+    let (host, port) = server_addr(text)?;
+    Ok(ServerSpec {
+        host,
+        port,
+        weight: 1,
+        unix: None,
+    })
 }
 
 /// 1..=65535 in decimal digits.

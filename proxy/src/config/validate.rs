@@ -12,8 +12,9 @@
 //! alone, so the command-line overrides (`cli.rs`) share them.
 //!
 //! The proxy's sections (`[proxy]`, `[upstream.NAME]`, routes with
-//! `upstream`) are validated in `upstream.rs`, on the same [`Cx`]; the
-//! static routes here skip routes that name an upstream.
+//! `upstream`) are validated in `upstream.rs` (FastCGI's keys in
+//! `fastcgi.rs`), on the same [`Cx`]; the static routes here skip routes
+//! that name an upstream.
 
 use std::collections::HashSet;
 use std::fs;
@@ -80,7 +81,7 @@ impl TryFrom<Document<'_>> for Config {
                 .map_err(|m| ConfigError::at(cx.path, cx.text, None, key("[server] root"), m))?,
         };
         let statics = cx.statics(f, base, &root)?;
-        let proxy = cx.proxy(f)?;
+        let proxy = cx.proxy(f, base, &root)?;
         Ok(Config {
             runtime: cx.runtime(f)?,
             server: cx.server(f)?,
@@ -96,7 +97,9 @@ fn key(k: &str) -> Option<String> {
     Some(k.to_owned())
 }
 
-fn join(base: &Path, rel: &str) -> PathBuf {
+/// `rel` taken from `base`, the config file's directory (`rel` as it is
+/// when absolute, or when `base` is empty).
+pub(super) fn join(base: &Path, rel: &str) -> PathBuf {
     if base.as_os_str().is_empty() {
         PathBuf::from(rel)
     } else {

@@ -21,7 +21,6 @@
 //! (connect failures), since the body is read only once a connection exists.
 
 use std::io;
-use std::net::SocketAddr;
 use std::time::Instant;
 
 use bytes::Buf as _;
@@ -37,6 +36,7 @@ use super::response::{
     parse_response, skip_response_header, ConnectionTokens, RespBody, ResponseHead,
 };
 use super::settings::{Balance, ForwardHeaders, HashKey, HostHeader, ProxyRoute};
+use super::shared::PeerAddr;
 use super::tunnel::tunnel;
 
 /// A Content-Length body with at least this much left is spliced.
@@ -47,7 +47,7 @@ const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
 /// Why a try failed before the response started.
 #[derive(Debug, thiserror::Error)]
-enum Fail {
+pub(crate) enum Fail {
     #[error("connect failed: {0}")]
     Connect(io::Error),
     #[error("connect timed out")]
@@ -88,7 +88,7 @@ pub async fn forward(
     };
     let key = balance_key(ex, &balance);
     let replayable = ex.body_kind() == BodyKind::Empty && idempotent(ex.method());
-    let mut tried: Vec<SocketAddr> = Vec::new();
+    let mut tried: Vec<PeerAddr> = Vec::new();
     let mut tries_left = retry.count;
     let mut fresh_only = false;
     let mut last_status = None;
@@ -102,7 +102,7 @@ pub async fn forward(
         let reused = pooled.is_some();
         let result = match pooled {
             Some(s) => Ok(s),
-            None => connect(chosen.addr, up).await,
+            None => connect(&chosen.addr, up).await,
         };
         let sock = match result {
             Ok(s) => UpSock::new(s),
@@ -114,7 +114,7 @@ pub async fn forward(
                 last_status = Some(f.status());
                 if retry.on.connect && tries_left > 0 {
                     tries_left -= 1;
-                    tried.push(chosen.addr);
+                    tried.push(chosen.addr.clone());
                     fresh_only = false;
                     continue;
                 }
@@ -135,7 +135,7 @@ pub async fn forward(
                 up.borrow_mut().done(&chosen, None, false);
                 tracing::debug!(server = %chosen.addr, status, "retrying on another server");
                 tries_left -= 1;
-                tried.push(chosen.addr);
+                tried.push(chosen.addr.clone());
                 fresh_only = false;
             }
             Err(Fail::Stale) if replayable && !fresh_only => {
@@ -159,7 +159,7 @@ pub async fn forward(
                 last_status = Some(f.status());
                 if retry_ok && replayable && tries_left > 0 && !ex.responded() {
                     tries_left -= 1;
-                    tried.push(chosen.addr);
+                    tried.push(chosen.addr.clone());
                     fresh_only = false;
                     continue;
                 }
@@ -181,9 +181,18 @@ enum Tried {
     RetryStatus(u16),
 }
 
-async fn connect(addr: SocketAddr, up: &std::cell::RefCell<Local>) -> Result<TcpStream, Fail> {
+pub(crate) async fn connect(
+    addr: &PeerAddr,
+    up: &std::cell::RefCell<Local>,
+) -> Result<TcpStream, Fail> {
     let limit = up.borrow().shared.cfg.timeouts.connect;
-    match task::timeout(limit, Box::pin(TcpStream::connect(addr))).await {
+    let connecting = async {
+        match addr {
+            PeerAddr::Inet(a) => TcpStream::connect(*a).await,
+            PeerAddr::Unix(p) => TcpStream::connect_unix(p),
+        }
+    };
+    match task::timeout(limit, Box::pin(connecting)).await {
         Ok(Ok(s)) => {
             count_opened();
             Ok(s)

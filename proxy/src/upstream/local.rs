@@ -3,7 +3,6 @@
 //! the core; borrowed only between awaits, never across one.
 
 use std::cell::Cell;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,11 +10,15 @@ use ringside_runtime::net::TcpStream;
 
 use super::balance::Balancer;
 use super::pool::Pool;
-use super::shared::{PeerSpec, Shared};
+use super::settings::Protocol;
+use super::shared::{PeerAddr, PeerSpec, Shared};
+use crate::fastcgi::capacity::{Grant, Slots};
 
 pub struct Peer {
     pub spec: PeerSpec,
     pub pool: Pool,
+    /// FastCGI: this core's share of the server's connections.
+    slots: Option<Slots>,
     fails: u32,
     first_fail: Instant,
     down_until: Option<Instant>,
@@ -28,6 +31,8 @@ pub struct Local {
     in_flight: Vec<u32>,
     balancer: Balancer,
     seed: u64,
+    /// This core's index and the number of cores, for capacity shares.
+    core: (usize, usize),
 }
 
 thread_local! {
@@ -43,21 +48,49 @@ thread_local! {
 pub struct Chosen {
     pub index: usize,
     pub generation: u64,
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     pub authority: Arc<str>,
 }
 
 impl Local {
-    pub fn new(shared: Arc<Shared>, seed: u64) -> Local {
+    pub fn new(shared: Arc<Shared>, seed: u64, core: usize, cores: usize) -> Local {
         let (generation, specs) = shared.snapshot();
         let weights: Vec<u32> = specs.iter().map(|p| p.weight).collect();
-        Local {
+        let mut l = Local {
             balancer: Balancer::new(&shared.cfg.balance, &weights, seed),
             in_flight: vec![0; specs.len()],
-            peers: specs.into_iter().map(Peer::new).collect(),
+            peers: Vec::with_capacity(specs.len()),
             shared,
             generation,
             seed,
+            core: (core, cores),
+        };
+        for spec in specs {
+            let p = l.peer(spec);
+            l.peers.push(p);
+        }
+        l
+    }
+
+    fn peer(&self, spec: PeerSpec) -> Peer {
+        let cfg = &self.shared.cfg;
+        let slots = (cfg.protocol == Protocol::FastCgi).then(|| {
+            let global = self.shared.fastcgi_global(&spec.addr, spec.capacity);
+            Slots::new(
+                spec.capacity,
+                self.core.0,
+                self.core.1,
+                &global,
+                cfg.fastcgi.queue_size,
+            )
+        });
+        Peer {
+            spec,
+            pool: Pool::default(),
+            slots,
+            fails: 0,
+            first_fail: Instant::now(),
+            down_until: None,
         }
     }
 
@@ -79,7 +112,8 @@ impl Local {
                     self.in_flight.push(n);
                 }
                 None => {
-                    self.peers.push(Peer::new(spec));
+                    let p = self.peer(spec);
+                    self.peers.push(p);
                     self.in_flight.push(0);
                 }
             }
@@ -91,7 +125,7 @@ impl Local {
 
     /// Chooses a peer that is healthy, not in passive cooldown and not in
     /// `tried`; `None` when there is none left.
-    pub fn pick(&mut self, tried: &[SocketAddr], key: Option<u64>) -> Option<Chosen> {
+    pub fn pick(&mut self, tried: &[PeerAddr], key: Option<u64>) -> Option<Chosen> {
         self.refresh();
         let now = Instant::now();
         let peers = &self.peers;
@@ -104,7 +138,7 @@ impl Local {
         Some(Chosen {
             index,
             generation: self.generation,
-            addr: p.spec.addr,
+            addr: p.spec.addr.clone(),
             authority: p.spec.authority.clone(),
         })
     }
@@ -127,7 +161,7 @@ impl Local {
             return None;
         }
         let idle = self.shared.cfg.pool.idle_timeout;
-        let s = self.peers[i].pool.take(idle, check);
+        let (s, _) = self.peers[i].pool.take(idle, check);
         if s.is_some() {
             REUSED.with(|r| r.set(r.get() + 1));
         }
@@ -141,7 +175,7 @@ impl Local {
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
         if let Some(s) = keep {
             let max = self.shared.cfg.pool.max_idle;
-            self.peers[i].pool.put(s, max);
+            drop(self.peers[i].pool.put(s, max));
         }
         if failed {
             self.fail(i);
@@ -170,19 +204,89 @@ impl Local {
     pub fn reap(&mut self, now: Instant) {
         let idle = self.shared.cfg.pool.idle_timeout;
         for p in &mut self.peers {
-            p.pool.reap(idle, now);
+            let closed = p.pool.reap(idle, now);
+            if let Some(slots) = &mut p.slots {
+                (0..closed).for_each(|_| slots.closed());
+                slots.poll_global();
+            }
         }
     }
-}
 
-impl Peer {
-    fn new(spec: PeerSpec) -> Peer {
-        Peer {
-            spec,
-            pool: Pool::default(),
-            fails: 0,
-            first_fail: Instant::now(),
-            down_until: None,
+    /// FastCGI: a pooled connection (`Ok`), or what the core's capacity
+    /// allows (`Err`): open one, wait, or refuse. Counts the request as in
+    /// flight unless refused; end it with `fcgi_release` or `fcgi_abandon`.
+    pub fn fcgi_take(&mut self, c: &Chosen, pooled: bool, check: bool) -> Result<TcpStream, Grant> {
+        let Some(i) = self.find(c) else {
+            return Err(Grant::Full);
+        };
+        self.in_flight[i] += 1;
+        let idle = self.shared.cfg.pool.idle_timeout;
+        let p = &mut self.peers[i];
+        let slots = p.slots.as_mut().expect("a FastCGI peer");
+        if pooled {
+            let (s, dropped) = p.pool.take(idle, check);
+            (0..dropped).for_each(|_| slots.closed());
+            if let Some(s) = s {
+                REUSED.with(|r| r.set(r.get() + 1));
+                return Ok(s);
+            }
+        }
+        let grant = slots.acquire();
+        if matches!(grant, Grant::Full) {
+            self.in_flight[i] -= 1;
+        }
+        Err(grant)
+    }
+
+    /// FastCGI: ends a request. A connection fit for reuse goes to the
+    /// first waiter or the pool; `None` (closed, or never opened) frees its
+    /// slot.
+    pub fn fcgi_release(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
+        let Some(i) = self.find(c) else { return };
+        self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+        let max = self.shared.cfg.pool.max_idle;
+        let p = &mut self.peers[i];
+        let slots = p.slots.as_mut().expect("a FastCGI peer");
+        match keep {
+            Some(s) if slots.may_keep() => {
+                if let Some(s) = slots.hand_over(s) {
+                    if let Some(extra) = p.pool.put(s, max) {
+                        drop(extra);
+                        slots.closed();
+                    }
+                }
+            }
+            Some(s) => {
+                drop(s);
+                slots.closed();
+            }
+            None => slots.closed(),
+        }
+        if failed {
+            self.fail(i);
+        }
+    }
+
+    /// FastCGI: a request that gave up waiting, holding nothing.
+    pub fn fcgi_abandon(&mut self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+        }
+    }
+
+    /// Whether the chosen peer's slots come from the process-wide count.
+    pub fn fcgi_borrowing(&self, c: &Chosen) -> bool {
+        self.find(c)
+            .and_then(|i| self.peers[i].slots.as_ref())
+            .is_some_and(|s| s.is_borrowing())
+    }
+
+    /// Lets a waiter of a borrowing core take a slot another core freed.
+    pub fn fcgi_poll(&mut self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            if let Some(s) = &mut self.peers[i].slots {
+                s.poll_global();
+            }
         }
     }
 }

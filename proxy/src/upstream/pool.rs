@@ -28,35 +28,43 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// The most recently returned connection within its idle timeout.
-    /// With `check`, one the server closed is skipped; without, the caller
-    /// must cope with a stale one (a replayable request is retried on a
-    /// fresh connection), and saves a syscall per request.
-    pub fn take(&mut self, idle_timeout: Duration, check: bool) -> Option<TcpStream> {
+    /// The most recently returned connection within its idle timeout, and
+    /// how many were dropped on the way (FastCGI frees their slots). With
+    /// `check`, one the server closed is skipped; without, the caller must
+    /// cope with a stale one (a replayable request is retried on a fresh
+    /// connection), and saves a syscall per request.
+    pub fn take(&mut self, idle_timeout: Duration, check: bool) -> (Option<TcpStream>, usize) {
         let now = Instant::now();
+        let mut dropped = 0;
         while let Some(c) = self.idle.pop() {
             if now.duration_since(c.since) < idle_timeout && (!check || still_open(&c.stream)) {
-                return Some(c.stream);
+                return (Some(c.stream), dropped);
             }
+            dropped += 1;
         }
+        (None, dropped)
+    }
+
+    /// Keeps `stream` for reuse, unless `max` are kept already: then it
+    /// comes back.
+    pub fn put(&mut self, stream: TcpStream, max: usize) -> Option<TcpStream> {
+        if self.idle.len() >= max {
+            return Some(stream);
+        }
+        self.idle.push(IdleConn {
+            stream,
+            since: Instant::now(),
+        });
         None
     }
 
-    /// Keeps `stream` for reuse, unless `max` are kept already.
-    pub fn put(&mut self, stream: TcpStream, max: usize) {
-        if self.idle.len() < max {
-            self.idle.push(IdleConn {
-                stream,
-                since: Instant::now(),
-            });
-        }
-    }
-
     /// Closes the connections idle longer than `idle_timeout` and those the
-    /// server closed.
-    pub fn reap(&mut self, idle_timeout: Duration, now: Instant) {
+    /// server closed; says how many.
+    pub fn reap(&mut self, idle_timeout: Duration, now: Instant) -> usize {
+        let before = self.idle.len();
         self.idle
             .retain(|c| now.duration_since(c.since) < idle_timeout && still_open(&c.stream));
+        before - self.idle.len()
     }
 }
 

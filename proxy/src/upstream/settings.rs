@@ -18,6 +18,8 @@ pub struct ProxyConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamConfig {
     pub name: String,
+    pub protocol: Protocol,
+    pub fastcgi: FastCgiSettings,
     pub servers: Vec<ServerSpec>,
     pub balance: Balance,
     /// How often DNS names among `servers` are resolved again.
@@ -29,13 +31,67 @@ pub struct UpstreamConfig {
     pub active: Option<ActiveHealth>,
 }
 
-/// One `servers` entry: an IP literal or a DNS name, with a port.
+/// One `servers` entry: an IP literal or a DNS name, with a port; or, for
+/// FastCGI, a unix socket (`"unix:/run/php/php-fpm.sock"`), in which case
+/// `host` is the path as written and `port` is 0.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerSpec {
     pub host: String,
     pub port: u16,
     /// Relative share of requests; at least 1.
     pub weight: u32,
+    /// The socket path of a `unix:` server.
+    pub unix: Option<std::path::PathBuf>,
+}
+
+/// What an upstream speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protocol {
+    #[default]
+    Http,
+    FastCgi,
+}
+
+/// FastCGI capacity and queueing (`protocol = "fastcgi"` only).
+///
+/// A php-fpm child serves one connection until it closes, so each kept
+/// connection holds a child: the connections to a server, summed over all
+/// cores, never exceed its capacity, split fairly across the cores.
+/// Requests beyond it wait in ringside's own bounded queue per core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastCgiSettings {
+    /// Connections per server across all cores; `None` learns it from the
+    /// server (FCGI_GET_VALUES, FCGI_MAX_CONNS), else 8.
+    pub max_conns: Option<u32>,
+    /// Requests that may wait for a connection, per core.
+    pub queue_size: usize,
+    /// How long one may wait before a 503.
+    pub queue_timeout: Duration,
+    /// FCGI_KEEP_CONN: keep connections between requests.
+    pub keep_conn: bool,
+}
+
+impl Default for FastCgiSettings {
+    fn default() -> Self {
+        FastCgiSettings {
+            max_conns: None,
+            queue_size: 1024,
+            queue_timeout: Duration::from_secs(10),
+            keep_conn: true,
+        }
+    }
+}
+
+/// What a route to a FastCGI upstream runs: scripts beneath `root`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FastCgiRoute {
+    /// The docroot scripts are found in (DOCUMENT_ROOT, SCRIPT_FILENAME).
+    pub root: std::path::PathBuf,
+    /// A path is a script when a segment ends with this (`/a.php/x` is the
+    /// script `/a.php` with PATH_INFO `/x`).
+    pub extension: String,
+    /// Tried for a path ending in `/`.
+    pub index: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +195,8 @@ pub struct ProxyRoute {
     /// path as it is. `strip_prefix = true` is `Some("/")`.
     pub replace_prefix: Option<String>,
     pub host: HostHeader,
+    /// Set exactly when the upstream is FastCGI.
+    pub fastcgi: Option<FastCgiRoute>,
 }
 
 /// The Host header sent upstream.
@@ -214,6 +272,8 @@ impl UpstreamConfig {
     pub fn new(name: &str, servers: Vec<ServerSpec>) -> UpstreamConfig {
         UpstreamConfig {
             name: name.to_owned(),
+            protocol: Protocol::Http,
+            fastcgi: FastCgiSettings::default(),
             servers,
             balance: Balance::RoundRobin,
             resolve_every: Duration::from_secs(30),

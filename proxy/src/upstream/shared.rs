@@ -14,12 +14,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::settings::{ActiveHealth, UpstreamConfig};
+use super::settings::{ActiveHealth, Protocol, UpstreamConfig};
+
+/// Where a server listens: TCP, or (FastCGI) a unix socket.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PeerAddr {
+    Inet(SocketAddr),
+    Unix(Arc<std::path::Path>),
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Inet(a) => a.fmt(f),
+            PeerAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
 
 /// One address to send requests to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerSpec {
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
+    /// FastCGI: connections it takes, across all cores (0 for HTTP).
+    pub capacity: u32,
     pub weight: u32,
     /// `host:port` as configured, for `proxy_host = "upstream"`.
     pub authority: Arc<str>,
@@ -31,6 +49,9 @@ pub struct Shared {
     pub cfg: UpstreamConfig,
     generation: AtomicU64,
     peers: Mutex<Vec<PeerSpec>>,
+    /// FastCGI: free connections of each server for cores that borrow
+    /// (capacity below the number of cores; see `fastcgi::capacity`).
+    fastcgi_free: Mutex<HashMap<PeerAddr, Arc<std::sync::atomic::AtomicU32>>>,
 }
 
 impl Shared {
@@ -43,6 +64,18 @@ impl Shared {
     pub fn snapshot(&self) -> (u64, Vec<PeerSpec>) {
         let peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         (self.generation(), peers.clone())
+    }
+
+    /// The process-wide free-connection count of a FastCGI server.
+    pub fn fastcgi_global(
+        &self,
+        addr: &PeerAddr,
+        capacity: u32,
+    ) -> Arc<std::sync::atomic::AtomicU32> {
+        let mut m = self.fastcgi_free.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(addr.clone())
+            .or_insert_with(|| Arc::new(std::sync::atomic::AtomicU32::new(capacity)))
+            .clone()
     }
 
     fn publish(&self, update: impl FnOnce(&mut Vec<PeerSpec>) -> bool) {
@@ -59,11 +92,17 @@ impl Shared {
 pub fn start(cfgs: &[UpstreamConfig]) -> Result<Vec<Arc<Shared>>, String> {
     let mut all = Vec::with_capacity(cfgs.len());
     for cfg in cfgs {
-        let peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
+        let mut peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
+        if cfg.protocol == Protocol::FastCgi {
+            for p in &mut peers {
+                p.capacity = crate::fastcgi::probe::capacity(cfg, &p.addr);
+            }
+        }
         all.push(Arc::new(Shared {
             cfg: cfg.clone(),
             generation: AtomicU64::new(1),
             peers: Mutex::new(peers),
+            fastcgi_free: Mutex::new(HashMap::new()),
         }));
     }
     let watched: Vec<Arc<Shared>> = all
@@ -95,16 +134,22 @@ fn resolve(cfg: &UpstreamConfig) -> Result<Vec<PeerSpec>, String> {
         } else {
             format!("{}:{}", s.host, s.port).into()
         };
-        let addrs: Vec<SocketAddr> = match s.host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, s.port)],
-            Err(_) => (s.host.as_str(), s.port)
-                .to_socket_addrs()
-                .map_err(|e| format!("cannot resolve {}: {e}", s.host))?
-                .collect(),
+        let addrs: Vec<PeerAddr> = if let Some(path) = &s.unix {
+            vec![PeerAddr::Unix(path.as_path().into())]
+        } else {
+            match s.host.parse::<IpAddr>() {
+                Ok(ip) => vec![PeerAddr::Inet(SocketAddr::new(ip, s.port))],
+                Err(_) => (s.host.as_str(), s.port)
+                    .to_socket_addrs()
+                    .map_err(|e| format!("cannot resolve {}: {e}", s.host))?
+                    .map(PeerAddr::Inet)
+                    .collect(),
+            }
         };
         for addr in addrs {
             if !out.iter().any(|p| p.addr == addr) {
                 out.push(PeerSpec {
+                    capacity: 0,
                     addr,
                     weight: s.weight,
                     authority: authority.clone(),
@@ -130,7 +175,7 @@ fn monitor(watched: Vec<Arc<Shared>>) {
     let mut next_resolve: Vec<Instant> =
         watched.iter().map(|s| now + s.cfg.resolve_every).collect();
     let mut next_probe: Vec<Instant> = vec![now; watched.len()];
-    let mut streaks: HashMap<(usize, SocketAddr), Streak> = HashMap::new();
+    let mut streaks: HashMap<(usize, PeerAddr), Streak> = HashMap::new();
     loop {
         let now = Instant::now();
         for (i, s) in watched.iter().enumerate() {
@@ -178,7 +223,7 @@ fn merge(peers: &mut Vec<PeerSpec>, mut fresh: Vec<PeerSpec>) -> bool {
     if *peers == fresh {
         return false;
     }
-    tracing::info!(addresses = ?fresh.iter().map(|p| p.addr).collect::<Vec<_>>(), "upstream addresses changed");
+    tracing::info!(addresses = ?fresh.iter().map(|p| p.addr.to_string()).collect::<Vec<_>>(), "upstream addresses changed");
     *peers = fresh;
     true
 }
@@ -187,12 +232,16 @@ fn probe_all(
     i: usize,
     s: &Shared,
     active: &ActiveHealth,
-    streaks: &mut HashMap<(usize, SocketAddr), Streak>,
+    streaks: &mut HashMap<(usize, PeerAddr), Streak>,
 ) {
     let (_, peers) = s.snapshot();
     for p in peers {
-        let ok = probe(p.addr, &p.authority, active);
-        let st = streaks.entry((i, p.addr)).or_default();
+        let ok = match &p.addr {
+            PeerAddr::Inet(a) => probe(*a, &p.authority, active),
+            // Active checks are HTTP; FastCGI upstreams refuse them.
+            PeerAddr::Unix(_) => true,
+        };
+        let st = streaks.entry((i, p.addr.clone())).or_default();
         let flip = if ok {
             st.bad = 0;
             st.ok += 1;

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod origin;
+pub mod phpfpm;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

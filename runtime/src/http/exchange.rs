@@ -143,6 +143,14 @@ impl<'a> Exchange<'a> {
     pub fn peer(&self) -> io::Result<SocketAddr> {
         self.link.stream.peer_addr()
     }
+    /// The address the client connected to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.link.stream.local_addr()
+    }
+    /// Whether a streamed (chunked or close-delimited) body is under way.
+    pub fn streaming(&self) -> bool {
+        matches!(self.out, Out::Chunked | Out::CloseDelimited)
+    }
     pub fn body_kind(&self) -> BodyKind {
         self.head.body
     }
