@@ -122,14 +122,8 @@ impl Handler for Edge {
                         .await
                     }
                     Resolved::NotScript => self.statics.handle(ex).await,
-                    Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
-                        ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")
-                    }
-                    Resolved::Refused(PathError::Invalid) => ex.send(
-                        400,
-                        &[("Content-Type", b"text/plain")],
-                        b"400 Bad Request\n",
-                    ),
+                    Resolved::Missing | Resolved::Refused(PathError::Hidden) => ex.send_status(404),
+                    Resolved::Refused(PathError::Invalid) => ex.send_status(400),
                 }
             }
             Target::Proxy(i) => {
@@ -146,9 +140,7 @@ impl Handler for Edge {
                 ))
                 .await
             }
-            Target::NotFound => {
-                ex.send(404, &[("Content-Type", b"text/plain")], b"404 Not Found\n")
-            }
+            Target::NotFound => ex.send_status(404),
         }
     }
 }

@@ -413,9 +413,5 @@ async fn write_out(ex: &mut Exchange<'_>, data: &[u8]) -> Result<(), Failed> {
 
 fn answer(ex: &mut Exchange<'_>, status: u16, why: &str) -> io::Result<()> {
     tracing::debug!(status, why, "FastCGI error response");
-    let body = format!(
-        "{status} {}\n",
-        ringside_runtime::http::response::reason(status)
-    );
-    ex.send(status, &[("Content-Type", b"text/plain")], body.as_bytes())
+    ex.send_status(status)
 }

@@ -575,10 +575,6 @@ fn balance_key(ex: &Exchange<'_>, b: &Balance) -> Option<u64> {
 }
 
 fn fail_response(ex: &mut Exchange<'_>, status: u16, why: &str) -> io::Result<()> {
-    let body = format!(
-        "{status} {}\n",
-        ringside_runtime::http::response::reason(status)
-    );
     tracing::debug!(status, why, "proxy error response");
-    ex.send(status, &[("Content-Type", b"text/plain")], body.as_bytes())
+    ex.send_status(status)
 }

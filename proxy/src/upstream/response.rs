@@ -116,11 +116,11 @@ impl ResponseHead {
 
     /// Value of the first header named `name` (ASCII case-insensitive).
     pub fn header<'a>(&self, buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
-        let name = name.as_bytes();
-        self.headers[..self.header_count as usize]
-            .iter()
-            .find(|(n, _)| n.len() == name.len() && n.get(buf).eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.get(buf))
+        ringside_runtime::http::head::find_header(
+            &self.headers[..self.header_count as usize],
+            buf,
+            name,
+        )
     }
 
     /// An interim response (1xx other than 101): the final one follows on

@@ -408,6 +408,24 @@ impl<'a> Exchange<'a> {
         self.head.expect_continue && !self.sent_continue
     }
 
+    /// Answers `status` with a short plain-text page (`502 Bad Gateway`),
+    /// the connection kept as for any other response. No allocation.
+    pub fn send_status(&mut self, status: u16) -> io::Result<()> {
+        let reason = super::response::reason(status);
+        let mut body = [0u8; 64];
+        let mut n = 0;
+        for part in [itoa3(status).as_slice(), b" ", reason.as_bytes(), b"\n"] {
+            let take = part.len().min(body.len() - n);
+            body[n..n + take].copy_from_slice(&part[..take]);
+            n += take;
+        }
+        self.send(
+            status,
+            &[("Content-Type", b"text/plain; charset=utf-8")],
+            &body[..n],
+        )
+    }
+
     /// Buffers a whole response; the connection writes it (with any pipelined
     /// neighbours) when the handler returns.
     pub fn send(&mut self, status: u16, headers: &[(&str, &[u8])], body: &[u8]) -> io::Result<()> {
@@ -587,6 +605,16 @@ impl<'a> Exchange<'a> {
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
         self.link.flush(self.wbuf).await
     }
+}
+
+/// A status code's three digits.
+fn itoa3(status: u16) -> [u8; 3] {
+    let s = status.min(999);
+    [
+        b'0' + (s / 100) as u8,
+        b'0' + (s / 10 % 10) as u8,
+        b'0' + (s % 10) as u8,
+    ]
 }
 
 /// 1xx, 204 and 304 responses never carry a body or framing headers

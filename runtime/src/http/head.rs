@@ -207,11 +207,7 @@ impl ParsedHead {
 
     /// Value of the first header named `name` (ASCII case-insensitive).
     pub fn header<'a>(&self, buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
-        let name = name.as_bytes();
-        self.headers[..self.header_count as usize]
-            .iter()
-            .find(|(n, _)| n.len() == name.len() && n.get(buf).eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.get(buf))
+        find_header(&self.headers[..self.header_count as usize], buf, name)
     }
 
     /// Number of header fields.
@@ -671,3 +667,13 @@ fn trim_ows(mut s: &[u8]) -> &[u8] {
 #[cfg(test)]
 #[path = "head_tests.rs"]
 mod tests;
+
+/// The value of the first (name, value) span pair whose name is `name`
+/// (ASCII case-insensitive); for any head kept as spans into its buffer.
+pub fn find_header<'a>(pairs: &[(Span, Span)], buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    let name = name.as_bytes();
+    pairs
+        .iter()
+        .find(|(n, _)| n.len() == name.len() && n.get(buf).eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.get(buf))
+}
