@@ -186,6 +186,12 @@ impl Local {
         let Some(ph) = self.shared.cfg.passive else {
             return;
         };
+        // As nginx does: a lone server is never marked down, since that
+        // only turns one fault into a cooldown of 502s with nowhere else
+        // to go.
+        if self.peers.len() < 2 {
+            return;
+        }
         let now = Instant::now();
         let p = &mut self.peers[i];
         if p.fails == 0 || now.duration_since(p.first_fail) > ph.window {

@@ -159,7 +159,8 @@ pub struct RetryOn {
 }
 
 /// `max_fails` failures within `window` mark a server down for `cooldown`
-/// (per core, as nginx without a shared zone).
+/// (per core, as nginx without a shared zone). An upstream of one server
+/// is never marked down, as in nginx.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PassiveHealth {
     pub max_fails: u32,
