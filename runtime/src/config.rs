@@ -45,6 +45,10 @@ pub struct RuntimeConfig {
     pub backend: BackendChoice,
     /// Submission queue entries per io_uring ring.
     pub ring_entries: u32,
+    /// io_uring: with several requests in progress, park for a batch of
+    /// completions up to this long (zero: off; 100 us by default). See
+    /// `coalesce`.
+    pub coalesce_wait: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -54,6 +58,7 @@ impl Default for RuntimeConfig {
             affinity: Affinity::Auto,
             backend: BackendChoice::Auto,
             ring_entries: 1024,
+            coalesce_wait: Duration::from_micros(100),
         }
     }
 }

@@ -47,6 +47,7 @@ compile_error!(
 );
 
 pub mod backend;
+pub mod coalesce;
 pub mod config;
 pub mod conns;
 pub mod fs;

@@ -89,14 +89,22 @@ pub(crate) struct BusyGuard(());
 
 impl BusyGuard {
     pub(crate) fn new() -> BusyGuard {
-        BUSY.with(|b| b.set(b.get() + 1));
+        let n = BUSY.with(|b| {
+            b.set(b.get() + 1);
+            b.get()
+        });
+        crate::coalesce::busy_changed(n);
         BusyGuard(())
     }
 }
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        BUSY.with(|b| b.set(b.get() - 1));
+        let n = BUSY.with(|b| {
+            b.set(b.get() - 1);
+            b.get()
+        });
+        crate::coalesce::busy_changed(n);
     }
 }
 

@@ -153,6 +153,7 @@ where
         let ready_tx = ready_tx.clone();
         let grace = srv.timeouts.shutdown_grace;
         let ring_entries = rt.ring_entries;
+        let coalesce_wait = rt.coalesce_wait;
         let t = std::thread::Builder::new()
             .name(format!("ringside-w{index}"))
             .spawn(move || {
@@ -160,6 +161,7 @@ where
                     core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
                 }
                 backend::set_current(ctx.backend);
+                crate::coalesce::configure(coalesce_wait);
                 let ready = ready_tx.clone();
                 let fut = worker_main(
                     ctx.clone(),

@@ -55,6 +55,7 @@ fn allocations_per_hit(backend: BackendChoice, file: &str, size: usize) {
         affinity: Affinity::Off,
         backend,
         ring_entries: 256,
+        ..RuntimeConfig::default()
     };
     let srv = ServerConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],

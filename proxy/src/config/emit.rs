@@ -89,6 +89,7 @@ impl Config {
         writeln!(out, "cpu_affinity = {affinity}")?;
         writeln!(out, "backend = {}", quote(backend_name(r.backend)))?;
         writeln!(out, "ring_entries = {}", r.ring_entries)?;
+        writeln!(out, "coalesce_wait = {}", dur(r.coalesce_wait))?;
 
         writeln!(out, "\n[server]")?;
         let listen: Vec<String> = s.listen.iter().map(|a| quote(&a.to_string())).collect();

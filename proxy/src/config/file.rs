@@ -160,6 +160,7 @@ pub struct RuntimeSection {
     pub cpu_affinity: Option<Spanned<AffinityValue>>,
     pub backend: Option<Spanned<String>>,
     pub ring_entries: Option<Spanned<i64>>,
+    pub coalesce_wait: Option<Spanned<DurationValue>>,
 }
 
 /// `[server]`: listeners and the static root.

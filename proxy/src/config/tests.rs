@@ -76,6 +76,7 @@ workers = 3
 cpu_affinity = false
 backend = "epoll"
 ring_entries = 256
+coalesce_wait = "200us"
 
 [server]
 listen = ["127.0.0.1:8081", "[::1]:8082"]
@@ -105,6 +106,7 @@ shutdown_grace = "1s"
             affinity: Affinity::Off,
             backend: BackendChoice::Epoll,
             ring_entries: 256,
+            coalesce_wait: Duration::from_micros(200),
         }
     );
     assert_eq!(
@@ -169,6 +171,10 @@ fn validation_errors() {
          "ringside.toml:2:16: [runtime] ring_entries: expected an integer from 1 to 32768, got 0"),
         ("[runtime]\nring_entries = 65536\n",
          "ringside.toml:2:16: [runtime] ring_entries: expected an integer from 1 to 32768, got 65536"),
+        ("[runtime]\ncoalesce_wait = \"20ms\"\n",
+         "ringside.toml:2:17: [runtime] coalesce_wait: expected at most \"10ms\", got \"20ms\""),
+        ("[runtime]\ncoalesce_wait = \"soon\"\n",
+         "ringside.toml:2:17: [runtime] coalesce_wait: expected a duration like \"500ms\", \"10s\", \"2m\", \"1h\" or integer seconds, got \"soon\""),
         ("[runtime]\ncpu_affinity = []\n",
          "ringside.toml:2:16: [runtime] cpu_affinity: expected at least one CPU (false turns pinning off)"),
         ("[runtime]\ncpu_affinity = \"auto\"\n",
@@ -257,7 +263,7 @@ fn error_fields() {
 fn unknown_keys_are_named_with_their_line() {
     assert_eq!(
         error("[runtime]\nworkers = 2\nworker = 3\n"),
-        "ringside.toml:3:1: [runtime] worker: unknown key, expected one of `workers`, `cpu_affinity`, `backend`, `ring_entries`"
+        "ringside.toml:3:1: [runtime] worker: unknown key, expected one of `workers`, `cpu_affinity`, `backend`, `ring_entries`, `coalesce_wait`"
     );
     assert_eq!(
         error("[server]\n  listen = [\"127.0.0.1:1\"]\n  port = 80\n"),
@@ -446,6 +452,7 @@ workers = "auto"
 cpu_affinity = true
 backend = "auto"
 ring_entries = 1024
+coalesce_wait = "100us"
 
 [server]
 listen = ["127.0.0.1:8080"]

@@ -164,6 +164,12 @@ impl Cx<'_> {
                 d.ring_entries,
                 |&n| int_in(n, 1, MAX_RING_ENTRIES).map(|n| n as u32),
             )?,
+            coalesce_wait: self.or(
+                &r.coalesce_wait,
+                "[runtime] coalesce_wait",
+                d.coalesce_wait,
+                coalesce_wait,
+            )?,
         })
     }
 
@@ -494,6 +500,23 @@ pub fn size_in(v: &SizeValue, lo: u64, hi: u64) -> Result<u64, String> {
     } else {
         format!("expected a size from {lo} to {hi} bytes, got {v}")
     })
+}
+
+/// The longest coalesced wait allowed: beyond a few milliseconds it is a
+/// stall, not a batch.
+pub const MAX_COALESCE_WAIT: Duration = Duration::from_millis(10);
+
+/// `[runtime] coalesce_wait`: zero (off) up to [`MAX_COALESCE_WAIT`].
+pub fn coalesce_wait(v: &DurationValue) -> Result<Duration, String> {
+    let d = match v {
+        DurationValue::Seconds(0) => Duration::ZERO,
+        DurationValue::Text(s) => parse_duration(s)?,
+        _ => duration(v)?,
+    };
+    if d > MAX_COALESCE_WAIT {
+        return Err(format!("expected at most \"10ms\", got {v}"));
+    }
+    Ok(d)
 }
 
 /// A nonzero duration.

@@ -123,6 +123,7 @@ pub fn start_with(backend: BackendChoice, srv: ServerConfig) -> TestServer {
         affinity: Affinity::Off,
         backend,
         ring_entries: 256,
+        ..RuntimeConfig::default()
     };
     let (tx, rx) = mpsc::channel();
     let tx = Arc::new(Mutex::new(tx));
