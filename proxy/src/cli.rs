@@ -7,9 +7,13 @@
 //!   --workers N|auto
 //!   --root DIR
 //!   --backend NAME
+//!   --coalesce-wait DUR   io_uring: park for a batch of completions up to
+//!                         DUR when several requests are in progress
 //!   --upstream HOST:PORT  repeatable; proxy every path to these servers
 //!   --fastcgi ADDR        run scripts beneath the root with the FastCGI
 //!                         server at HOST:PORT, unix:PATH or /PATH
+//!   --fastcgi-max-conns N the FastCGI server's capacity (php-fpm's
+//!                         pm.max_children), shared by all workers
 //!   -V, --version
 //! COMMANDS:
 //!   check FILE            validate FILE, print the effective config
@@ -74,6 +78,11 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub backend: Option<String>,
 
+    /// io_uring: with several requests in progress, park for a batch of
+    /// completions up to DUR (default "100us"; 0: off).
+    #[arg(long, value_name = "DUR")]
+    pub coalesce_wait: Option<String>,
+
     /// Proxy every path to HOST:PORT (repeatable): upstream "default".
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Vec<String>,
@@ -82,6 +91,12 @@ pub struct Cli {
     /// (HOST:PORT, unix:PATH or /PATH): upstream "fastcgi".
     #[arg(long, value_name = "ADDR")]
     pub fastcgi: Option<String>,
+
+    /// With --fastcgi: the server's capacity in connections, summed over
+    /// all workers (php-fpm's pm.max_children).
+    #[arg(long, value_name = "N", requires = "fastcgi",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub fastcgi_max_conns: Option<u32>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -142,6 +157,11 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
     if let Some(name) = &cli.backend {
         config.runtime.backend = backend(name).map_err(|m| ConfigError::flag("--backend", m))?;
     }
+    if let Some(text) = &cli.coalesce_wait {
+        let value = crate::config::file::DurationValue::Text(text.clone());
+        config.runtime.coalesce_wait = crate::config::validate::coalesce_wait(&value)
+            .map_err(|m| ConfigError::flag("--coalesce-wait", m))?;
+    }
     if cli.fastcgi.is_some() && !cli.upstream.is_empty() {
         return Err(ConfigError::flag(
             "--fastcgi",
@@ -152,7 +172,8 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
         add_flag_upstream(config, &cli.upstream).map_err(|m| ConfigError::flag("--upstream", m))?;
     }
     if let Some(addr) = &cli.fastcgi {
-        add_flag_fastcgi(config, addr).map_err(|m| ConfigError::flag("--fastcgi", m))?;
+        add_flag_fastcgi(config, addr, cli.fastcgi_max_conns)
+            .map_err(|m| ConfigError::flag("--fastcgi", m))?;
     }
     Ok(())
 }
@@ -180,11 +201,12 @@ fn add_flag_upstream(config: &mut Config, addrs: &[String]) -> Result<(), String
 
 /// `--fastcgi ADDR`: upstream "fastcgi" over ADDR, and a route for every
 /// path that runs scripts beneath the config's root.
-fn add_flag_fastcgi(config: &mut Config, addr: &str) -> Result<(), String> {
-    let up = UpstreamConfig {
+fn add_flag_fastcgi(config: &mut Config, addr: &str, max_conns: Option<u32>) -> Result<(), String> {
+    let mut up = UpstreamConfig {
         protocol: Protocol::FastCgi,
         ..UpstreamConfig::new(FLAG_FASTCGI, vec![fastcgi_addr(addr)?])
     };
+    up.fastcgi.max_conns = max_conns.or(up.fastcgi.max_conns);
     let script = FastCgiRoute {
         root: config.root.clone(),
         extension: EXTENSION.to_owned(),
