@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod fcgi_fake;
 pub mod origin;
 pub mod phpfpm;
 
@@ -52,6 +53,21 @@ impl Ringside {
     /// [`Ringside::one_worker`] reading the config file `cfg`.
     pub fn configured(backend: &str, cfg: &Path) -> Ringside {
         Self::one_worker(backend, &["--config", cfg.to_str().unwrap()])
+    }
+
+    /// `workers` workers on `backend`, port 0, reading the config `cfg`.
+    pub fn workers(backend: &str, workers: u32, cfg: &Path) -> Ringside {
+        let workers = workers.to_string();
+        Self::start(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            &workers,
+            "--backend",
+            backend,
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
     }
 
     pub fn start_with(cmd: &mut Command) -> Ringside {
@@ -116,6 +132,15 @@ impl Ringside {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Stops the server with SIGTERM, checks it exited cleanly, and returns
+    /// what it logged.
+    pub fn stop(mut self) -> String {
+        self.signal(libc::SIGTERM);
+        let st = self.wait(Duration::from_secs(20));
+        assert!(st.success(), "ringside exited with {st}");
+        self.stderr()
     }
 
     /// Everything the server wrote to stderr; call after it exited.

@@ -187,6 +187,19 @@ impl PhpFpm {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/php")
     }
 
+    /// Writes `ringside.toml` in `dir`: one FastCGI upstream `php` over
+    /// this php-fpm (with the upstream keys `extra`), running every `.php`
+    /// beneath [`PhpFpm::docroot`].
+    pub fn ringside_config(&self, dir: &TempDir, extra: &str) -> PathBuf {
+        let text = format!(
+            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"{}\"]\n{extra}\n\
+             [[route]]\nprefix = \"/\"\nupstream = \"php\"\nroot = \"{}\"\n",
+            self.listen,
+            Self::docroot().display()
+        );
+        dir.write("ringside.toml", text.as_bytes())
+    }
+
     /// The master's pid.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("php-fpm is running").id()
