@@ -3,7 +3,7 @@
 ringside-bench, each pinned to the same CPU, taking turns round after round.
 
 The target (ringside, one worker, serving a 26-byte file; or nginx with
-deploy/peers/nginx-static.conf) runs pinned to CPU 0 for the whole run.
+deploy/bench/nginx-static.conf) runs pinned to CPU 0 for the whole run.
 Each client runs pinned to CPU 1 with the same connection count and
 duration:
 
@@ -64,9 +64,10 @@ def start_target(kind, root, prefix):
         cmd = [exe, "--workers", "1", "--root", root, "--listen", f"127.0.0.1:{port}"]
         env = dict(os.environ, RUST_LOG="warn")
     elif kind == "nginx":
-        with open(os.path.join(REPO, "deploy", "peers", "nginx-static.conf")) as f:
+        with open(os.path.join(REPO, "deploy", "bench", "nginx-static.conf")) as f:
             text = f.read()
         text = text.replace("@ROOT@", root).replace("@PORT@", str(port)).replace("@PREFIX@", prefix)
+        text = text.replace("@WORKERS@", "1").replace("@MASTER@", "off")
         conf = os.path.join(prefix, "nginx.conf")
         with open(conf, "w") as f:
             f.write(text)

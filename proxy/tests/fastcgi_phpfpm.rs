@@ -1,5 +1,5 @@
 //! `ringside` in front of a real php-fpm (Debian's, started by the test on
-//! a TCP port or a unix socket with `deploy/peers/php-fpm.conf`), on every
+//! a TCP port or a unix socket with `deploy/bench/php-fpm.conf`), on every
 //! I/O backend: scripts, bodies both ways, status and headers set by PHP,
 //! CGI variables, script stderr, and php-fpm restarted under a running
 //! server. `fastcgi_capacity.rs` shows the kept connections within php-fpm's

@@ -57,10 +57,10 @@ fn nginx_bin() -> &'static str {
     }
 }
 
-/// nginx from deploy/peers/nginx-origin.conf on a free port.
+/// nginx from deploy/bench/nginx-origin.conf on a free port.
 fn start_nginx(dir: &TempDir) -> (Peer, u16) {
     let template = std::fs::read_to_string(format!(
-        "{}/../deploy/peers/nginx-origin.conf",
+        "{}/../deploy/bench/nginx-origin.conf",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();

@@ -2,7 +2,7 @@
 //! FastCGI peer of tests, with a small blocking FastCGI client of its own.
 //!
 //! [`PhpFpm::start_tcp`] / [`PhpFpm::start_unix`] fill in
-//! `deploy/peers/php-fpm.conf` (one static pool, `pm.status_path =
+//! `deploy/bench/php-fpm.conf` (one static pool, `pm.status_path =
 //! /fpm-status`, script stderr caught into the log) in a fresh temp dir and
 //! run `php-fpm -F -y CONF` (plus `-R` as root, which php-fpm needs to run
 //! as root at all). php-fpm is ready when its master logs "ready to handle
@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 
 use super::TempDir;
 
-const TEMPLATE: &str = include_str!("../../../deploy/peers/php-fpm.conf");
+const TEMPLATE: &str = include_str!("../../../deploy/bench/php-fpm.conf");
 const MISSING: &str = "php-fpm is needed for this test (scripts/test.sh installs it)";
 const READY_LINE: &str = "ready to handle connections";
 const START_LIMIT: Duration = Duration::from_secs(10);
