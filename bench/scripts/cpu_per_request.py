@@ -13,10 +13,13 @@ usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
 
 A ringside server may be named ringside[:BACKEND][@SETUP][+VAR=VALUE] to
 compare backends (ringside:epoll), io_uring ring setups (ringside@defer,
-@none, @coop) or an environment switch, all in the same run.
+@none, @coop), an environment switch, or a flag (ringside+--coalesce-wait=0),
+all in the same run. The server "floor" (bench/src/bin/ringside-floor.rs)
+answers fixed bytes without parsing, or with --proxy relays bytes both ways
+without HTTP: the kernel's share of a request, below which no server goes.
 
 --proxy measures reverse proxies instead of static serving: one nginx origin
-(deploy/peers/nginx-origin.conf, answering "hello from origin\n" on every
+(deploy/bench/nginx-origin.conf, answering "hello from origin\n" on every
 path) runs pinned to CPU 1 beside wrk for the whole run, and each server under
 test (default ringside,nginx,haproxy) proxies to it from CPU 0. Only the
 proxy's own CPU time is counted. The origin's stub_status also says how many
@@ -27,15 +30,15 @@ and a proxy may close the upstream connections carrying them (nginx does)
 and open new ones in the run. A proxy without a pool shows about one per
 request ("origin req/req" is the origin's requests per wrk request, ~1.000).
 
---fastcgi measures FastCGI front ends: one php-fpm (deploy/peers/php-fpm.conf,
+--fastcgi measures FastCGI front ends: one php-fpm (deploy/bench/php-fpm.conf,
 pm = static with --fpm-children children, TCP on loopback) runs pinned to
 CPU 1 beside wrk for the whole run, and each server under test (default
 ringside,nginx,nginx-nokeep,lighttpd) runs /hello.php (from
 proxy/tests/support/php unless --root) on it from CPU 0: ringside with
 --fastcgi; nginx with fastcgi_keep_conn on and an upstream keepalive 8
-(deploy/peers/nginx-fastcgi.conf); nginx-nokeep, the same file with
+(deploy/bench/nginx-fastcgi.conf); nginx-nokeep, the same file with
 keep_conn off and no upstream keepalive; lighttpd with mod_fastcgi
-(deploy/peers/lighttpd-fastcgi.conf), one connection per request. Only the
+(deploy/bench/lighttpd-fastcgi.conf), one connection per request. Only the
 front end's CPU time is counted; "fpm us/req" is php-fpm's own (master and
 children), for scale. "fpm acc/req" is php-fpm's "accepted conn" delta per
 wrk request, fetched from /fpm-status with the script's own FastCGI client
@@ -107,6 +110,8 @@ def fill(template, prefix, root, port, upstream_port=None, extra=None):
     with open(template) as f:
         text = f.read()
     text = text.replace("@ROOT@", root or "").replace("@PORT@", str(port)).replace("@PREFIX@", prefix)
+    # One worker, in one process (the shootout command fills these for more).
+    text = text.replace("@WORKERS@", "1").replace("@MASTER@", "off").replace("@MAXWORKER@", "0")
     if upstream_port is not None:
         text = text.replace("@UPSTREAM_PORT@", str(upstream_port))
     for k, v in (extra or {}).items():
@@ -121,6 +126,29 @@ def nginx_exe():
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
+def ringside_variant(name):
+    """ringside[:BACKEND][@URING_SETUP][+NAME=VALUE]: (exe, extra arguments,
+    environment), e.g. ringside:epoll, ringside@defer,
+    ringside+--coalesce-wait=200us (a NAME starting with -- is a flag)."""
+    rest = name[len("ringside"):]
+    env = dict(os.environ, RUST_LOG="warn")
+    extra = []
+    if "+" in rest:
+        # An environment variable or a flag for this server only.
+        rest, assign = rest.split("+", 1)
+        k, v = assign.split("=", 1)
+        if k.startswith("--"):
+            extra = [k, v]
+        else:
+            env[k] = v
+    if "@" in rest:
+        rest, env["RINGSIDE_URING_SETUP"] = rest.split("@", 1)
+    backend = rest.lstrip(":")
+    if backend:
+        extra += ["--backend", backend]
+    return os.path.join(REPO, "target", "release", "ringside"), extra, env
+
+
 def start(name, root, args, upstream_port=None, fcgi_port=None):
     """Starts one server under test on CPU 0; with upstream_port, as a proxy
     to it; with fcgi_port, as a FastCGI front end to php-fpm there."""
@@ -129,40 +157,31 @@ def start(name, root, args, upstream_port=None, fcgi_port=None):
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-")
     if name.startswith("ringside"):
-        # ringside[:BACKEND][@URING_SETUP], e.g. ringside:epoll, ringside@defer
-        rest = name[len("ringside"):]
-        extra_env = {}
-        if "+" in rest:
-            # ringside...+NAME=VALUE: an environment variable for this server only.
-            rest, assign = rest.split("+", 1)
-            k, v = assign.split("=", 1)
-            extra_env[k] = v
-        setup = None
-        if "@" in rest:
-            rest, setup = rest.split("@", 1)
-        backend = rest.lstrip(":") or None
-        exe = os.path.join(REPO, "target", "release", "ringside")
+        exe, extra, env = ringside_variant(name)
         if upstream_port is None:
             cmd = [exe, "--listen", f"127.0.0.1:{port}", "--workers", "1", "--root", root]
         else:
             cmd = [exe, "--workers", "1", "--listen", f"127.0.0.1:{port}", "--upstream", f"127.0.0.1:{upstream_port}"]
-        cmd += args.ringside_args.split()
-        if backend:
-            cmd += ["--backend", backend]
-        env = dict(os.environ, RUST_LOG="warn", **extra_env)
-        if setup:
-            env["RINGSIDE_URING_SETUP"] = setup
+        cmd += args.ringside_args.split() + extra
+    elif name == "floor":
+        # The kernel's share: bench/src/bin/ringside-floor.rs.
+        exe = os.path.join(REPO, "target", "release", "ringside-floor")
+        if upstream_port is None:
+            cmd = [exe, "respond", f"127.0.0.1:{port}"]
+        else:
+            cmd = [exe, "relay", f"127.0.0.1:{port}", f"127.0.0.1:{upstream_port}"]
+        env = None
     elif name == "nginx":
         template = "nginx-static.conf" if upstream_port is None else "nginx-proxy.conf"
-        conf = fill(os.path.join(REPO, "deploy", "peers", template), prefix, root, port, upstream_port)
+        conf = fill(os.path.join(REPO, "deploy", "bench", template), prefix, root, port, upstream_port)
         cmd = [nginx_exe(), "-c", conf, "-p", prefix]
         env = None
     elif name == "haproxy" and upstream_port is not None:
-        conf = fill(os.path.join(REPO, "deploy", "peers", "haproxy-proxy.cfg"), prefix, root, port, upstream_port)
+        conf = fill(os.path.join(REPO, "deploy", "bench", "haproxy-proxy.cfg"), prefix, root, port, upstream_port)
         cmd = [shutil.which("haproxy") or "/usr/sbin/haproxy", "-db", "-f", conf]
         env = None
     elif name == "lighttpd" and upstream_port is None:
-        conf = fill(os.path.join(REPO, "deploy", "peers", "lighttpd-static.conf"), prefix, root, port)
+        conf = fill(os.path.join(REPO, "deploy", "bench", "lighttpd-static.conf"), prefix, root, port)
         cmd = [shutil.which("lighttpd") or "/usr/sbin/lighttpd", "-D", "-f", conf]
         env = None
     else:
@@ -177,18 +196,16 @@ def start_fastcgi(name, root, args, fcgi_port):
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-")
     if name.startswith("ringside"):
-        rest = name[len("ringside"):]
-        backend = rest.lstrip(":") or None
-        exe = os.path.join(REPO, "target", "release", "ringside")
+        exe, extra, env = ringside_variant(name)
         cmd = [exe, "--workers", "1", "--listen", f"127.0.0.1:{port}", "--root", root,
-               "--fastcgi", f"127.0.0.1:{fcgi_port}"]
-        cmd += args.ringside_args.split()
-        if backend:
-            cmd += ["--backend", backend]
-        env = dict(os.environ, RUST_LOG="warn")
+               "--fastcgi", f"127.0.0.1:{fcgi_port}",
+               # php-fpm cannot tell its capacity (no FCGI_MAX_CONNS); one
+               # child stays free for the script's /fpm-status probes.
+               "--fastcgi-max-conns", str(max(1, args.fpm_children - 1))]
+        cmd += args.ringside_args.split() + extra
     elif name in ("nginx", "nginx-nokeep"):
         keep = name == "nginx"
-        conf = fill(os.path.join(REPO, "deploy", "peers", "nginx-fastcgi.conf"), prefix, root, port, extra={
+        conf = fill(os.path.join(REPO, "deploy", "bench", "nginx-fastcgi.conf"), prefix, root, port, extra={
             "@FCGI@": f"127.0.0.1:{fcgi_port}",
             "@KEEPCONN@": "on" if keep else "off",
             "@IFKEEP@": "" if keep else "#",
@@ -196,7 +213,7 @@ def start_fastcgi(name, root, args, fcgi_port):
         cmd = [nginx_exe(), "-c", conf, "-p", prefix]
         env = None
     elif name == "lighttpd":
-        conf = fill(os.path.join(REPO, "deploy", "peers", "lighttpd-fastcgi.conf"), prefix, root, port, extra={
+        conf = fill(os.path.join(REPO, "deploy", "bench", "lighttpd-fastcgi.conf"), prefix, root, port, extra={
             "@FCGI@": f'"host" => "127.0.0.1", "port" => {fcgi_port}',
         })
         cmd = [shutil.which("lighttpd") or "/usr/sbin/lighttpd", "-D", "-f", conf]
@@ -243,7 +260,7 @@ def start_origin():
     """The nginx origin for --proxy, pinned to CPU 1 beside wrk."""
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-origin-")
-    conf = fill(os.path.join(REPO, "deploy", "peers", "nginx-origin.conf"), prefix, None, port)
+    conf = fill(os.path.join(REPO, "deploy", "bench", "nginx-origin.conf"), prefix, None, port)
     return launch([nginx_exe(), "-c", conf, "-p", prefix], None, port, prefix, cpu=1)
 
 
@@ -280,7 +297,7 @@ def start_fpm(children):
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-fpm-")
     root = os.geteuid() == 0
-    conf = fill(os.path.join(REPO, "deploy", "peers", "php-fpm.conf"), prefix, None, port, extra={
+    conf = fill(os.path.join(REPO, "deploy", "bench", "php-fpm.conf"), prefix, None, port, extra={
         "@LISTEN@": f"127.0.0.1:{port}",
         "@CHILDREN@": str(children),
         "@USERLINES@": "user = root\ngroup = root" if root else "",
@@ -517,7 +534,7 @@ def main():
         with open(os.path.join(root, "hello.txt"), "wb") as f:
             f.write(b"hello from ringside 26 B.\n")
     servers = args.servers.split(",")
-    known = ("nginx", "haproxy") if args.proxy else ("nginx", "lighttpd")
+    known = ("nginx", "haproxy", "floor") if args.proxy else ("nginx", "lighttpd", "floor")
     if args.fastcgi:
         known = ("nginx", "nginx-nokeep", "lighttpd")
     for name in servers:
