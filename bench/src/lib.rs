@@ -24,6 +24,7 @@ pub mod report_ab;
 pub mod report_siege;
 pub mod request;
 pub mod response;
+pub mod shootout;
 pub mod stats;
 pub mod urls;
 pub mod worker;
@@ -66,6 +67,14 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "shootout") {
+        let rest: Vec<String> = args[2..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        return shootout::main(&rest);
+    }
     let cfg = match args::parse(args) {
         Ok(c) => c,
         Err(ArgError::Clap(e)) => {

@@ -1,0 +1,413 @@
+//! `ringside-bench shootout FILE.toml`: the seeds' comparisons as one
+//! command. For each scenario and worker count it starts the backend and
+//! then, repeat after repeat, each front end in turn (pinned: the servers
+//! on the first `workers` CPUs, the client and the backend on the rest, or
+//! on the last CPU when the servers take them all): started, warmed up and
+//! measured at each concurrency, stopped. Interleaving spreads the drift
+//! of a shared machine over all of them. ringside-bench itself is
+//! the client (`-k -c N -d DUR --json`). It writes `results.json`,
+//! `report.md` (also printed) and SVG charts into `--out` (default
+//! `shootout-NAME`); `--report results.json` redraws them.
+
+pub mod def;
+pub mod procs;
+pub mod report;
+pub mod results;
+pub mod servers;
+
+use std::path::{Path, PathBuf};
+
+use def::{Definition, Kind, Scenario};
+use procs::{run_pinned, Scratch};
+use results::{Cell, Results, Sample, Skipped};
+use servers::{missing, request_path, serves, start_backend, start_front, Paths};
+
+const USAGE: &str = "usage: ringside-bench shootout FILE.toml [--out DIR] [--repo DIR] \
+     [--duration DUR] [--warmup DUR] [--repeats N] | --report RESULTS.json [--out DIR]";
+
+/// The `shootout` subcommand; `args` are what follows it.
+pub fn main(args: &[String]) -> i32 {
+    match run_cli(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ringside-bench shootout: {e}");
+            2
+        }
+    }
+}
+
+fn run_cli(args: &[String]) -> Result<(), String> {
+    let mut file = None;
+    let mut out = None;
+    let mut repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut redraw = None;
+    let mut duration = None;
+    let mut warmup = None;
+    let mut repeats = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or(format!("{a} needs a value\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--repo" => repo = PathBuf::from(value()?),
+            "--report" => redraw = Some(PathBuf::from(value()?)),
+            "--duration" => duration = Some(crate::args::parse_duration(&value()?)?),
+            "--warmup" => warmup = Some(crate::args::parse_duration(&value()?)?),
+            "--repeats" => {
+                let n: usize = value()?.parse().map_err(|e| format!("--repeats: {e}"))?;
+                repeats = Some(n.max(1));
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            f if !f.starts_with('-') && file.is_none() => file = Some(PathBuf::from(f)),
+            other => return Err(format!("unexpected {other:?}\n{USAGE}")),
+        }
+    }
+    let results = match (redraw, file) {
+        (Some(json), None) => {
+            let text =
+                std::fs::read_to_string(&json).map_err(|e| format!("{}: {e}", json.display()))?;
+            serde_json::from_str::<Results>(&text)
+                .map_err(|e| format!("{}: {e}", json.display()))?
+        }
+        (None, Some(file)) => {
+            let cpus = allowed_cpus();
+            let mut def = Definition::load(&file, cpus.len())?;
+            def.duration = duration.unwrap_or(def.duration);
+            def.warmup = warmup.unwrap_or(def.warmup);
+            def.repeats = repeats.unwrap_or(def.repeats);
+            run(&def, &cpus, &Paths::from_repo(&repo))?
+        }
+        _ => return Err(USAGE.into()),
+    };
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("shootout-{}", results.name)));
+    write(&results, &out)
+}
+
+/// Writes the JSON, the markdown (also to stdout) and the charts.
+fn write(r: &Results, out: &Path) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", out.display());
+    std::fs::create_dir_all(out).map_err(err)?;
+    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("results.json"), json + "\n").map_err(err)?;
+    let md = report::markdown(r);
+    std::fs::write(out.join("report.md"), &md).map_err(err)?;
+    let charts = report::write_charts(r, &out.join("charts")).map_err(err)?;
+    print!("{md}");
+    eprintln!(
+        "wrote {}/results.json, report.md and {} charts",
+        out.display(),
+        charts.len()
+    );
+    Ok(())
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> Vec<usize> {
+    let mut ids: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort_unstable();
+    if ids.is_empty() {
+        ids.push(0);
+    }
+    ids
+}
+
+/// Servers on the first `workers` CPUs; client and backend on the rest,
+/// or on the last CPU when the servers take them all.
+fn placement(cpus: &[usize], workers: usize) -> (Vec<usize>, Vec<usize>) {
+    let n = workers.min(cpus.len()).max(1);
+    let server = cpus[..n].to_vec();
+    let client = if cpus.len() > n {
+        cpus[n..].to_vec()
+    } else {
+        vec![cpus[cpus.len() - 1]]
+    };
+    (server, client)
+}
+
+fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, String> {
+    let mut skipped = Vec::new();
+    let mut servers = Vec::new();
+    for s in &def.servers {
+        match missing(s, paths) {
+            Some(reason) if s == "ringside" => return Err(format!("ringside: {reason}")),
+            Some(reason) => {
+                eprintln!("{s} skipped: {reason}");
+                skipped.push(Skipped {
+                    server: s.clone(),
+                    reason,
+                });
+            }
+            None => servers.push(s.clone()),
+        }
+    }
+    let files = Scratch::new("files");
+    for s in &def.scenarios {
+        if let (Kind::Static, Some(name), Some(size)) = (s.kind, &s.file, s.size) {
+            std::fs::write(files.0.join(name), file_bytes(name, size))
+                .map_err(|e| format!("{}: {e}", files.0.display()))?;
+        }
+    }
+    let client = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cells = Vec::new();
+    for scenario in &def.scenarios {
+        for &workers in &def.workers {
+            let (server_cpus, client_cpus) = placement(cpus, workers);
+            let mut got = run_group(
+                def,
+                scenario,
+                workers,
+                &servers,
+                &server_cpus,
+                &client_cpus,
+                &files.0,
+                paths,
+                &client,
+            );
+            cells.append(&mut got);
+        }
+    }
+    Ok(Results {
+        name: def.name.clone(),
+        machine: machine(),
+        date: utc_now(),
+        duration_s: def.duration.as_secs_f64(),
+        repeats: def.repeats,
+        servers,
+        scenarios: def.scenarios.iter().map(|s| s.name.clone()).collect(),
+        skipped,
+        cells,
+    })
+}
+
+/// One scenario at one worker count: every server, every concurrency.
+#[allow(clippy::too_many_arguments)]
+fn run_group(
+    def: &Definition,
+    scenario: &Scenario,
+    workers: usize,
+    servers: &[String],
+    server_cpus: &[usize],
+    client_cpus: &[usize],
+    files: &Path,
+    paths: &Paths,
+    client: &Path,
+) -> Vec<Cell> {
+    let mut cells: Vec<Cell> = Vec::new();
+    let in_play: Vec<&String> = servers
+        .iter()
+        .filter(|s| serves(s, scenario.kind))
+        .collect();
+    for s in &in_play {
+        for &c in &def.concurrency {
+            cells.push(Cell {
+                scenario: scenario.name.clone(),
+                server: (*s).clone(),
+                workers,
+                concurrency: c,
+                samples: Vec::new(),
+                errors: Vec::new(),
+            });
+        }
+    }
+    let backend = match start_backend(scenario.kind, client_cpus, files, paths) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{}: backend failed: {e}", scenario.name);
+            for c in &mut cells {
+                c.errors.push(format!("backend: {e}"));
+            }
+            return cells;
+        }
+    };
+    let path = request_path(scenario.kind, scenario.file.as_deref());
+    let dur = format!("{}ms", def.duration.as_millis());
+    let warm = format!("{}ms", def.warmup.as_millis());
+    // Each server runs alone, started afresh for each repeat and stopped
+    // after it, so none holds the backend's connections (php-fpm's
+    // children) while another is measured.
+    for repeat in 0..def.repeats {
+        for s in &in_play {
+            let front = match start_front(s, workers, server_cpus, &backend.behind, paths) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("{} w{workers}: {s} failed to start: {e}", scenario.name);
+                    for x in cells.iter_mut().filter(|x| x.server == **s) {
+                        x.errors.push(format!("start: {e}"));
+                    }
+                    continue;
+                }
+            };
+            let port = front.1;
+            for &c in &def.concurrency {
+                if !def.warmup.is_zero() {
+                    let _ = client_run(client, client_cpus, port, &path, c, &warm);
+                }
+                let Some(cell) = cells
+                    .iter_mut()
+                    .find(|x| x.server == **s && x.concurrency == c)
+                else {
+                    continue;
+                };
+                match client_run(client, client_cpus, port, &path, c, &dur) {
+                    Ok(sample) => {
+                        eprintln!(
+                            "{} w{workers} c{c} #{} {s}: {:.0} req/s, p99 {:.2} ms{}",
+                            scenario.name,
+                            repeat + 1,
+                            sample.requests_per_second,
+                            sample.p99_ms,
+                            if sample.failed > 0 {
+                                format!(", {} failed", sample.failed)
+                            } else {
+                                String::new()
+                            }
+                        );
+                        cell.samples.push(sample);
+                    }
+                    Err(e) => {
+                        eprintln!("{} w{workers} c{c} #{} {s}: {e}", scenario.name, repeat + 1);
+                        cell.errors.push(e);
+                    }
+                }
+            }
+            drop(front);
+        }
+    }
+    drop(backend);
+    cells
+}
+
+/// One run of the client; its figures.
+fn client_run(
+    client: &Path,
+    cpus: &[usize],
+    port: u16,
+    path: &str,
+    c: usize,
+    dur: &str,
+) -> Result<Sample, String> {
+    let argv = vec![
+        client.to_string_lossy().into_owned(),
+        "-k".into(),
+        "-q".into(),
+        "-c".into(),
+        c.to_string(),
+        "-d".into(),
+        dur.to_owned(),
+        "-s".into(),
+        "10".into(),
+        "--json".into(),
+        format!("http://127.0.0.1:{port}{path}"),
+    ];
+    let out = run_pinned(&argv, cpus)?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| format!("client output: {e}"))?;
+    let num = |p: &str| {
+        v.pointer(p)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0)
+    };
+    Ok(Sample {
+        requests_per_second: num("/requests_per_second"),
+        p50_ms: num("/latency/percentiles/50"),
+        p99_ms: num("/latency/percentiles/99"),
+        complete: num("/complete_requests") as u64,
+        failed: (num("/failed_requests") + num("/counts/non_2xx")) as u64,
+    })
+}
+
+/// `size` bytes that look like what the name says (the seeds served an
+/// index page and an image).
+fn file_bytes(name: &str, size: u64) -> Vec<u8> {
+    let pattern: &[u8] = if name.ends_with(".html") {
+        b"<p>ringside shootout page: the seeds' index.html, padded to size.</p>\n"
+    } else if name.ends_with(".jpg") {
+        b"\xff\xd8\xff\xe0JFIF\0 not a real image, only its size matters "
+    } else {
+        b"abcdefghijklmnopqrstuvwxyz"
+    };
+    pattern
+        .iter()
+        .copied()
+        .cycle()
+        .take(size as usize)
+        .collect()
+}
+
+/// "2 CPUs (MODEL), Linux RELEASE".
+fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let n = std::thread::available_parallelism().map_or(1, usize::from);
+    format!("{n} CPUs ({model}), Linux {}", release.trim())
+}
+
+/// UTC now as "YYYY-MM-DD HH:MM".
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_keeps_the_client_off_the_servers_when_it_can() {
+        assert_eq!(placement(&[0, 1], 1), (vec![0], vec![1]));
+        assert_eq!(placement(&[0, 1], 2), (vec![0, 1], vec![1]));
+        assert_eq!(placement(&[0, 1, 2, 3], 2), (vec![0, 1], vec![2, 3]));
+        assert_eq!(placement(&[5], 1), (vec![5], vec![5]));
+    }
+
+    #[test]
+    fn files_have_their_size() {
+        for (name, size) in [("a.txt", 26), ("i.html", 11 * 1024), ("p.jpg", 12 * 1024)] {
+            assert_eq!(file_bytes(name, size).len() as u64, size);
+        }
+        assert!(file_bytes("p.jpg", 10).starts_with(b"\xff\xd8"));
+    }
+
+    #[test]
+    fn utc_dates_look_like_dates() {
+        let d = utc_now();
+        assert_eq!(d.len(), 16, "{d}");
+        assert!(d.starts_with("20"), "{d}");
+    }
+}
