@@ -123,6 +123,17 @@ enum Msg {
 
 /// Runs the benchmark; `tick` is called about every 100 ms from this
 /// thread with the requests finished so far and the time since the start.
+/// The CPUs this process may run on, in order (empty if unknown).
+pub fn allowed_cpus() -> Vec<usize> {
+    let mut ids: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 pub fn run(
     cfg: Arc<Config>,
     targets: Arc<Vec<Target>>,
@@ -130,17 +141,7 @@ pub fn run(
     tick: &mut dyn FnMut(u64, Duration),
 ) -> Result<RunResult, String> {
     let cores = cfg.cores.min(cfg.concurrency).min(shared.progress.len());
-    let cpus: Vec<usize> = if cfg.pin {
-        let mut ids: Vec<usize> = core_affinity::get_core_ids()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
-        ids.sort_unstable();
-        ids
-    } else {
-        Vec::new()
-    };
+    let cpus: Vec<usize> = if cfg.pin { allowed_cpus() } else { Vec::new() };
     let max_request = targets.iter().map(|t| t.request.len()).max().unwrap_or(0);
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let mut starts = Vec::with_capacity(cores);

@@ -110,16 +110,12 @@ fn write(r: &Results, out: &Path) -> Result<(), String> {
 
 /// The CPUs this process may run on, in order.
 fn allowed_cpus() -> Vec<usize> {
-    let mut ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    ids.sort_unstable();
+    let ids = crate::worker::allowed_cpus();
     if ids.is_empty() {
-        ids.push(0);
+        vec![0]
+    } else {
+        ids
     }
-    ids
 }
 
 /// Servers on the first `workers` CPUs; client and backend on the rest,
