@@ -317,23 +317,35 @@ impl PhpFpm {
     /// (`/proc/net/tcp` or `/proc/net/unix`, from the server's side).
     pub fn open_connections(&self) -> usize {
         match &self.listen {
-            Listen::Tcp(a) => tcp_sockets(a.port())
-                .iter()
-                .filter(|(st, _)| *st == 0x01)
-                .count(),
+            Listen::Tcp(a) => {
+                // By peer: /proc/net/tcp is read in pieces while sockets
+                // come and go, and the same socket can be listed twice.
+                let mut peers: Vec<String> = tcp_sockets(a.port())
+                    .into_iter()
+                    .filter(|(st, _, _)| *st == 0x01)
+                    .map(|(_, _, peer)| peer)
+                    .collect();
+                peers.sort();
+                peers.dedup();
+                peers.len()
+            }
             Listen::Unix(p) => {
                 let path = p.to_string_lossy();
-                std::fs::read_to_string("/proc/net/unix")
-                    .unwrap()
+                let text = std::fs::read_to_string("/proc/net/unix").unwrap();
+                let mut inodes: Vec<&str> = text
                     .lines()
                     .skip(1)
-                    .filter(|l| {
+                    .filter_map(|l| {
                         let f: Vec<&str> = l.split_whitespace().collect();
                         // Num RefCount Protocol Flags Type St Inode Path;
                         // St 03 is connected (01 is the listener).
-                        f.len() >= 8 && f[5] == "03" && f[7] == path
+                        (f.len() >= 8 && f[5] == "03" && f[7] == path).then(|| f[6])
                     })
-                    .count()
+                    .collect();
+                // By inode, as a socket can be listed twice (see above).
+                inodes.sort_unstable();
+                inodes.dedup();
+                inodes.len()
             }
         }
     }
@@ -346,8 +358,8 @@ impl PhpFpm {
         };
         tcp_sockets(a.port())
             .iter()
-            .find(|(st, _)| *st == 0x0A)
-            .map(|(_, rx)| *rx)
+            .find(|(st, _, _)| *st == 0x0A)
+            .map(|(_, rx, _)| *rx)
             .expect("php-fpm's listening socket")
     }
 
@@ -533,8 +545,9 @@ fn release_port(listen: &Listen) {
     }
 }
 
-/// (state, rx_queue) of IPv4 sockets whose local port is `port`.
-fn tcp_sockets(port: u16) -> Vec<(u8, u32)> {
+/// (state, rx_queue, remote address) of IPv4 sockets whose local port is
+/// `port`.
+fn tcp_sockets(port: u16) -> Vec<(u8, u32, String)> {
     let want = format!(":{port:04X}");
     std::fs::read_to_string("/proc/net/tcp")
         .unwrap()
@@ -548,7 +561,7 @@ fn tcp_sockets(port: u16) -> Vec<(u8, u32)> {
             }
             let st = u8::from_str_radix(f[3], 16).ok()?;
             let rx = u32::from_str_radix(f[4].split(':').nth(1)?, 16).ok()?;
-            Some((st, rx))
+            Some((st, rx, f[2].to_owned()))
         })
         .collect()
 }
