@@ -65,7 +65,7 @@
 //! balance = "round_robin"   # round_robin | least_conn | p2c | hash
 //! # hash_key = "client_ip"  # with balance = "hash": "client_ip" | "header:NAME" | "cookie:NAME"
 //! resolve_every = "30s"     # DNS names are resolved again this often
-//! max_idle = 64             # idle connections per core per server (0 = no pooling)
+//! max_idle = 1024           # idle connections per core per server (0 = no pooling)
 //! idle_timeout = "60s"
 //! connect_timeout = "5s"
 //! send_timeout = "60s"

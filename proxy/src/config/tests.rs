@@ -509,7 +509,7 @@ protocol = "http"
 servers = ["[::1]:9000", { addr = "b:2", weight = 2 }]
 balance = "round_robin"
 resolve_every = "30s"
-max_idle = 64
+max_idle = 1024
 idle_timeout = "60s"
 connect_timeout = "5s"
 send_timeout = "60s"

@@ -234,7 +234,12 @@ impl Default for ForwardHeaders {
 impl Default for PoolSettings {
     fn default() -> Self {
         PoolSettings {
-            max_idle: 64,
+            // Enough for every connection a busy core has in flight: with
+            // 64 (nginx's usual keepalive), 500 clients on 2 workers made
+            // the pool close and reopen a connection per request beyond
+            // it, 31k req/s against 68k with 1024. Idle ones still go after
+            // idle_timeout.
+            max_idle: 1024,
             idle_timeout: Duration::from_secs(60),
         }
     }
