@@ -149,21 +149,7 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// Whether a header from a script is hop-by-hop (RFC 9110 §7.6.1) and must
-/// not reach the client: `Connection`, `Keep-Alive`, `Proxy-Connection`,
-/// `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`.
-pub fn is_hop_by_hop(name: &[u8]) -> bool {
-    const HOP: [&[u8]; 7] = [
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    ];
-    HOP.iter().any(|h| name.eq_ignore_ascii_case(h))
-}
+pub use crate::upstream::hop::is_hop_by_hop;
 
 fn span(start: usize, end: usize) -> Span {
     Span {
@@ -452,19 +438,5 @@ mod tests {
         assert_eq!(parse_cgi_head(buf2, 1024, &mut out), Ok(true));
         assert_eq!((out.status, out.reason(buf2)), (200, &b""[..]));
         assert_eq!(out.headers(buf2).count(), 1);
-    }
-
-    #[test]
-    fn hop_by_hop_table() {
-        #[rustfmt::skip]
-        let cases: &[(&str, bool)] = &[
-            ("Connection", true), ("keep-alive", true), ("Proxy-Connection", true), ("TE", true),
-            ("Trailer", true), ("TRANSFER-ENCODING", true), ("Upgrade", true),
-            ("Content-Length", false), ("Content-Type", false), ("Location", false), ("Set-Cookie", false),
-            ("Trailers", false), ("Connections", false),
-        ];
-        for &(name, want) in cases {
-            assert_eq!(is_hop_by_hop(name.as_bytes()), want, "{name}");
-        }
     }
 }

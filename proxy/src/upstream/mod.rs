@@ -3,6 +3,7 @@
 
 pub mod balance;
 pub mod forward;
+pub mod hop;
 pub mod io;
 pub mod local;
 pub mod pool;

@@ -208,14 +208,8 @@ pub fn write_request_head<'h>(
 fn not_forwarded(name: &[u8], s: &ForwardHeaders) -> bool {
     let is = |other: &[u8]| name.eq_ignore_ascii_case(other);
     is(b"host")
-        || is(b"connection")
-        || is(b"keep-alive")
-        || is(b"te")
-        || is(b"trailer")
-        || is(b"proxy-connection")
-        || is(b"upgrade")
+        || super::hop::is_hop_by_hop(name)
         || is(b"content-length")
-        || is(b"transfer-encoding")
         || is(b"expect")
         || (s.x_forwarded
             && (is(b"x-forwarded-for") || is(b"x-forwarded-proto") || is(b"x-forwarded-host")))

@@ -444,12 +444,7 @@ pub fn skip_response_header(
     if is("upgrade") {
         return !tunnel;
     }
-    is("connection")
-        || is("keep-alive")
-        || is("te")
-        || is("trailer")
-        || is("proxy-connection")
-        || is("transfer-encoding")
+    super::hop::is_hop_by_hop(n)
         || is("content-length")
         || is("date")
         || is("server")
