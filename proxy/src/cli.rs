@@ -206,7 +206,7 @@ fn add_flag_fastcgi(config: &mut Config, addr: &str, max_conns: Option<u32>) -> 
         protocol: Protocol::FastCgi,
         ..UpstreamConfig::new(FLAG_FASTCGI, vec![fastcgi_addr(addr)?])
     };
-    up.fastcgi.max_conns = max_conns.or(up.fastcgi.max_conns);
+    up.fastcgi.max_conns = max_conns;
     let script = FastCgiRoute {
         root: config.root.clone(),
         extension: EXTENSION.to_owned(),

@@ -217,15 +217,13 @@ fn php_fpm_restarted_mid_run() {
 fn an_unlearned_capacity_is_logged() {
     let fpm = PhpFpm::start_tcp(2);
     let listen = fpm.listen.to_string();
-    let srv = Ringside::one_worker(
-        "io-uring",
-        &[
-            "--root",
-            PhpFpm::docroot().to_str().unwrap(),
-            "--fastcgi",
-            &listen,
-        ],
-    );
+    let root = PhpFpm::docroot();
+    let quick = |extra: &[&str]| {
+        let mut args = vec!["--root", root.to_str().unwrap(), "--fastcgi", &listen];
+        args.extend_from_slice(extra);
+        Ringside::one_worker("io-uring", &args)
+    };
+    let srv = quick(&[]);
     assert_eq!(
         Conn::open(srv.addr).get("/hello.php").text(),
         "Hello, World!"
@@ -237,17 +235,7 @@ fn an_unlearned_capacity_is_logged() {
     );
 
     // Said on the command line, it is not asked.
-    let srv = Ringside::one_worker(
-        "io-uring",
-        &[
-            "--root",
-            PhpFpm::docroot().to_str().unwrap(),
-            "--fastcgi",
-            &listen,
-            "--fastcgi-max-conns",
-            "2",
-        ],
-    );
+    let srv = quick(&["--fastcgi-max-conns", "2"]);
     assert_eq!(Conn::open(srv.addr).get("/").text(), "index");
     let log = srv.stop();
     assert!(!log.contains("FCGI_MAX_CONNS"), "{log}");

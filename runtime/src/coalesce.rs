@@ -36,13 +36,20 @@ use std::time::Duration;
 pub const MIN_BUSY: usize = 4;
 
 thread_local! {
+    /// Zero on backends other than io_uring: the hot path then stops at
+    /// one thread-local read.
     static MAX_WAIT_US: Cell<u32> = const { Cell::new(0) };
-    static LAST: Cell<(u32, u32)> = const { Cell::new((1, 0)) };
 }
 
-/// Sets this worker's longest coalesced wait (zero: off).
+/// Sets this worker's longest coalesced wait (zero: off). Call after
+/// [`crate::backend::set_current`]: only io_uring parks this way.
 pub(crate) fn configure(max_wait: Duration) {
-    let us = max_wait.as_micros().min(u32::MAX as u128) as u32;
+    let uring = crate::backend::current() == crate::backend::Backend::IoUring;
+    let us = if uring {
+        max_wait.as_micros().min(u32::MAX as u128) as u32
+    } else {
+        0
+    };
     MAX_WAIT_US.with(|m| m.set(us));
 }
 
@@ -58,20 +65,14 @@ pub fn policy(busy: usize, max_wait_us: u32) -> (u32, u32) {
 #[inline]
 pub(crate) fn busy_changed(busy: usize) {
     let max = MAX_WAIT_US.with(Cell::get);
-    if max == 0 {
-        return;
-    }
-    let want = policy(busy, max);
-    if LAST.with(|l| l.replace(want)) != want {
-        apply(want);
+    if max != 0 {
+        apply(policy(busy, max));
     }
 }
 
 #[cfg(feature = "io-uring")]
 fn apply((nr, us): (u32, u32)) {
-    if crate::backend::current() == crate::backend::Backend::IoUring {
-        monoio::coalesce::set_wait(nr, us);
-    }
+    monoio::coalesce::set_wait(nr, us);
 }
 
 #[cfg(not(feature = "io-uring"))]
