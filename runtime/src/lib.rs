@@ -53,8 +53,10 @@ pub mod conns;
 pub mod fs;
 pub mod http;
 pub mod net;
+pub mod reload;
 pub mod shutdown;
 pub mod splice;
+pub mod stats;
 pub mod task;
 pub mod worker;
 

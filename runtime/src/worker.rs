@@ -15,7 +15,9 @@ use crate::config::{Affinity, RuntimeConfig, ServerConfig, Workers};
 use crate::conns;
 use crate::http::{ConnConfig, Handler};
 use crate::net::{bind_reuseport, TcpListener};
+use crate::reload::{self, Current, Factory, ReloadInbox, Reloader};
 use crate::shutdown::{self, LocalEvent, ShutdownHandle, ShutdownSignal};
+use crate::stats::WorkerStats;
 use crate::task;
 
 /// What a handler factory learns about the worker it builds for.
@@ -25,6 +27,8 @@ pub struct WorkerContext {
     pub workers: usize,
     pub cpu: Option<usize>,
     pub backend: Backend,
+    /// This worker's connection counters.
+    pub stats: Arc<WorkerStats>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,15 +50,24 @@ pub enum StartError {
 }
 
 /// The running workers.
-pub struct Server {
+pub struct Server<H> {
     threads: Vec<JoinHandle<()>>,
     shutdown: ShutdownHandle,
+    reloader: Reloader<H>,
     pub local_addrs: Vec<SocketAddr>,
     pub backend: Backend,
     pub workers: usize,
 }
 
-impl Server {
+impl<H> Server<H> {
+    /// Gives every worker a handler built by `factory`, and `conn` for its
+    /// connections, without closing a listener or a connection (see
+    /// [`crate::reload`]). Returns the workers that refused, with why; those
+    /// keep their old handler.
+    pub fn reload(&mut self, factory: Factory<H>, conn: ConnConfig) -> Vec<(usize, String)> {
+        self.reloader.reload(factory, conn)
+    }
+
     /// Starts draining every worker (stop accepting, finish in-flight
     /// requests up to the grace period).
     pub fn shutdown(&self) {
@@ -107,11 +120,53 @@ pub fn start<H, F>(
     rt: &RuntimeConfig,
     srv: &ServerConfig,
     make_handler: F,
-) -> Result<Server, StartError>
+) -> Result<Server<H>, StartError>
 where
     H: Handler,
     F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
 {
+    start_reloadable(rt, srv, Arc::new(move |ctx, _| Ok(make_handler(ctx))))
+}
+
+/// The connection settings of a server section.
+pub fn conn_config(srv: &ServerConfig) -> ConnConfig {
+    ConnConfig {
+        limits: srv.limits,
+        timeouts: srv.timeouts,
+    }
+}
+
+/// [`start`] with a factory that [`Server::reload`] can later replace.
+pub fn start_reloadable<H: Handler>(
+    rt: &RuntimeConfig,
+    srv: &ServerConfig,
+    factory: Factory<H>,
+) -> Result<Server<H>, StartError> {
+    bind(rt, srv)?.spawn(factory)
+}
+
+/// Listeners bound and workers placed, none started yet: the moment to drop
+/// privileges, between binding a port below 1024 and running any handler.
+pub struct Bound {
+    backend: Backend,
+    n: usize,
+    pins: Vec<Option<usize>>,
+    per_worker: Vec<Vec<std::net::TcpListener>>,
+    local_addrs: Vec<SocketAddr>,
+    srv: ServerConfig,
+    ring_entries: u32,
+    coalesce_wait: Duration,
+}
+
+impl Bound {
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+}
+
+/// Resolves the backend and placement and binds every listener (so port 0
+/// resolves once and errors come back before any thread starts).
+pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError> {
     let backend = backend::resolve(rt.backend)?;
     let (n, pins) = placement(rt)?;
     let mut local_addrs = Vec::new();
@@ -131,29 +186,80 @@ where
             );
         }
     }
+    Ok(Bound {
+        backend,
+        n,
+        pins,
+        per_worker,
+        local_addrs,
+        srv: srv.clone(),
+        ring_entries: rt.ring_entries,
+        coalesce_wait: rt.coalesce_wait,
+    })
+}
+
+impl Bound {
+    /// Starts the workers and waits until each is accepting.
+    pub fn spawn<H: Handler>(self, factory: Factory<H>) -> Result<Server<H>, StartError> {
+        let Bound {
+            backend,
+            n,
+            pins,
+            per_worker,
+            local_addrs,
+            srv,
+            ring_entries,
+            coalesce_wait,
+        } = self;
+        spawn(
+            backend,
+            n,
+            pins,
+            per_worker,
+            local_addrs,
+            &srv,
+            ring_entries,
+            coalesce_wait,
+            factory,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn<H: Handler>(
+    backend: Backend,
+    n: usize,
+    pins: Vec<Option<usize>>,
+    per_worker: Vec<Vec<std::net::TcpListener>>,
+    local_addrs: Vec<SocketAddr>,
+    srv: &ServerConfig,
+    ring_entries: u32,
+    coalesce_wait: Duration,
+    factory: Factory<H>,
+) -> Result<Server<H>, StartError> {
     let (shutdown, signals) = shutdown::pair(n)?;
-    let make_handler = Arc::new(make_handler);
-    let conn_cfg = ConnConfig {
-        limits: srv.limits,
-        timeouts: srv.timeouts,
-    };
+    let (reloader, inboxes) = reload::channels::<H>(n)?;
+    let conn_cfg = conn_config(srv);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), StartError>>();
     let mut threads = Vec::with_capacity(n);
-    for (index, ((listeners, signal), cpu)) in
-        per_worker.into_iter().zip(signals).zip(pins).enumerate()
+    for (index, (((listeners, signal), inbox), cpu)) in per_worker
+        .into_iter()
+        .zip(signals)
+        .zip(inboxes)
+        .zip(pins)
+        .enumerate()
     {
         let ctx = WorkerContext {
             index,
             workers: n,
             cpu,
             backend,
+            stats: Arc::new(WorkerStats::default()),
         };
-        let make_handler = make_handler.clone();
+        let factory = factory.clone();
         let conn_cfg = conn_cfg.clone();
         let ready_tx = ready_tx.clone();
         let grace = srv.timeouts.shutdown_grace;
-        let ring_entries = rt.ring_entries;
-        let coalesce_wait = rt.coalesce_wait;
         let t = std::thread::Builder::new()
             .name(format!("ringside-w{index}"))
             .spawn(move || {
@@ -161,13 +267,15 @@ where
                     core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
                 }
                 backend::set_current(ctx.backend);
+                crate::stats::set_current(ctx.stats.clone());
                 crate::coalesce::configure(coalesce_wait);
                 let ready = ready_tx.clone();
                 let fut = worker_main(
                     ctx.clone(),
                     listeners,
                     signal,
-                    make_handler,
+                    inbox,
+                    factory,
                     conn_cfg,
                     grace,
                     ready_tx,
@@ -186,6 +294,7 @@ where
     let server = Server {
         threads,
         shutdown,
+        reloader,
         local_addrs,
         backend,
         workers: n,
@@ -210,18 +319,17 @@ where
     Ok(server)
 }
 
-async fn worker_main<H, F>(
+#[allow(clippy::too_many_arguments)]
+async fn worker_main<H: Handler>(
     ctx: WorkerContext,
     listeners: Vec<std::net::TcpListener>,
     signal: ShutdownSignal,
-    make_handler: Arc<F>,
+    inbox: ReloadInbox<H>,
+    factory: Factory<H>,
     conn_cfg: ConnConfig,
     grace: Duration,
     ready: mpsc::Sender<Result<(), StartError>>,
-) where
-    H: Handler,
-    F: Fn(&WorkerContext) -> H,
-{
+) {
     let mut owned = Vec::with_capacity(listeners.len());
     for l in listeners {
         match TcpListener::from_std(l) {
@@ -236,13 +344,25 @@ async fn worker_main<H, F>(
             }
         }
     }
-    let handler = Rc::new(make_handler(&ctx));
-    let cfg = Rc::new(conn_cfg);
+    let handler = match factory(&ctx, None) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = ready.send(Err(StartError::Worker {
+                index: ctx.index,
+                backend: ctx.backend,
+                cause: io::Error::other(e),
+            }));
+            return;
+        }
+    };
+    drop(factory);
+    let current = Rc::new(Current::new(handler, conn_cfg));
     let stop = Rc::new(LocalEvent::default());
     for l in owned {
-        task::spawn(accept_loop(l, handler.clone(), cfg.clone(), stop.clone()));
+        task::spawn(accept_loop(l, current.clone(), stop.clone()));
     }
     task::spawn(conns::sweeper());
+    task::spawn(inbox.serve(ctx.clone(), current.clone()));
     let _ = ready.send(Ok(()));
     drop(ready);
     tracing::debug!(worker = ctx.index, cpu = ?ctx.cpu, backend = %ctx.backend, "worker accepting");
@@ -274,25 +394,34 @@ async fn worker_main<H, F>(
     }
 }
 
-async fn accept_loop<H: Handler>(
-    l: TcpListener,
-    handler: Rc<H>,
-    cfg: Rc<ConnConfig>,
-    stop: Rc<LocalEvent>,
-) {
+/// How long accepting pauses after a failure such as EMFILE.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// At most one warning about failed accepts this often.
+const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(5);
+
+async fn accept_loop<H: Handler>(l: TcpListener, current: Rc<Current<H>>, stop: Rc<LocalEvent>) {
+    let mut failures: u64 = 0;
+    let mut last_warned: Option<Instant> = None;
     loop {
         let accepted = match task::select(stop.wait(), l.accept()).await {
             task::Either::Left(()) => return,
             task::Either::Right(r) => r,
         };
         match accepted {
-            Ok((stream, _peer)) => {
-                task::spawn(crate::http::serve(stream, handler.clone(), cfg.clone()))
-            }
+            Ok((stream, _peer)) => task::spawn(crate::http::serve(stream, current.clone())),
             Err(e) => {
-                // EMFILE and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                task::sleep(Duration::from_millis(10)).await;
+                // EMFILE and the like: the connection stays queued, and
+                // accepting again at once would fail again, so wait (as
+                // nginx disables accept for a while), and say so once per
+                // burst rather than once per try.
+                failures += 1;
+                let now = Instant::now();
+                if last_warned.is_none_or(|t| now.duration_since(t) >= ACCEPT_WARN_EVERY) {
+                    tracing::warn!(error = %e, failures, "accept failed; pausing accepts");
+                    last_warned = Some(now);
+                    failures = 0;
+                }
+                task::sleep(ACCEPT_BACKOFF).await;
             }
         }
     }

@@ -24,6 +24,7 @@ use super::response::write_error;
 use super::{parse_head_into, Limits, ParsedHead};
 use crate::config::Timeouts;
 use crate::net::TcpStream;
+use crate::reload::Current;
 use crate::shutdown::{draining, BusyGuard};
 
 /// What a connection needs to know, shared by all connections of a worker.
@@ -39,6 +40,11 @@ pub trait Handler: 'static {
     /// Handles one request. Returning without a response answers 500; an
     /// error means the client connection failed and is closed.
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()>;
+
+    /// Called once per request after its response is settled, with when its
+    /// head was complete: the place for access logs and metrics.
+    #[inline]
+    fn done(&self, _ex: &Exchange<'_>, _started: Instant) {}
 }
 
 /// Size of a read or write buffer; large enough for a default-limit head.
@@ -109,11 +115,10 @@ enum Next {
 /// moved into the body), and every idle connection holds this future.
 pub fn serve<H: Handler>(
     stream: TcpStream,
-    handler: Rc<H>,
-    cfg: Rc<ConnConfig>,
+    current: Rc<Current<H>>,
 ) -> impl std::future::Future<Output = ()> {
     let _ = stream.set_nodelay(true);
-    let mut link = Link::new(stream, cfg);
+    let mut link = Link::new(stream, current.conn());
     async move {
         let mut active: Option<Box<Active>> = None;
         let mut first = true;
@@ -142,6 +147,10 @@ pub fn serve<H: Handler>(
             first = false;
             let a = active.get_or_insert_with(acquire);
             let _busy = BusyGuard::new();
+            // Taken per request: a reload reaches keep-alive connections at
+            // their next request, never in the middle of one.
+            let (handler, cfg) = current.get();
+            link.cfg = cfg;
             match one_request(&mut link, a, &*handler).await {
                 Next::KeepAlive => {
                     let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
@@ -180,9 +189,11 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     let Active { rbuf, wbuf, head } = a;
     let mut head_bytes = rbuf.split_to(head.head_len);
     let max_body = link.cfg.limits.max_body;
+    let started = Instant::now();
     let mut ex = Exchange::new(link, head, &head_bytes, rbuf, wbuf, max_body);
     let result = handler.handle(&mut ex).await;
     let next = settle(&mut ex, result).await;
+    handler.done(&ex, started);
     drop(ex);
     head_bytes.clear();
     drop(head_bytes);
@@ -195,6 +206,7 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
     if let Err(e) = &result {
         if !ex.responded() {
             if let Some(status) = ex.body_error {
+                ex.set_error_status(status);
                 write_error(ex.wbuf, status);
                 return Next::Linger;
             }
@@ -211,6 +223,7 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
     }
     if !ex.responded() {
         if let Some(status) = ex.body_error {
+            ex.set_error_status(status);
             write_error(ex.wbuf, status);
             return Next::Linger;
         }

@@ -81,7 +81,7 @@ fn two_digits(out: &mut [u8], n: u32) {
 
 /// (year, month 1..=12, day 1..=31) of `days` since 1970-01-01, for days >= 0.
 /// Howard Hinnant, "chrono-Compatible Low-Level Date Algorithms".
-fn civil_from_days(days: u64) -> (u32, u32, u32) {
+pub fn civil_from_days(days: u64) -> (u32, u32, u32) {
     // Shift the epoch to 0000-03-01 so leap days fall at the end of a year.
     let z = days + 719_468;
     let era = z / 146_097;

@@ -65,6 +65,12 @@ pub struct Exchange<'a> {
     /// A 1xx/204/304 answered a streamed or sized start: body writes are
     /// dropped, as for HEAD.
     drop_body: bool,
+    /// The final status sent, 0 before one; for logs and metrics.
+    status: u16,
+    /// Body bytes of the response handed to the connection.
+    body_bytes: u64,
+    /// The handler's own note about this request, for `Handler::done`.
+    tag: u32,
 }
 
 impl<'a> Exchange<'a> {
@@ -94,7 +100,41 @@ impl<'a> Exchange<'a> {
             sent_continue: false,
             out: Out::None,
             drop_body: false,
+            status: 0,
+            body_bytes: 0,
+            tag: 0,
         }
+    }
+
+    /// Notes a number for [`crate::http::Handler::done`] to read back (which
+    /// route took the request, say), so it need not be worked out twice.
+    #[inline]
+    pub fn set_tag(&mut self, tag: u32) {
+        self.tag = tag;
+    }
+
+    #[inline]
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// The final status of the response, 0 while none was started.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Body bytes of the response so far (without head or chunk framing).
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
+    /// Length of the request head as received.
+    pub fn head_len(&self) -> usize {
+        self.head_bytes.len()
+    }
+
+    pub(crate) fn set_error_status(&mut self, status: u16) {
+        self.status = status;
     }
 
     pub fn method(&self) -> Method {
@@ -268,6 +308,7 @@ impl<'a> Exchange<'a> {
         framing: Framing,
     ) {
         self.decide_keep_alive();
+        self.status = status;
         let w = &mut *self.wbuf;
         write_status_line(w, Version::Http11, status);
         write_server_headers(w);
@@ -385,6 +426,7 @@ impl<'a> Exchange<'a> {
     ) -> io::Result<(&crate::net::TcpStream, &mut BytesMut)> {
         self.check_first()?;
         let w = &mut *self.wbuf;
+        self.status = 101;
         write_status_line(w, Version::Http11, 101);
         write_server_headers(w);
         for (name, value) in headers {
@@ -439,6 +481,7 @@ impl<'a> Exchange<'a> {
         self.write_head(status, headers, framing);
         if !no_body {
             self.wbuf.put_slice(body);
+            self.body_bytes += body.len() as u64;
         }
         self.out = Out::Done;
         Ok(())
@@ -485,6 +528,7 @@ impl<'a> Exchange<'a> {
         match self.out {
             Out::Done if self.is_head() || self.drop_body => Ok(false),
             Out::Sized(left) if n <= left => {
+                self.body_bytes += n;
                 self.out = if n == left {
                     Out::Done
                 } else {
@@ -563,6 +607,7 @@ impl<'a> Exchange<'a> {
         if data.is_empty() || self.is_head() || self.drop_body {
             return Ok(());
         }
+        self.body_bytes += data.len() as u64;
         match self.out {
             Out::Chunked => {
                 let mut hdr = [0u8; 18];

@@ -18,9 +18,16 @@ pub(crate) struct Link {
     pub cfg: Rc<ConnConfig>,
 }
 
+impl Drop for Link {
+    fn drop(&mut self) {
+        crate::stats::conn_closed();
+    }
+}
+
 impl Link {
     pub fn new(stream: TcpStream, cfg: Rc<ConnConfig>) -> Link {
         let guard = ConnGuard::new(std::os::fd::AsRawFd::as_raw_fd(&stream));
+        crate::stats::conn_opened();
         Link { stream, guard, cfg }
     }
 

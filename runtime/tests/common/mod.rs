@@ -101,7 +101,7 @@ impl Handler for App {
 }
 
 pub struct TestServer {
-    server: Option<Server>,
+    server: Option<Server<App>>,
     pub addr: SocketAddr,
     pub started: mpsc::Receiver<()>,
 }

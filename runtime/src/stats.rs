@@ -1,0 +1,61 @@
+//! Counters a worker keeps about its connections, readable from other
+//! threads (the metrics endpoint) without a lock.
+//!
+//! Each counter has one writer, the worker's own thread, so an update is a
+//! plain load and store rather than a locked read-modify-write; readers on
+//! other threads see a recent value, which is all a scrape needs.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// A worker's connection counters.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    open: AtomicU64,
+    accepted: AtomicU64,
+}
+
+impl WorkerStats {
+    /// Client connections open now.
+    pub fn open(&self) -> u64 {
+        self.open.load(Relaxed)
+    }
+
+    /// Client connections accepted since start.
+    pub fn accepted(&self) -> u64 {
+        self.accepted.load(Relaxed)
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<WorkerStats>>> = const { RefCell::new(None) };
+}
+
+/// Makes `stats` this thread's counters.
+pub(crate) fn set_current(stats: Arc<WorkerStats>) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(stats));
+}
+
+#[inline]
+fn bump(f: impl FnOnce(&WorkerStats)) {
+    CURRENT.with(|c| {
+        if let Some(s) = &*c.borrow() {
+            f(s)
+        }
+    });
+}
+
+pub(crate) fn conn_opened() {
+    bump(|s| {
+        s.open.store(s.open.load(Relaxed) + 1, Relaxed);
+        s.accepted.store(s.accepted.load(Relaxed) + 1, Relaxed);
+    });
+}
+
+pub(crate) fn conn_closed() {
+    bump(|s| {
+        s.open
+            .store(s.open.load(Relaxed).saturating_sub(1), Relaxed)
+    });
+}
