@@ -14,9 +14,16 @@
 //!                         server at HOST:PORT, unix:PATH or /PATH
 //!   --fastcgi-max-conns N the FastCGI server's capacity (php-fpm's
 //!                         pm.max_children), shared by all workers
+//!   --admin ADDR|off      the /metrics and /healthz listener
+//!   --access-log PATH     log each request to PATH (combined format)
+//!   --pid-file PATH       write the pid there, for `ringside reload`
 //!   -V, --version
 //! COMMANDS:
 //!   check FILE            validate FILE, print the effective config
+//!   reload [--pid-file PATH | --config FILE]
+//!                         send SIGHUP to the running server: re-read its
+//!                         config (the pid file from the flag, else from
+//!                         FILE's pid_file, else /run/ringside/ringside.pid)
 //! ```
 //!
 //! Quick mode: with no `--config`, the flags alone describe the server, on
@@ -59,7 +66,7 @@ use crate::upstream::settings::{FastCgiRoute, Protocol, ProxyRoute, ServerSpec, 
 )]
 pub struct Cli {
     /// Read the configuration from FILE.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 
     /// Listen on ADDR (repeatable); replaces the config's listen list.
@@ -98,6 +105,18 @@ pub struct Cli {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub fastcgi_max_conns: Option<u32>,
 
+    /// The admin listener (/metrics, /healthz): HOST:PORT, or "off".
+    #[arg(long, value_name = "ADDR|off")]
+    pub admin: Option<String>,
+
+    /// Log each request to PATH, in the combined format.
+    #[arg(long, value_name = "PATH")]
+    pub access_log: Option<PathBuf>,
+
+    /// Write the process id to PATH (for `ringside reload`).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub pid_file: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -106,7 +125,14 @@ pub struct Cli {
 pub enum Command {
     /// Validate FILE and print the effective configuration.
     Check { file: PathBuf },
+    /// Tell the running server to re-read its configuration (SIGHUP), found
+    /// by --pid-file, else by the pid_file of --config, else by
+    /// /run/ringside/ringside.pid.
+    Reload,
 }
+
+/// Where `ringside reload` looks when neither flag nor config names a pid file.
+pub const DEFAULT_PID_FILE: &str = "/run/ringside/ringside.pid";
 
 /// `ringside 0.1.0 (backends: io-uring, epoll, glommio)`.
 pub fn version_string(backends: &[&str]) -> String {
@@ -161,6 +187,26 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
         let value = crate::config::file::DurationValue::Text(text.clone());
         config.runtime.coalesce_wait = crate::config::validate::coalesce_wait(&value)
             .map_err(|m| ConfigError::flag("--coalesce-wait", m))?;
+    }
+    if let Some(a) = &cli.admin {
+        config.ops.admin =
+            crate::config::ops::admin_listen(a).map_err(|m| ConfigError::flag("--admin", m))?;
+    }
+    if let Some(p) = &cli.access_log {
+        let log =
+            config
+                .ops
+                .access_log
+                .get_or_insert_with(|| crate::config::ops::AccessLogConfig {
+                    path: p.clone(),
+                    format: crate::config::ops::LogFormat::Combined,
+                    buffer: 64 << 10,
+                    flush_every: std::time::Duration::from_secs(1),
+                });
+        log.path = p.clone();
+    }
+    if let Some(p) = &cli.pid_file {
+        config.ops.pid_file = Some(p.clone());
     }
     if cli.fastcgi.is_some() && !cli.upstream.is_empty() {
         return Err(ConfigError::flag(

@@ -96,6 +96,7 @@ impl Config {
         writeln!(out, "listen = [{}]", listen.join(", "))?;
         writeln!(out, "backlog = {}", s.backlog)?;
         writeln!(out, "root = {}", quote(&self.root.to_string_lossy()))?;
+        super::ops::write_server_keys(&self.ops, out)?;
 
         writeln!(out, "\n[limits]")?;
         writeln!(
@@ -144,6 +145,7 @@ impl Config {
             "revalidate = {}",
             quote(&format_duration(st.cache.revalidate))
         )?;
+        super::ops::write_sections(&self.ops, out)?;
         write_proxy(out, &self.proxy)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
@@ -157,8 +159,11 @@ impl Config {
             if let Some(l) = r.listing {
                 writeln!(out, "listing = {l}")?;
             }
+            if self.ops.unlogged_static_prefixes.contains(&r.prefix) {
+                writeln!(out, "access_log = false")?;
+            }
         }
-        write_proxy_routes(out, &self.proxy)
+        write_proxy_routes(out, &self.proxy, &self.ops.unlogged_proxy_routes)
     }
 }
 
@@ -243,10 +248,13 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
 }
 
 /// The `[[route]]`s that go to an upstream.
-fn write_proxy_routes(out: &mut String, p: &ProxyConfig) -> fmt::Result {
-    for r in &p.routes {
+fn write_proxy_routes(out: &mut String, p: &ProxyConfig, unlogged: &[usize]) -> fmt::Result {
+    for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
         writeln!(out, "prefix = {}", quote(&r.prefix))?;
+        if unlogged.contains(&i) {
+            writeln!(out, "access_log = false")?;
+        }
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         if !r.hosts.is_empty() {

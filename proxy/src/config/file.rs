@@ -44,6 +44,30 @@ pub struct FileConfig {
     pub upstream: BTreeMap<Spanned<String>, Spanned<UpstreamSection>>,
     #[serde(rename = "route")]
     pub routes: Vec<Spanned<RouteSection>>,
+    pub admin: AdminSection,
+    pub access_log: AccessLogSection,
+}
+
+/// `[admin]`: the listener for `/metrics` and `/healthz`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// `"HOST:PORT"`, or `"off"`.
+    pub listen: Option<Spanned<String>>,
+}
+
+/// `[access_log]`: one line per request, off unless `path` is given.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessLogSection {
+    /// Relative to the config file's directory.
+    pub path: Option<Spanned<String>>,
+    /// `"combined"` or `"json"`.
+    pub format: Option<Spanned<String>>,
+    /// Each core's buffer is written out when it holds this much.
+    pub buffer: Option<Spanned<SizeValue>>,
+    /// ... or when this long has passed since its first line.
+    pub flush_every: Option<Spanned<DurationValue>>,
 }
 
 /// `[static]`: how files are served, for every route that does not say.
@@ -79,6 +103,8 @@ pub struct RouteSection {
     // Routes to a FastCGI upstream only (which also take `root`).
     pub extension: Option<Spanned<String>>,
     pub index: Option<Spanned<String>>,
+    /// `false`: this route's requests are not access-logged.
+    pub access_log: Option<Spanned<bool>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -171,6 +197,11 @@ pub struct ServerSection {
     pub backlog: Option<Spanned<i64>>,
     /// Relative to the config file's directory.
     pub root: Option<Spanned<String>>,
+    /// Run as this user (and its group) after binding the listeners.
+    pub user: Option<Spanned<String>>,
+    pub group: Option<Spanned<String>>,
+    /// Where the pid is written, for `ringside reload`.
+    pub pid_file: Option<Spanned<String>>,
 }
 
 /// `[limits]`: request size limits.

@@ -116,6 +116,7 @@ mod emit;
 pub mod error;
 pub mod fastcgi;
 pub mod file;
+pub mod ops;
 pub mod size;
 pub mod upstream;
 pub mod validate;
@@ -142,6 +143,8 @@ pub struct Config {
     pub statics: StaticConfig,
     /// Upstreams and the routes that go to them.
     pub proxy: ProxyConfig,
+    /// Admin listener, access log, user, pid file.
+    pub ops: ops::OpsConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -157,6 +160,7 @@ impl Default for Config {
             root: root.clone(),
             statics: StaticConfig::new(root),
             proxy: ProxyConfig::default(),
+            ops: ops::OpsConfig::default(),
             source: None,
         }
     }

@@ -267,15 +267,15 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("[server]\n  listen = [\"127.0.0.1:1\"]\n  port = 80\n"),
-        "ringside.toml:3:3: [server] port: unknown key, expected one of `listen`, `backlog`, `root`"
+        "ringside.toml:3:3: [server] port: unknown key, expected one of `listen`, `backlog`, `root`, `user`, `group`, `pid_file`"
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`"
     );
 }
 
@@ -437,9 +437,53 @@ shutdown_grace = 1
         assert_eq!(back.root, config.root, "{text}");
         assert_eq!(back.statics, config.statics, "{text}");
         assert_eq!(back.proxy, config.proxy, "{text}");
+        assert_eq!(back.ops, config.ops, "{text}");
         // And writing it again gives the same text.
         assert_eq!(back.to_toml(), text);
     }
+}
+
+#[test]
+fn ops_keys_read_back_the_same() {
+    let config = parse(
+        "[server]\nuser = \"nobody\"\ngroup = \"nogroup\"\npid_file = \"/run/r.pid\"\n\
+         [admin]\nlisten = \"127.0.0.1:9191\"\n\
+         [access_log]\npath = \"/var/log/a.log\"\nformat = \"json\"\nbuffer = \"8k\"\nflush_every = \"250ms\"\n\
+         [[route]]\nprefix = \"/quiet/\"\naccess_log = false\n",
+    )
+    .unwrap();
+    let text = config.to_toml();
+    for line in [
+        "user = \"nobody\"",
+        "group = \"nogroup\"",
+        "listen = \"127.0.0.1:9191\"",
+        "format = \"json\"",
+        "buffer = 8192",
+        "flush_every = \"250ms\"",
+        "access_log = false",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+    let dir = std::env::temp_dir().join(format!("ringside-ops-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ringside.toml");
+    fs::write(&path, &text).unwrap();
+    let back = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(back.ops, config.ops);
+}
+
+#[test]
+fn ops_keys_are_checked() {
+    assert_eq!(
+        error("[admin]\nlisten = \"nowhere\"\n").split(": ").nth(1),
+        Some("[admin] listen")
+    );
+    assert!(error("[access_log]\nformat = \"json\"\n").contains("needs [access_log] path"));
+    assert!(error("[access_log]\npath = \"a.log\"\nformat = \"clf\"\n")
+        .contains("expected \"combined\" or \"json\""));
+    assert!(error("[server]\ngroup = \"g\"\n").contains("needs [server] user"));
+    assert!(error("[server]\nuser = \"\"\n").contains("[server] user"));
 }
 
 #[test]
@@ -480,6 +524,9 @@ mime = {{}}
 cache_max_bytes = "64m"
 cache_max_file = "64k"
 revalidate = "1s"
+
+[admin]
+# listen = "127.0.0.1:9090" (the default)
 
 [proxy]
 x_forwarded = true

@@ -82,12 +82,14 @@ impl TryFrom<Document<'_>> for Config {
         };
         let statics = cx.statics(f, base, &root)?;
         let proxy = cx.proxy(f, base, &root)?;
+        let ops = cx.ops(f, base)?;
         Ok(Config {
             runtime: cx.runtime(f)?,
             server: cx.server(f)?,
             root,
             statics,
             proxy,
+            ops,
             source: Some(doc.path.to_path_buf()),
         })
     }

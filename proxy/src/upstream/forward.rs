@@ -30,7 +30,7 @@ use ringside_runtime::task;
 
 use super::balance::hash_key;
 use super::io::{Buf, UpSock};
-use super::local::{count_opened, Chosen, Local};
+use super::local::{Chosen, Local};
 use super::request::{write_request_head, Forward, ReqBody};
 use super::response::{
     parse_response, skip_response_header, ConnectionTokens, RespBody, ResponseHead,
@@ -194,7 +194,7 @@ pub(crate) async fn connect(
     };
     match task::timeout(limit, Box::pin(connecting)).await {
         Ok(Ok(s)) => {
-            count_opened();
+            up.borrow().count_opened(addr);
             Ok(s)
         }
         Ok(Err(e)) => Err(Fail::Connect(e)),

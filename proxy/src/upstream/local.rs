@@ -2,7 +2,6 @@
 //! counts and passive health, and its balancer. Lives in a `RefCell` owned by
 //! the core; borrowed only between awaits, never across one.
 
-use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,6 +12,7 @@ use super::pool::Pool;
 use super::settings::Protocol;
 use super::shared::{PeerAddr, PeerSpec, Shared};
 use crate::fastcgi::capacity::{Grant, Slots};
+use crate::metrics::{CoreStats, ServerStats};
 
 pub struct Peer {
     pub spec: PeerSpec,
@@ -22,6 +22,13 @@ pub struct Peer {
     fails: u32,
     first_fail: Instant,
     down_until: Option<Instant>,
+    stats: Arc<ServerStats>,
+}
+
+impl Peer {
+    fn idle_changed(&self) {
+        self.stats.idle.set(self.pool.len() as u64);
+    }
 }
 
 pub struct Local {
@@ -33,13 +40,7 @@ pub struct Local {
     seed: u64,
     /// This core's index and the number of cores, for capacity shares.
     core: (usize, usize),
-}
-
-thread_local! {
-    /// Upstream connections this core opened, and requests it sent on a
-    /// reused one: the reuse ratio, for the metrics endpoint to report.
-    pub static OPENED: Cell<u64> = const { Cell::new(0) };
-    pub static REUSED: Cell<u64> = const { Cell::new(0) };
+    metrics: Arc<CoreStats>,
 }
 
 /// A peer chosen for one try: its index in this generation and its address,
@@ -53,7 +54,13 @@ pub struct Chosen {
 }
 
 impl Local {
-    pub fn new(shared: Arc<Shared>, seed: u64, core: usize, cores: usize) -> Local {
+    pub fn new(
+        shared: Arc<Shared>,
+        seed: u64,
+        core: usize,
+        cores: usize,
+        metrics: Arc<CoreStats>,
+    ) -> Local {
         let (generation, specs) = shared.snapshot();
         let weights: Vec<u32> = specs.iter().map(|p| p.weight).collect();
         let mut l = Local {
@@ -64,6 +71,7 @@ impl Local {
             generation,
             seed,
             core: (core, cores),
+            metrics,
         };
         for spec in specs {
             let p = l.peer(spec);
@@ -84,6 +92,12 @@ impl Local {
                 cfg.fastcgi.queue_size,
             )
         });
+        let stats = self.metrics.server(&cfg.name, &spec.addr.to_string());
+        // A peer made again (after a reload or a DNS change) starts with
+        // no connections of this core's.
+        stats.active.set(0);
+        stats.idle.set(0);
+        stats.down.set(0);
         Peer {
             spec,
             pool: Pool::default(),
@@ -91,6 +105,7 @@ impl Local {
             fails: 0,
             first_fail: Instant::now(),
             down_until: None,
+            stats,
         }
     }
 
@@ -157,14 +172,17 @@ impl Local {
     pub fn checkout(&mut self, c: &Chosen, pooled: bool, check: bool) -> Option<TcpStream> {
         let i = self.find(c)?;
         self.in_flight[i] += 1;
+        let p = &mut self.peers[i];
+        p.stats.active.add(1);
         if !pooled {
             return None;
         }
         let idle = self.shared.cfg.pool.idle_timeout;
-        let (s, _) = self.peers[i].pool.take(idle, check);
+        let (s, _) = p.pool.take(idle, check);
         if s.is_some() {
-            REUSED.with(|r| r.set(r.get() + 1));
+            p.stats.reused.add(1);
         }
+        p.idle_changed();
         s
     }
 
@@ -173,9 +191,12 @@ impl Local {
     pub fn done(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
         let Some(i) = self.find(c) else { return };
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+        let p = &mut self.peers[i];
+        p.stats.active.sub(1);
         if let Some(s) = keep {
             let max = self.shared.cfg.pool.max_idle;
-            drop(self.peers[i].pool.put(s, max));
+            drop(p.pool.put(s, max));
+            p.idle_changed();
         }
         if failed {
             self.fail(i);
@@ -183,6 +204,7 @@ impl Local {
     }
 
     fn fail(&mut self, i: usize) {
+        self.peers[i].stats.failures.add(1);
         let Some(ph) = self.shared.cfg.passive else {
             return;
         };
@@ -202,6 +224,7 @@ impl Local {
         if p.fails >= ph.max_fails {
             p.fails = 0;
             p.down_until = Some(now + ph.cooldown);
+            p.stats.down.set(1);
             tracing::warn!(upstream = %self.shared.cfg.name, server = %p.spec.addr, cooldown = ?ph.cooldown, "server marked down after failures");
         }
     }
@@ -210,7 +233,11 @@ impl Local {
     pub fn reap(&mut self, now: Instant) {
         let idle = self.shared.cfg.pool.idle_timeout;
         for p in &mut self.peers {
+            if p.down_until.is_some_and(|t| now >= t) {
+                p.stats.down.set(0);
+            }
             let closed = p.pool.reap(idle, now);
+            p.idle_changed();
             if let Some(slots) = &mut p.slots {
                 (0..closed).for_each(|_| slots.closed());
                 slots.poll_global();
@@ -228,18 +255,21 @@ impl Local {
         self.in_flight[i] += 1;
         let idle = self.shared.cfg.pool.idle_timeout;
         let p = &mut self.peers[i];
+        p.stats.active.add(1);
         let slots = p.slots.as_mut().expect("a FastCGI peer");
         if pooled {
             let (s, dropped) = p.pool.take(idle, check);
             (0..dropped).for_each(|_| slots.closed());
+            p.stats.idle.set(p.pool.len() as u64);
             if let Some(s) = s {
-                REUSED.with(|r| r.set(r.get() + 1));
+                p.stats.reused.add(1);
                 return Ok(s);
             }
         }
         let grant = slots.acquire();
         if matches!(grant, Grant::Full) {
             self.in_flight[i] -= 1;
+            p.stats.active.sub(1);
         }
         Err(grant)
     }
@@ -252,6 +282,7 @@ impl Local {
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
         let max = self.shared.cfg.pool.max_idle;
         let p = &mut self.peers[i];
+        p.stats.active.sub(1);
         let slots = p.slots.as_mut().expect("a FastCGI peer");
         match keep {
             Some(s) if slots.may_keep() => {
@@ -268,6 +299,7 @@ impl Local {
             }
             None => slots.closed(),
         }
+        p.stats.idle.set(p.pool.len() as u64);
         if failed {
             self.fail(i);
         }
@@ -277,6 +309,7 @@ impl Local {
     pub fn fcgi_abandon(&mut self, c: &Chosen) {
         if let Some(i) = self.find(c) {
             self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+            self.peers[i].stats.active.sub(1);
         }
     }
 
@@ -297,7 +330,11 @@ impl Local {
     }
 }
 
-/// Counts a new upstream connection.
-pub fn count_opened() {
-    OPENED.with(|o| o.set(o.get() + 1));
+impl Local {
+    /// Counts a new connection to `addr`.
+    pub fn count_opened(&self, addr: &PeerAddr) {
+        if let Some(p) = self.peers.iter().find(|p| p.spec.addr == *addr) {
+            p.stats.opened.add(1);
+        }
+    }
 }

@@ -28,6 +28,10 @@ pub struct Pool {
 }
 
 impl Pool {
+    pub fn len(&self) -> usize {
+        self.idle.len()
+    }
+
     /// The most recently returned connection within its idle timeout, and
     /// how many were dropped on the way (FastCGI frees their slots). With
     /// `check`, one the server closed is skipped; without, the caller must

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::settings::{ActiveHealth, Protocol, UpstreamConfig};
@@ -87,28 +87,36 @@ impl Shared {
 }
 
 /// Resolves every upstream's servers now (a name that does not resolve is
-/// an error, as in nginx) and starts the monitor thread if anything needs
-/// watching.
-pub fn start(cfgs: &[UpstreamConfig]) -> Result<Vec<Arc<Shared>>, String> {
+/// an error, as in nginx) and starts a monitor thread for those that need
+/// watching. An upstream of `old` (the config a reload replaces) whose
+/// settings did not change is kept as it is, with its health state.
+pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Shared>>, String> {
     let mut all = Vec::with_capacity(cfgs.len());
+    let mut fresh = Vec::new();
     for cfg in cfgs {
+        if let Some(kept) = old.iter().find(|s| s.cfg == *cfg) {
+            all.push(kept.clone());
+            continue;
+        }
         let mut peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
         if cfg.protocol == Protocol::FastCgi {
             for p in &mut peers {
                 p.capacity = crate::fastcgi::probe::capacity(cfg, &p.addr);
             }
         }
-        all.push(Arc::new(Shared {
+        let s = Arc::new(Shared {
             cfg: cfg.clone(),
             generation: AtomicU64::new(1),
             peers: Mutex::new(peers),
             fastcgi_free: Mutex::new(HashMap::new()),
-        }));
+        });
+        fresh.push(s.clone());
+        all.push(s);
     }
-    let watched: Vec<Arc<Shared>> = all
+    let watched: Vec<Weak<Shared>> = fresh
         .iter()
         .filter(|s| s.cfg.active.is_some() || has_names(&s.cfg))
-        .cloned()
+        .map(Arc::downgrade)
         .collect();
     if !watched.is_empty() {
         std::thread::Builder::new()
@@ -170,45 +178,47 @@ struct Streak {
     bad: u32,
 }
 
-fn monitor(watched: Vec<Arc<Shared>>) {
+/// Watches upstreams until a reload has replaced them all (it holds them
+/// weakly, and ends at the first wake-up after the last is gone).
+fn monitor(watched: Vec<Weak<Shared>>) {
     let now = Instant::now();
-    let mut next_resolve: Vec<Instant> =
-        watched.iter().map(|s| now + s.cfg.resolve_every).collect();
+    let mut next_resolve: Vec<Instant> = Vec::with_capacity(watched.len());
+    for w in &watched {
+        let every = w.upgrade().map_or(Duration::ZERO, |s| s.cfg.resolve_every);
+        next_resolve.push(now + every);
+    }
     let mut next_probe: Vec<Instant> = vec![now; watched.len()];
     let mut streaks: HashMap<(usize, PeerAddr), Streak> = HashMap::new();
     loop {
         let now = Instant::now();
-        for (i, s) in watched.iter().enumerate() {
-            if has_names(&s.cfg) && now >= next_resolve[i] {
-                next_resolve[i] = now + s.cfg.resolve_every;
-                match resolve(&s.cfg) {
-                    Ok(fresh) => s.publish(|peers| merge(peers, fresh)),
-                    Err(e) => {
-                        tracing::warn!(upstream = %s.cfg.name, error = %e, "re-resolving failed; keeping the old addresses")
+        let mut wake = now + Duration::from_secs(60);
+        let mut alive = false;
+        for (i, w) in watched.iter().enumerate() {
+            let Some(s) = w.upgrade() else { continue };
+            alive = true;
+            if has_names(&s.cfg) {
+                if now >= next_resolve[i] {
+                    next_resolve[i] = now + s.cfg.resolve_every;
+                    match resolve(&s.cfg) {
+                        Ok(fresh) => s.publish(|peers| merge(peers, fresh)),
+                        Err(e) => {
+                            tracing::warn!(upstream = %s.cfg.name, error = %e, "re-resolving failed; keeping the old addresses")
+                        }
                     }
                 }
+                wake = wake.min(next_resolve[i]);
             }
             if let Some(active) = &s.cfg.active {
                 if now >= next_probe[i] {
                     next_probe[i] = now + active.interval;
-                    probe_all(i, s, active, &mut streaks);
+                    probe_all(i, &s, active, &mut streaks);
                 }
+                wake = wake.min(next_probe[i]);
             }
         }
-        let wake = next_resolve
-            .iter()
-            .zip(&watched)
-            .filter(|(_, s)| has_names(&s.cfg))
-            .map(|(t, _)| *t)
-            .chain(
-                next_probe
-                    .iter()
-                    .zip(&watched)
-                    .filter(|(_, s)| s.cfg.active.is_some())
-                    .map(|(t, _)| *t),
-            )
-            .min()
-            .unwrap_or(now + Duration::from_secs(60));
+        if !alive {
+            return;
+        }
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     }
 }

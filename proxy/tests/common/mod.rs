@@ -24,6 +24,9 @@ pub struct Ringside {
     pub addr: SocketAddr,
     pub banner: String,
     stderr: Option<std::thread::JoinHandle<String>>,
+    /// Later stdout lines (the admin address).
+    lines: std::sync::mpsc::Receiver<String>,
+    admin: Option<SocketAddr>,
 }
 
 impl Ringside {
@@ -96,9 +99,12 @@ impl Ringside {
             panic!("ringside exited before serving ({status}):\n{log}");
         }
         // Keep draining stdout so the server never blocks on it.
+        let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut sink = Vec::new();
-            let _ = out.read_to_end(&mut sink);
+            let mut line = String::new();
+            while out.read_line(&mut line).unwrap_or(0) > 0 {
+                let _ = tx.send(std::mem::take(&mut line));
+            }
         });
         let addr = banner
             .split("http://")
@@ -111,6 +117,59 @@ impl Ringside {
             addr,
             banner,
             stderr: Some(stderr),
+            lines,
+            admin: None,
+        }
+    }
+
+    /// The admin listener's address, from its banner line.
+    pub fn admin(&mut self) -> SocketAddr {
+        if let Some(a) = self.admin {
+            return a;
+        }
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(10))
+                .expect("no admin banner line");
+            if let Some(rest) = line.trim().strip_prefix("ringside: admin on http://") {
+                let a: SocketAddr = rest.trim_end_matches("/metrics").parse().unwrap();
+                self.admin = Some(a);
+                return a;
+            }
+        }
+    }
+
+    /// GET `path` from the admin listener: (status, body).
+    pub fn admin_get(&mut self, path: &str) -> (u16, String) {
+        let a = self.admin();
+        let mut s = TcpStream::connect(a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: admin\r\n\r\n").unwrap();
+        let mut all = String::new();
+        s.read_to_string(&mut all).unwrap();
+        let status = all[9..12].parse().unwrap();
+        let body = all.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_owned())
+    }
+
+    /// The value of the sample `series` (name with its labels, exactly as
+    /// printed) in a scrape; 0 when absent.
+    pub fn metric(&mut self, series: &str) -> f64 {
+        let (_, text) = self.admin_get("/metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map_or(0.0, |v| v.trim().parse().unwrap())
+    }
+
+    /// Waits until the server counted `n` reloads with `result` (the
+    /// reload's readiness signal).
+    pub fn wait_reloads(&mut self, result: &str, n: u64) {
+        let series = format!("ringside_reloads_total{{result=\"{result}\"}}");
+        let end = Instant::now() + Duration::from_secs(20);
+        while self.metric(&series) < n as f64 {
+            assert!(Instant::now() < end, "{series} never reached {n}");
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

@@ -1,0 +1,221 @@
+//! Access log lines: nginx's "combined" (with the request time appended, as
+//! nginx's commonly used `$request_time` extension) and one JSON object per
+//! line.
+//!
+//! Bytes from the client are escaped as nginx escapes them (`"`, `\`, and
+//! bytes outside printable ASCII as `\xHH`), so a request cannot forge a
+//! line or break the format.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ringside_runtime::http::date::civil_from_days;
+
+/// What a line says about one request.
+pub struct Entry<'a> {
+    pub peer: Option<SocketAddr>,
+    pub method: &'a [u8],
+    pub target: &'a [u8],
+    pub version: &'a str,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub referer: Option<&'a [u8]>,
+    pub user_agent: Option<&'a [u8]>,
+    pub host: Option<&'a [u8]>,
+    pub elapsed: Duration,
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// The wall-clock second now, and its (year, month, day, h, m, s) in UTC.
+fn now_utc() -> (u64, (u32, u32, u32, u64, u64, u64)) {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, mo, d) = civil_from_days(secs / 86_400);
+    let s = secs % 86_400;
+    (secs, (y, mo, d, s / 3600, s / 60 % 60, s % 60))
+}
+
+thread_local! {
+    /// This second's two time strings, made once per second per core.
+    static TIMES: std::cell::RefCell<(u64, String, String)> =
+        const { std::cell::RefCell::new((u64::MAX, String::new(), String::new())) };
+}
+
+fn with_times<R>(f: impl FnOnce(&str, &str) -> R) -> R {
+    TIMES.with(|t| {
+        let mut t = t.borrow_mut();
+        let (secs, (y, mo, d, h, mi, s)) = now_utc();
+        if t.0 != secs {
+            t.0 = secs;
+            t.1 = format!(
+                "{d:02}/{}/{y}:{h:02}:{mi:02}:{s:02} +0000",
+                MONTHS[mo as usize - 1]
+            );
+            t.2 = format!("{y}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z");
+        }
+        f(&t.1, &t.2)
+    })
+}
+
+/// Appends `bytes` escaped for a combined-format field.
+fn esc_combined(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'"' | b'\\' => {
+                out.push(b'\\');
+                out.push(b);
+            }
+            0x20..=0x7e => out.push(b),
+            _ => {
+                let _ = write!(Hex(out), "\\x{b:02X}");
+            }
+        }
+    }
+}
+
+/// Appends `bytes` as the inside of a JSON string; bytes outside printable
+/// ASCII become `\u00HH` (one code point per byte, so nothing is lost).
+fn esc_json(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'"' | b'\\' => {
+                out.push(b'\\');
+                out.push(b);
+            }
+            0x20..=0x7e => out.push(b),
+            _ => {
+                let _ = write!(Hex(out), "\\u{b:04x}");
+            }
+        }
+    }
+}
+
+/// `fmt::Write` into a byte buffer.
+struct Hex<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Hex<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// `$remote_addr - - [$time_local] "$request" $status $body_bytes_sent
+/// "$http_referer" "$http_user_agent" $request_time`
+pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
+    with_times(|local, _| {
+        let mut w = Hex(out);
+        let _ = match e.peer {
+            Some(p) => write!(w, "{} - - [{local}] \"", p.ip()),
+            None => write!(w, "- - - [{local}] \""),
+        };
+    });
+    esc_combined(out, e.method);
+    out.push(b' ');
+    esc_combined(out, e.target);
+    out.push(b' ');
+    out.extend_from_slice(e.version.as_bytes());
+    let _ = write!(Hex(out), "\" {} {} \"", e.status, e.body_bytes);
+    esc_combined(out, e.referer.unwrap_or(b"-"));
+    out.extend_from_slice(b"\" \"");
+    esc_combined(out, e.user_agent.unwrap_or(b"-"));
+    let _ = writeln!(Hex(out), "\" {:.3}", e.elapsed.as_secs_f64());
+}
+
+/// One JSON object: time, remote, method, uri, protocol, status,
+/// body_bytes, referer, user_agent, host, request_time (seconds).
+pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
+    with_times(|_, iso| {
+        let _ = write!(Hex(out), "{{\"time\":\"{iso}\",\"remote\":");
+    });
+    match e.peer {
+        Some(p) => {
+            let _ = write!(Hex(out), "\"{}\"", p.ip());
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    for (key, value) in [("method", Some(e.method)), ("uri", Some(e.target))] {
+        let _ = write!(Hex(out), ",\"{key}\":\"");
+        esc_json(out, value.unwrap_or(b""));
+        out.push(b'"');
+    }
+    let _ = write!(
+        Hex(out),
+        ",\"protocol\":\"{}\",\"status\":{},\"body_bytes\":{}",
+        e.version,
+        e.status,
+        e.body_bytes
+    );
+    for (key, value) in [
+        ("referer", e.referer),
+        ("user_agent", e.user_agent),
+        ("host", e.host),
+    ] {
+        match value {
+            Some(v) => {
+                let _ = write!(Hex(out), ",\"{key}\":\"");
+                esc_json(out, v);
+                out.push(b'"');
+            }
+            None => {
+                let _ = write!(Hex(out), ",\"{key}\":null");
+            }
+        }
+    }
+    let _ = writeln!(
+        Hex(out),
+        ",\"request_time\":{:.6}}}",
+        e.elapsed.as_secs_f64()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry<'a>(target: &'a [u8], ua: Option<&'a [u8]>) -> Entry<'a> {
+        Entry {
+            peer: Some("127.0.0.1:5555".parse().unwrap()),
+            method: b"GET",
+            target,
+            version: "HTTP/1.1",
+            status: 200,
+            body_bytes: 26,
+            referer: None,
+            user_agent: ua,
+            host: Some(b"example.com"),
+            elapsed: Duration::from_micros(1500),
+        }
+    }
+
+    #[test]
+    fn combined_escapes_what_could_forge_a_line() {
+        let mut out = Vec::new();
+        combined(&mut out, &entry(b"/a\"b", Some(b"x\n\"y\\")));
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
+        assert!(
+            line.ends_with("] \"GET /a\\\"b HTTP/1.1\" 200 26 \"-\" \"x\\x0A\\\"y\\\\\" 0.002\n"),
+            "{line}"
+        );
+        assert_eq!(line.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn json_is_one_object_per_line() {
+        let mut out = Vec::new();
+        json(&mut out, &entry(b"/\xff", None));
+        let line = String::from_utf8(out).unwrap();
+        let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["uri"], "/\u{ff}");
+        assert_eq!(v["status"], 200);
+        assert_eq!(v["user_agent"], serde_json::Value::Null);
+        assert_eq!(v["host"], "example.com");
+        assert_eq!(v["request_time"], 0.0015);
+    }
+}

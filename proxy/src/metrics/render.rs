@@ -1,0 +1,300 @@
+//! `/metrics` in the Prometheus text format (version 0.0.4): each family
+//! once, with its HELP and TYPE, its samples summed over the cores.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{Registry, RouteLabel, LATENCY_BOUNDS_US};
+
+/// A label value with `\`, `"` and newlines escaped.
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+#[derive(Default)]
+struct RouteSum {
+    by_class: [u64; 5],
+    body: u64,
+    head: u64,
+    latency: [u64; LATENCY_BOUNDS_US.len() + 1],
+    sum_us: u64,
+}
+
+#[derive(Default)]
+struct ServerSum {
+    active: u64,
+    idle: u64,
+    opened: u64,
+    reused: u64,
+    failures: u64,
+    down_cores: u64,
+}
+
+pub fn render(reg: &Registry) -> String {
+    let mut out = String::with_capacity(8 << 10);
+    let cores = reg.cores();
+
+    family(
+        &mut out,
+        "ringside_info",
+        "gauge",
+        "Version and I/O backend.",
+    );
+    let backend = reg.backend.get().map_or("", String::as_str);
+    let _ = writeln!(
+        out,
+        "ringside_info{{version=\"{}\",backend=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION"),
+        esc(backend)
+    );
+    family(
+        &mut out,
+        "ringside_uptime_seconds",
+        "gauge",
+        "Seconds since the process started.",
+    );
+    let _ = writeln!(
+        out,
+        "ringside_uptime_seconds {:.3}",
+        reg.started.elapsed().as_secs_f64()
+    );
+    family(
+        &mut out,
+        "ringside_reloads_total",
+        "counter",
+        "Configuration reloads, by result.",
+    );
+    let _ = writeln!(
+        out,
+        "ringside_reloads_total{{result=\"ok\"}} {}",
+        reg.reloads_ok.load(Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "ringside_reloads_total{{result=\"failed\"}} {}",
+        reg.reloads_failed.load(Relaxed)
+    );
+
+    family(
+        &mut out,
+        "ringside_open_connections",
+        "gauge",
+        "Client connections open now, per worker.",
+    );
+    for c in &cores {
+        let _ = writeln!(
+            out,
+            "ringside_open_connections{{worker=\"{}\"}} {}",
+            c.worker,
+            c.conns.open()
+        );
+    }
+    family(
+        &mut out,
+        "ringside_accepted_connections_total",
+        "counter",
+        "Client connections accepted, per worker.",
+    );
+    for c in &cores {
+        let _ = writeln!(
+            out,
+            "ringside_accepted_connections_total{{worker=\"{}\"}} {}",
+            c.worker,
+            c.conns.accepted()
+        );
+    }
+
+    let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
+    for c in &cores {
+        for (label, s) in c.routes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let sum = routes.entry(label.clone()).or_default();
+            for (a, b) in sum.by_class.iter_mut().zip(&s.by_class) {
+                *a += b.get();
+            }
+            sum.body += s.body_bytes.get();
+            sum.head += s.head_bytes.get();
+            for (a, b) in sum.latency.iter_mut().zip(&s.latency) {
+                *a += b.get();
+            }
+            sum.sum_us += s.latency_sum_us.get();
+        }
+    }
+    let labels = |l: &RouteLabel| format!("route=\"{}\",host=\"{}\"", esc(&l.route), esc(&l.host));
+    family(
+        &mut out,
+        "ringside_requests_total",
+        "counter",
+        "Requests answered, by route and status class.",
+    );
+    for (l, s) in &routes {
+        for (i, n) in s.by_class.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "ringside_requests_total{{{},class=\"{}xx\"}} {n}",
+                labels(l),
+                i + 1
+            );
+        }
+    }
+    family(
+        &mut out,
+        "ringside_response_body_bytes_total",
+        "counter",
+        "Response body bytes sent, by route.",
+    );
+    for (l, s) in &routes {
+        let _ = writeln!(
+            out,
+            "ringside_response_body_bytes_total{{{}}} {}",
+            labels(l),
+            s.body
+        );
+    }
+    family(
+        &mut out,
+        "ringside_request_head_bytes_total",
+        "counter",
+        "Request head bytes received, by route.",
+    );
+    for (l, s) in &routes {
+        let _ = writeln!(
+            out,
+            "ringside_request_head_bytes_total{{{}}} {}",
+            labels(l),
+            s.head
+        );
+    }
+    family(
+        &mut out,
+        "ringside_request_duration_seconds",
+        "histogram",
+        "Time from a complete request head to the response handed to the socket, by route.",
+    );
+    for (l, s) in &routes {
+        let mut cumulative = 0;
+        for (i, n) in s.latency.iter().enumerate() {
+            cumulative += n;
+            let le = match LATENCY_BOUNDS_US.get(i) {
+                Some(us) => format!("{}", *us as f64 / 1e6),
+                None => "+Inf".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "ringside_request_duration_seconds_bucket{{{},le=\"{le}\"}} {cumulative}",
+                labels(l)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "ringside_request_duration_seconds_sum{{{}}} {}",
+            labels(l),
+            s.sum_us as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "ringside_request_duration_seconds_count{{{}}} {cumulative}",
+            labels(l)
+        );
+    }
+
+    render_upstreams(reg, &cores, &mut out);
+    out
+}
+
+fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
+    // Only the servers of the config now serving: addresses DNS dropped
+    // and upstreams a reload removed leave the output.
+    let mut servers: Vec<((String, String), bool, ServerSum)> = Vec::new();
+    for up in reg.upstreams() {
+        let (_, peers) = up.snapshot();
+        for p in peers {
+            let key = (up.cfg.name.clone(), p.addr.to_string());
+            let mut sum = ServerSum::default();
+            for c in cores {
+                let all = c.servers.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((_, s)) = all.iter().find(|(k, _)| *k == key) {
+                    sum.active += s.active.get();
+                    sum.idle += s.idle.get();
+                    sum.opened += s.opened.get();
+                    sum.reused += s.reused.get();
+                    sum.failures += s.failures.get();
+                    sum.down_cores += s.down.get();
+                }
+            }
+            servers.push((key, p.healthy, sum));
+        }
+    }
+    let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
+    type Pick = fn(bool, &ServerSum) -> String;
+    let families: [(&str, &str, &str, Pick); 8] = [
+        (
+            "ringside_upstream_server_up",
+            "gauge",
+            "1 when the server takes requests: healthy by active checks and held down by no core.",
+            |h, s| u8::from(h && s.down_cores == 0).to_string(),
+        ),
+        (
+            "ringside_upstream_down_cores",
+            "gauge",
+            "Cores holding the server down after failures (passive health).",
+            |_, s| s.down_cores.to_string(),
+        ),
+        (
+            "ringside_upstream_active_connections",
+            "gauge",
+            "Requests in flight to the server, all cores.",
+            |_, s| s.active.to_string(),
+        ),
+        (
+            "ringside_upstream_idle_connections",
+            "gauge",
+            "Idle pooled connections to the server, all cores.",
+            |_, s| s.idle.to_string(),
+        ),
+        (
+            "ringside_upstream_connections_opened_total",
+            "counter",
+            "Connections opened to the server.",
+            |_, s| s.opened.to_string(),
+        ),
+        (
+            "ringside_upstream_connection_reuses_total",
+            "counter",
+            "Requests sent on a pooled connection.",
+            |_, s| s.reused.to_string(),
+        ),
+        (
+            "ringside_upstream_reuse_ratio",
+            "gauge",
+            "Reuses over reuses plus new connections, since start.",
+            |_, s| {
+                let all = s.reused + s.opened;
+                if all == 0 {
+                    "0".to_owned()
+                } else {
+                    format!("{}", s.reused as f64 / all as f64)
+                }
+            },
+        ),
+        (
+            "ringside_upstream_failures_total",
+            "counter",
+            "Tries that failed (connect, timeout, bad response).",
+            |_, s| s.failures.to_string(),
+        ),
+    ];
+    for (name, kind, help, pick) in families {
+        family(out, name, kind, help);
+        for (key, healthy, sum) in &servers {
+            let _ = writeln!(out, "{name}{{{}}} {}", lab(key), pick(*healthy, sum));
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The main thread's life: start (bind, drop privileges, start workers and
+//! the admin listener), then wait on signals: SIGHUP reloads, SIGUSR1
+//! reopens the access log, SIGTERM or SIGINT drains and stops.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ringside_runtime::reload::Factory;
+use ringside_runtime::worker::{self, Server};
+use ringside_static::StaticFiles;
+
+use crate::access_log::writer;
+use crate::cli::{self, Cli, DEFAULT_PID_FILE};
+use crate::config::ops::AdminListen;
+use crate::config::Config;
+use crate::edge::Edge;
+use crate::metrics::{self, admin};
+use crate::signals::{self, Signal};
+use crate::upstream::shared::{self, Shared};
+use crate::{notify, privileges};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("ringside: {msg}");
+    ExitCode::FAILURE
+}
+
+/// What builds each worker's handler for `cfg`.
+fn edge_factory(cfg: &Config, shared: &[Arc<Shared>]) -> Factory<Edge> {
+    let statics = cfg.statics.clone();
+    let proxy = cfg.proxy.clone();
+    let ops = cfg.ops.clone();
+    let shared = shared.to_vec();
+    Arc::new(move |ctx, prev| {
+        // Each worker opens its own roots and builds its own cache and pools.
+        let files = StaticFiles::from_config(&statics)
+            .map_err(|e| format!("cannot open root {}: {e}", statics.root.display()))?;
+        let prefixes = statics.routes.iter().map(|r| r.prefix.clone()).collect();
+        Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev)
+    })
+}
+
+fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
+    match a {
+        AdminListen::Off => Ok(None),
+        AdminListen::At(addr) => admin::bind(*addr)
+            .map(Some)
+            .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}")),
+        AdminListen::Default(addr) => match admin::bind(*addr) {
+            Ok(l) => Ok(Some(l)),
+            Err(e) => {
+                tracing::warn!(%addr, error = %e, "admin listener not started; set [admin] listen to choose another address");
+                Ok(None)
+            }
+        },
+    }
+}
+
+pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
+    let signals = match signals::block() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot set up signal handling: {e}")),
+    };
+    privileges::raise_fd_limit();
+    if let Err(e) = StaticFiles::from_config(&cfg.statics) {
+        return fail(format!("cannot open root {}: {e}", cfg.root.display()));
+    }
+    // Opened before privileges are dropped, as nginx opens its logs.
+    if let Some(a) = &cfg.ops.access_log {
+        if let Err(e) = writer::start(&a.path) {
+            return fail(format!("cannot open access log {}: {e}", a.path.display()));
+        }
+    }
+    let admin = match bind_admin(&cfg.ops.admin) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let mut shared = match shared::start(&cfg.proxy.upstreams, &[]) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let bound = match worker::bind(&cfg.runtime, &cfg.server) {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let pid_file = match &cfg.ops.pid_file {
+        Some(p) => match write_pid(p) {
+            Ok(()) => Some(p.clone()),
+            Err(e) => return fail(format!("cannot write pid file {}: {e}", p.display())),
+        },
+        None => None,
+    };
+    if let Some(user) = &cfg.ops.user {
+        if let Err(e) = privileges::drop_to(user, cfg.ops.group.as_deref()) {
+            return fail(e);
+        }
+    }
+    let mut server = match bound.spawn(edge_factory(&cfg, &shared)) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let reg = metrics::registry();
+    let _ = reg.backend.set(server.backend.to_string());
+    reg.set_upstreams(&shared);
+    let what = serving_what(&cfg);
+    for addr in &server.local_addrs {
+        println!(
+            "ringside: serving {what} on http://{addr}/ (workers: {}, backend: {})",
+            server.workers, server.backend
+        );
+    }
+    if let Some(l) = admin {
+        match l.local_addr() {
+            Ok(a) => println!("ringside: admin on http://{a}/metrics"),
+            Err(e) => tracing::warn!(error = %e, "admin listener has no address"),
+        }
+        if let Err(e) = admin::spawn(l) {
+            tracing::warn!(error = %e, "cannot start the admin thread");
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    notify::ready();
+    let sig = loop {
+        match signals.wait() {
+            Signal::Hup => reload(&cli, &mut cfg, &mut server, &mut shared),
+            Signal::Usr1 => {
+                tracing::info!("SIGUSR1: reopening the access log");
+                writer::reopen();
+            }
+            sig => break sig,
+        }
+    };
+    tracing::info!(signal = sig.name(), "draining");
+    notify::stopping();
+    admin::DRAINING.store(true, Ordering::Relaxed);
+    server.shutdown();
+    // A second signal during the drain ends the process at once.
+    std::thread::spawn(move || loop {
+        let sig = signals.wait();
+        if matches!(sig, Signal::Term | Signal::Int) {
+            tracing::warn!(
+                signal = sig.name(),
+                "second signal: exiting without waiting"
+            );
+            std::process::exit(1);
+        }
+    });
+    server.join();
+    // The workers handed over their last log lines as they ended.
+    writer::sync();
+    if let Some(p) = pid_file {
+        remove_pid(&p);
+    }
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// Re-reads the config and gives every worker a handler built from it; a
+/// config that does not validate is logged and the old one keeps serving.
+fn reload(cli: &Cli, live: &mut Config, server: &mut Server<Edge>, shared: &mut Vec<Arc<Shared>>) {
+    tracing::info!("SIGHUP: reloading the config");
+    notify::reloading();
+    let reg = metrics::registry();
+    match try_reload(cli, live, server, shared) {
+        Ok(()) => {
+            reg.reloads_ok.fetch_add(1, Ordering::Relaxed);
+            tracing::info!("config reloaded");
+        }
+        Err(e) => {
+            reg.reloads_failed.fetch_add(1, Ordering::Relaxed);
+            tracing::error!("reload refused, the old config keeps serving: {e}");
+        }
+    }
+    notify::ready();
+}
+
+fn try_reload(
+    cli: &Cli,
+    live: &mut Config,
+    server: &mut Server<Edge>,
+    shared: &mut Vec<Arc<Shared>>,
+) -> Result<(), String> {
+    let mut new = cli::effective_config(cli).map_err(|e| e.to_string())?;
+    keep_restart_only(live, &mut new);
+    StaticFiles::from_config(&new.statics)
+        .map_err(|e| format!("cannot open root {}: {e}", new.root.display()))?;
+    if let Some(a) = &new.ops.access_log {
+        if writer::sender().is_none() {
+            writer::start(&a.path)
+                .map_err(|e| format!("cannot open access log {}: {e}", a.path.display()))?;
+        } else {
+            writer::set_path(&a.path);
+        }
+    }
+    let fresh = shared::start(&new.proxy.upstreams, shared)?;
+    let refused = server.reload(edge_factory(&new, &fresh), worker::conn_config(&new.server));
+    metrics::registry().set_upstreams(&fresh);
+    *shared = fresh;
+    *live = new;
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        let list: Vec<String> = refused
+            .iter()
+            .map(|(w, e)| format!("worker {w}: {e}"))
+            .collect();
+        Err(format!(
+            "some workers kept the old config: {}",
+            list.join("; ")
+        ))
+    }
+}
+
+/// Settings that only a restart changes: a change is logged, and the live
+/// value kept so that the next reload compares against what runs.
+fn keep_restart_only(live: &Config, new: &mut Config) {
+    let mut kept = Vec::new();
+    if new.runtime != live.runtime {
+        kept.push("[runtime]");
+        new.runtime = live.runtime.clone();
+    }
+    if new.server.listen != live.server.listen {
+        kept.push("[server] listen");
+        new.server.listen = live.server.listen.clone();
+    }
+    if new.server.backlog != live.server.backlog {
+        kept.push("[server] backlog");
+        new.server.backlog = live.server.backlog;
+    }
+    for ((name, a), (_, b)) in new.ops.restart_only().iter().zip(live.ops.restart_only()) {
+        if *a != b {
+            kept.push(name);
+        }
+    }
+    new.ops.admin = live.ops.admin.clone();
+    new.ops.user = live.ops.user.clone();
+    new.ops.group = live.ops.group.clone();
+    new.ops.pid_file = live.ops.pid_file.clone();
+    if !kept.is_empty() {
+        tracing::warn!(settings = ?kept, "changed settings take effect only at restart");
+    }
+}
+
+fn write_pid(path: &Path) -> std::io::Result<()> {
+    std::fs::write(path, format!("{}\n", std::process::id()))
+}
+
+/// Removes the pid file if it still names this process.
+fn remove_pid(path: &Path) {
+    let ours = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        == Some(std::process::id());
+    if ours {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// `ringside reload`: checks the config when one is named (a broken one is
+/// reported here, and the server is not asked), then sends SIGHUP to the
+/// pid in the pid file.
+pub fn send_reload(cli: &Cli) -> ExitCode {
+    let mut pid_file = cli.pid_file.clone();
+    if let Some(path) = &cli.config {
+        match Config::load(path) {
+            Ok(c) => pid_file = pid_file.or(c.ops.pid_file),
+            Err(e) => {
+                eprintln!("ringside: {e}");
+                eprintln!("ringside: not reloading: the running server would refuse this config");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let path = pid_file.unwrap_or_else(|| PathBuf::from(DEFAULT_PID_FILE));
+    let pid = match std::fs::read_to_string(&path) {
+        Ok(s) => match s.trim().parse::<i32>() {
+            Ok(p) if p > 0 => p,
+            _ => {
+                return fail(format!(
+                    "{}: not a process id: {:?}",
+                    path.display(),
+                    s.trim()
+                ))
+            }
+        },
+        Err(e) => return fail(format!("cannot read pid file {}: {e}", path.display())),
+    };
+    // SAFETY: kill with a pid and a signal number.
+    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
+        return fail(format!(
+            "cannot signal process {pid} (from {}): {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    println!("ringside: sent SIGHUP to {pid}");
+    ExitCode::SUCCESS
+}
+
+/// What the banner says is served: the root, or where `/` is proxied.
+fn serving_what(cfg: &Config) -> String {
+    let root_proxy = cfg
+        .proxy
+        .routes
+        .iter()
+        .find(|r| r.hosts.is_empty() && r.prefix == "/");
+    match root_proxy {
+        Some(r) => {
+            let up = &cfg.proxy.upstreams[r.upstream];
+            let servers: Vec<String> = up
+                .servers
+                .iter()
+                .map(|s| match &s.unix {
+                    Some(p) => format!("unix:{}", p.display()),
+                    None => format!("{}:{}", s.host, s.port),
+                })
+                .collect();
+            match &r.fastcgi {
+                Some(f) => format!(
+                    "{} with FastCGI {} ({})",
+                    f.root.display(),
+                    up.name,
+                    servers.join(", ")
+                ),
+                None => format!("a proxy to {} ({})", up.name, servers.join(", ")),
+            }
+        }
+        None => cfg.root.display().to_string(),
+    }
+}

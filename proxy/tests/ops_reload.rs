@@ -1,0 +1,225 @@
+//! Reloading the config (SIGHUP, `ringside reload`): a valid config takes
+//! effect without failing a request, an invalid one is reported and the old
+//! one keeps serving.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+
+use common::origin::Origin;
+use common::{Ringside, TempDir, BIN};
+
+/// A config serving `dir/www` with `cache_control`, and `/api/` proxied to
+/// `origin`.
+fn write_config(dir: &TempDir, origin: u16, cache_control: &str) -> PathBuf {
+    dir.write(
+        "ringside.toml",
+        format!(
+            r#"
+[server]
+root = "www"
+pid_file = "ringside.pid"
+
+[static]
+cache_control = "{cache_control}"
+
+[upstream.app]
+servers = ["127.0.0.1:{origin}"]
+
+[[route]]
+prefix = "/api/"
+upstream = "app"
+"#
+        )
+        .as_bytes(),
+    )
+}
+
+fn start(dir: &TempDir, cfg: &Path, workers: u32) -> Ringside {
+    let w = workers.to_string();
+    let mut r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        &w,
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    r.admin();
+    assert!(dir.path().join("ringside.pid").exists());
+    r
+}
+
+fn cache_control(r: &Ringside) -> String {
+    let mut c = common::client::Conn::open(r.addr);
+    c.get("/index.html")
+        .header("cache-control")
+        .expect("a Cache-Control header")
+}
+
+/// Runs ringside-bench (built beside ringside by `cargo test --workspace`)
+/// and returns its JSON report.
+fn bench(args: Vec<String>) -> serde_json::Value {
+    let bin = Path::new(BIN).with_file_name("ringside-bench");
+    assert!(
+        bin.exists(),
+        "{} is missing: run the workspace's tests (cargo test --workspace)",
+        bin.display()
+    );
+    let out = Command::new(&bin)
+        .args(&args)
+        .output()
+        .expect("run ringside-bench");
+    assert!(
+        out.status.success(),
+        "ringside-bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+#[test]
+fn ten_reloads_under_load_fail_no_request() {
+    let dir = TempDir::new("reload-load");
+    dir.write("www/index.html", b"hello\n");
+    let origin = Origin::start("app");
+    let cfg = write_config(&dir, origin.port(), "max-age=0");
+    let mut r = start(&dir, &cfg, 2);
+    let addr = r.addr;
+    let load = |path: &str, keepalive: bool| {
+        let mut args: Vec<String> = ["--json", "-q", "-c", "64", "-d", "5s", "-s", "10"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if keepalive {
+            args.push("-k".into());
+        }
+        args.push(format!("http://{addr}{path}"));
+        thread::spawn(move || bench(args))
+    };
+    // Keep-alive clients meet reloads between their requests; the others
+    // open a connection per request, so there are always some queued in
+    // the listeners' accept queues when a reload happens.
+    let static_load = load("/index.html", true);
+    let proxy_load = load("/api/ok", false);
+    // Wait until both are sending before reloading.
+    while r.metric("ringside_accepted_connections_total{worker=\"0\"}")
+        + r.metric("ringside_accepted_connections_total{worker=\"1\"}")
+        < 200.0
+    {
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for i in 1..=10u64 {
+        write_config(&dir, origin.port(), &format!("max-age={i}"));
+        r.signal(libc::SIGHUP);
+        r.wait_reloads("ok", i);
+        assert_eq!(cache_control(&r), format!("max-age={i}"));
+    }
+    assert!(
+        !static_load.is_finished() && !proxy_load.is_finished(),
+        "the reloads must all happen while the load runs"
+    );
+    for (name, load) in [("static", static_load), ("proxy", proxy_load)] {
+        let report = load.join().unwrap();
+        let counts = &report["counts"];
+        assert!(
+            counts["complete"].as_u64().unwrap() > 1000,
+            "{name}: {report}"
+        );
+        assert_eq!(report["failed_requests"], 0, "{name}: {report}");
+        assert_eq!(counts["resets"], 0, "{name}: {report}");
+        assert_eq!(counts["non_2xx"], 0, "{name}: {report}");
+        assert_eq!(counts["timeouts"], 0, "{name}: {report}");
+    }
+    assert_eq!(r.metric("ringside_reloads_total{result=\"failed\"}"), 0.0);
+    let log = r.stop();
+    assert_eq!(log.matches("config reloaded").count(), 10, "{log}");
+}
+
+#[test]
+fn an_invalid_config_is_reported_and_the_old_one_keeps_serving() {
+    let dir = TempDir::new("reload-invalid");
+    dir.write("www/index.html", b"hello\n");
+    let origin = Origin::start("app");
+    let cfg = write_config(&dir, origin.port(), "max-age=7");
+    let mut r = start(&dir, &cfg, 1);
+    // Keep one connection open across the failed reload.
+    let mut kept = common::client::Conn::open(r.addr);
+    assert_eq!(kept.get("/api/ok").status, 200);
+
+    let good = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        good.replace("cache_control = \"max-age=7\"", "cache_control = 7"),
+    )
+    .unwrap();
+    // `ringside reload --config` checks first and does not signal.
+    let out = Command::new(BIN)
+        .args(["reload", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ringside.toml:7") && err.contains("[static] cache_control"),
+        "{err}"
+    );
+    // SIGHUP anyway: the server refuses it the same way.
+    r.signal(libc::SIGHUP);
+    r.wait_reloads("failed", 1);
+    assert_eq!(cache_control(&r), "max-age=7");
+    assert_eq!(kept.get("/api/ok").status, 200);
+    assert_eq!(kept.get("/index.html").status, 200);
+
+    // Fixed, and sent by pid file: it takes effect, on the kept
+    // connection's next request too.
+    write_config(&dir, origin.port(), "max-age=8");
+    let out = Command::new(BIN)
+        .args(["reload", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    r.wait_reloads("ok", 1);
+    assert_eq!(
+        kept.get("/index.html").header("cache-control").unwrap(),
+        "max-age=8"
+    );
+    let log = r.stop();
+    assert!(
+        log.contains("reload refused, the old config keeps serving")
+            && log.contains("ringside.toml:7")
+            && log.contains("[static] cache_control"),
+        "{log}"
+    );
+    assert!(
+        !dir.path().join("ringside.pid").exists(),
+        "the pid file is removed at exit"
+    );
+}
+
+#[test]
+fn restart_only_settings_are_named_and_kept() {
+    let dir = TempDir::new("reload-restart-only");
+    dir.write("www/index.html", b"hello\n");
+    let origin = Origin::start("app");
+    let cfg = write_config(&dir, origin.port(), "max-age=1");
+    let mut r = start(&dir, &cfg, 1);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("[server]", "[runtime]\nring_entries = 512\n\n[server]"),
+    )
+    .unwrap();
+    r.signal(libc::SIGHUP);
+    r.wait_reloads("ok", 1);
+    assert_eq!(r.get("/api/ok").0, 200);
+    let log = r.stop();
+    assert!(
+        log.contains("take effect only at restart") && log.contains("[runtime]"),
+        "{log}"
+    );
+}
