@@ -19,7 +19,7 @@ command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v ruby >/dev/null || need+=(ruby)
 command -v shellcheck >/dev/null || need+=(shellcheck)
 # The metrics test parses /metrics with Prometheus's own Python client.
-python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
+/usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
 # php-fpm, the FastCGI peer: any version will do (Debian bookworm's is
 # php8.2-fpm, /usr/sbin/php-fpm8.2; the php-fpm package depends on it).
 if ! compgen -G '/usr/sbin/php-fpm*' >/dev/null && ! compgen -c php-fpm >/dev/null; then

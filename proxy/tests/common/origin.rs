@@ -59,7 +59,12 @@ impl Origin {
     /// - `/fails-on-a`: 503 from the origin named "a", 200 from others;
     /// - `/stall`: 300 kB of a 1 MB body, then nothing for 4 s.
     pub fn start(name: &str) -> Origin {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        Self::start_at(name, "127.0.0.1:0")
+    }
+
+    /// [`Origin::start`] on the address `at` (loopback has all of 127/8).
+    pub fn start_at(name: &str, at: &str) -> Origin {
+        let l = TcpListener::bind(at).unwrap();
         let addr = l.local_addr().unwrap();
         let state = Arc::new(State::default());
         state.health.store(200, Ordering::SeqCst);

@@ -1,0 +1,183 @@
+//! The access log: combined and JSON lines, a route with logging off, and
+//! the file reopened on SIGUSR1 after logrotate moved it.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::client::Conn;
+use common::origin::Origin;
+use common::{Ringside, TempDir};
+
+fn config(dir: &TempDir, origin: u16, format: &str) -> std::path::PathBuf {
+    dir.write("www/index.html", b"hello\n");
+    dir.write("www/quiet/x.txt", b"shh\n");
+    dir.write(
+        "ringside.toml",
+        format!(
+            r#"
+[server]
+root = "www"
+
+[access_log]
+path = "access.log"
+format = "{format}"
+flush_every = "20ms"
+
+[upstream.app]
+servers = ["127.0.0.1:{origin}"]
+
+[[route]]
+prefix = "/quiet/"
+access_log = false
+
+[[route]]
+prefix = "/api/"
+upstream = "app"
+strip_prefix = true
+"#
+        )
+        .as_bytes(),
+    )
+}
+
+fn start(cfg: &Path, workers: &str) -> Ringside {
+    Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        workers,
+        "--admin",
+        "off",
+        "--config",
+        cfg.to_str().unwrap(),
+    ])
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until `path` holds `n` lines: the per-core buffers are handed to
+/// the writer within `flush_every`.
+fn wait_lines(path: &Path, n: usize) -> Vec<String> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let l = lines(path);
+        if l.len() >= n {
+            return l;
+        }
+        assert!(
+            Instant::now() < end,
+            "{} has {} lines, not {n}",
+            path.display(),
+            l.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn combined_lines_say_what_nginx_says() {
+    let dir = TempDir::new("access-combined");
+    let origin = Origin::start("app");
+    let cfg = config(&dir, origin.port(), "combined");
+    let r = start(&cfg, "2");
+    let mut c = Conn::open(r.addr);
+    c.send(b"GET /index.html?q=1 HTTP/1.1\r\nHost: t\r\nUser-Agent: agent \"q\"\r\nReferer: http://ref/\r\n\r\n");
+    assert_eq!(c.read(false).unwrap().status, 200);
+    assert_eq!(c.get("/quiet/x.txt").status, 200);
+    assert_eq!(c.get("/api/status/503").status, 503);
+    assert_eq!(c.get("/missing").status, 404);
+    drop(c);
+    r.stop();
+    let log = lines(&dir.path().join("access.log"));
+    assert_eq!(log.len(), 3, "the /quiet/ route is not logged: {log:?}");
+    assert!(log[0].starts_with("127.0.0.1 - - ["), "{}", log[0]);
+    let after_time = |l: &str| l.split_once("] ").unwrap().1.to_owned();
+    let (first, secs) = after_time(&log[0])
+        .rsplit_once(' ')
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .unwrap();
+    assert_eq!(
+        first,
+        r#""GET /index.html?q=1 HTTP/1.1" 200 6 "http://ref/" "agent \"q\"""#
+    );
+    assert!(secs.parse::<f64>().unwrap() < 10.0);
+    assert!(
+        after_time(&log[1]).starts_with(r#""GET /api/status/503 HTTP/1.1" 503 "#),
+        "{}",
+        log[1]
+    );
+    assert!(
+        after_time(&log[2]).starts_with(r#""GET /missing HTTP/1.1" 404 14 "-" "#),
+        "{}",
+        log[2]
+    );
+}
+
+#[test]
+fn json_lines_parse_one_object_each() {
+    let dir = TempDir::new("access-json");
+    let origin = Origin::start("app");
+    let cfg = config(&dir, origin.port(), "json");
+    let r = start(&cfg, "1");
+    let mut c = Conn::open(r.addr);
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: Example.COM\r\nUser-Agent: caf\xe9 \"x\"\r\n\r\n");
+    assert_eq!(c.read(false).unwrap().status, 200);
+    drop(c);
+    r.stop();
+    let log = lines(&dir.path().join("access.log"));
+    assert_eq!(log.len(), 1);
+    let v: serde_json::Value = serde_json::from_str(&log[0]).unwrap();
+    assert_eq!(v["method"], "GET");
+    assert_eq!(v["uri"], "/index.html");
+    assert_eq!(v["status"], 200);
+    assert_eq!(v["body_bytes"], 6);
+    assert_eq!(v["host"], "Example.COM");
+    assert_eq!(v["user_agent"], "caf\u{e9} \"x\"");
+    assert_eq!(v["referer"], serde_json::Value::Null);
+    assert_eq!(v["remote"], "127.0.0.1");
+    assert!(v["time"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn sigusr1_reopens_the_file_logrotate_moved() {
+    let dir = TempDir::new("access-reopen");
+    let origin = Origin::start("app");
+    let cfg = config(&dir, origin.port(), "combined");
+    let r = start(&cfg, "1");
+    let log = dir.path().join("access.log");
+    let rotated = dir.path().join("access.log.1");
+    let mut c = Conn::open(r.addr);
+    for _ in 0..3 {
+        assert_eq!(c.get("/index.html").status, 200);
+    }
+    wait_lines(&log, 3);
+    std::fs::rename(&log, &rotated).unwrap();
+    r.signal(libc::SIGUSR1);
+    // The writer creates the file again when it reopens it.
+    let end = Instant::now() + Duration::from_secs(10);
+    while !log.exists() {
+        assert!(Instant::now() < end, "SIGUSR1 did not reopen the log");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for _ in 0..2 {
+        assert_eq!(c.get("/missing").status, 404);
+    }
+    wait_lines(&log, 2);
+    drop(c);
+    let stderr = r.stop();
+    assert!(stderr.contains("access log reopened"), "{stderr}");
+    let old = lines(&rotated);
+    let new = lines(&log);
+    assert_eq!(old.len(), 3, "{old:?}");
+    assert!(old.iter().all(|l| l.contains("/index.html")));
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert!(new.iter().all(|l| l.contains("/missing")));
+}

@@ -1,0 +1,189 @@
+//! Privileges and limits: `[server] user` after binding, the open-files
+//! limit raised at start, and EMFILE met without a busy loop.
+
+mod common;
+
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Ringside, TempDir, BIN};
+
+fn status_field(pid: u32, field: &str) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// utime + stime of the whole process (all threads), in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit_once(')').unwrap().1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5), counted after the command name.
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// Starts ringside serving `root` with the open-files limit set to
+/// (soft, hard) before exec.
+fn start_limited(root: &TempDir, soft: u64, hard: u64, extra: &[&str]) -> Ringside {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "off",
+        "--root",
+        root.path().to_str().unwrap(),
+    ])
+    .args(extra);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ringside::start_with(&mut cmd)
+}
+
+#[test]
+fn user_is_dropped_to_after_binding() {
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test starts ringside as root (the test command runs as root)"
+    );
+    let dir = TempDir::new("privileges");
+    dir.write("www/index.html", b"hello\n");
+    // Readable by nobody: the roots are opened after the drop.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nroot = \"www\"\nuser = \"nobody\"\n",
+    );
+    let r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--admin",
+        "off",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let pid = r.child.id();
+    let nobody = "65534";
+    let uid = status_field(pid, "Uid:");
+    assert!(uid.split_whitespace().all(|u| u == nobody), "Uid: {uid}");
+    let gid = status_field(pid, "Gid:");
+    assert!(gid.split_whitespace().all(|g| g == nobody), "Gid: {gid}");
+    // Every thread, workers included.
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let t = t.unwrap().file_name();
+        let text =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{}/status", t.to_str().unwrap()))
+                .unwrap();
+        let uid = text.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        assert!(uid.split_whitespace().skip(1).all(|u| u == nobody), "{uid}");
+    }
+    assert_eq!(r.get("/index.html"), (200, b"hello\n".to_vec()));
+    let log = r.stop();
+    assert!(log.contains("dropped privileges"), "{log}");
+}
+
+#[test]
+fn the_open_files_limit_is_raised_with_a_log_line() {
+    let dir = TempDir::new("rlimit");
+    let r = start_limited(&dir, 256, 4096, &[]);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", r.child.id())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["4096", "4096"],
+        "{line}"
+    );
+    let log = r.stop();
+    assert!(
+        log.contains("raised the open-files limit") && log.contains("from=256 to=4096"),
+        "{log}"
+    );
+}
+
+#[test]
+fn emfile_pauses_accepting_without_spinning_and_recovers() {
+    let dir = TempDir::new("emfile");
+    dir.write("index.html", b"hello\n");
+    let r = start_limited(&dir, 48, 48, &[]);
+    let pid = r.child.id();
+    // Far more connections than descriptors: the kernel completes them all,
+    // and ringside runs out while accepting.
+    let mut held: Vec<TcpStream> = (0..80)
+        .map(|_| TcpStream::connect(r.addr).unwrap())
+        .collect();
+    // Let the accept loop meet EMFILE, then measure a second of it.
+    let open_fds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count()
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while open_fds() < 47 {
+        assert!(
+            Instant::now() < end,
+            "ringside never ran out of descriptors"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let before = cpu_ticks(pid);
+    let window = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    let ticks = cpu_ticks(pid) - before;
+    let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let busy = ticks as f64 / ticks_per_sec / window.elapsed().as_secs_f64();
+    // A loop retrying accept at once would keep a CPU busy (1.0).
+    assert!(
+        busy < 0.2,
+        "ringside used {busy:.2} of a CPU while out of descriptors"
+    );
+    // Freed descriptors: the queued connections are served, and new ones.
+    held.clear();
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut s = TcpStream::connect(r.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        use std::io::{Read, Write};
+        s.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut resp = String::new();
+        if s.read_to_string(&mut resp).is_ok() && resp.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(Instant::now() < end, "ringside did not recover: {resp:?}");
+    }
+    let log = r.stop();
+    let warnings = log.matches("accept failed; pausing accepts").count();
+    assert!(
+        (1..=3).contains(&warnings),
+        "one warning per burst, not per try: {warnings}\n{log}"
+    );
+}
