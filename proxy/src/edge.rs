@@ -220,6 +220,30 @@ impl Handler for Edge {
         }
     }
 
+    fn refused(&self, status: u16, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
+        let body = ringside_runtime::http::response::reason(status).len() as u64 + 5;
+        self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
+        if let Some(log) = &self.log {
+            if log.logged[TAG_NO_ROUTE as usize] {
+                access_log::log(
+                    log.format,
+                    &Entry {
+                        peer: peer(),
+                        method: b"",
+                        target: b"",
+                        version: "",
+                        status,
+                        body_bytes: body,
+                        referer: None,
+                        user_agent: None,
+                        host: None,
+                        elapsed: Duration::ZERO,
+                    },
+                );
+            }
+        }
+    }
+
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
         let target = self.router.route(ex.host(), ex.path());
         ex.set_tag(match target {

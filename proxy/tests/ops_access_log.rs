@@ -95,9 +95,27 @@ fn combined_lines_say_what_nginx_says() {
     assert_eq!(c.get("/api/status/503").status, 503);
     assert_eq!(c.get("/missing").status, 404);
     drop(c);
+    // Refused before any route: logged with "-" for the request, as nginx.
+    let mut bad = Conn::open(r.addr);
+    bad.send(
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    assert_eq!(bad.read(false).unwrap().status, 400);
+    drop(bad);
     r.stop();
-    let log = lines(&dir.path().join("access.log"));
+    // Each core hands over its own buffer: lines of one connection keep
+    // their order, lines of two workers may interleave.
+    let (refused, log): (Vec<String>, Vec<String>) = lines(&dir.path().join("access.log"))
+        .into_iter()
+        .partition(|l| l.contains("] \"-\" "));
     assert_eq!(log.len(), 3, "the /quiet/ route is not logged: {log:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("127.0.0.1 - - ["), "{}", refused[0]);
+    assert!(
+        refused[0].ends_with(r#"] "-" 400 16 "-" "-" 0.000"#),
+        "{}",
+        refused[0]
+    );
     assert!(log[0].starts_with("127.0.0.1 - - ["), "{}", log[0]);
     let after_time = |l: &str| l.split_once("] ").unwrap().1.to_owned();
     let (first, secs) = after_time(&log[0])

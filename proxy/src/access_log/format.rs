@@ -115,11 +115,16 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
             None => write!(w, "- - - [{local}] \""),
         };
     });
-    esc_combined(out, e.method);
-    out.push(b' ');
-    esc_combined(out, e.target);
-    out.push(b' ');
-    out.extend_from_slice(e.version.as_bytes());
+    if e.method.is_empty() {
+        // No request could be read (nginx writes "-" too).
+        out.push(b'-');
+    } else {
+        esc_combined(out, e.method);
+        out.push(b' ');
+        esc_combined(out, e.target);
+        out.push(b' ');
+        out.extend_from_slice(e.version.as_bytes());
+    }
     let _ = write!(Hex(out), "\" {} {} \"", e.status, e.body_bytes);
     esc_combined(out, e.referer.unwrap_or(b"-"));
     out.extend_from_slice(b"\" \"");

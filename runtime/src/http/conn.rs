@@ -45,6 +45,12 @@ pub trait Handler: 'static {
     /// head was complete: the place for access logs and metrics.
     #[inline]
     fn done(&self, _ex: &Exchange<'_>, _started: Instant) {}
+
+    /// Called for a request refused before any handler ran (a malformed or
+    /// oversized head, a head timeout), with the status sent and a way to
+    /// learn the client's address.
+    #[inline]
+    fn refused(&self, _status: u16, _peer: &dyn Fn() -> Option<std::net::SocketAddr>) {}
 }
 
 /// Size of a read or write buffer; large enough for a default-limit head.
@@ -182,6 +188,7 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
         Ok(()) => {}
         Err(HeadFail::Status(status)) => {
             write_error(&mut a.wbuf, status);
+            handler.refused(status, &|| link.stream.peer_addr().ok());
             return Next::Linger;
         }
         Err(HeadFail::Closed) => return Next::Close,
