@@ -220,8 +220,7 @@ impl Handler for Edge {
         }
     }
 
-    fn refused(&self, status: u16, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
-        let body = ringside_runtime::http::response::reason(status).len() as u64 + 5;
+    fn refused(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
         self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
         if let Some(log) = &self.log {
             if log.logged[TAG_NO_ROUTE as usize] {

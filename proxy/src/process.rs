@@ -230,15 +230,21 @@ fn keep_restart_only(live: &Config, new: &mut Config) {
         kept.push("[server] backlog");
         new.server.backlog = live.server.backlog;
     }
-    for ((name, a), (_, b)) in new.ops.restart_only().iter().zip(live.ops.restart_only()) {
-        if *a != b {
+    let (l, n) = (&live.ops, &mut new.ops);
+    for (name, changed) in [
+        ("[admin] listen", n.admin.addr() != l.admin.addr()),
+        ("[server] user", n.user != l.user),
+        ("[server] group", n.group != l.group),
+        ("[server] pid_file", n.pid_file != l.pid_file),
+    ] {
+        if changed {
             kept.push(name);
         }
     }
-    new.ops.admin = live.ops.admin.clone();
-    new.ops.user = live.ops.user.clone();
-    new.ops.group = live.ops.group.clone();
-    new.ops.pid_file = live.ops.pid_file.clone();
+    n.admin = l.admin.clone();
+    n.user = l.user.clone();
+    n.group = l.group.clone();
+    n.pid_file = l.pid_file.clone();
     if !kept.is_empty() {
         tracing::warn!(settings = ?kept, "changed settings take effect only at restart");
     }

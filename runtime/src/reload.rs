@@ -33,34 +33,31 @@ use crate::worker::WorkerContext;
 pub type Factory<H> =
     Arc<dyn Fn(&WorkerContext, Option<&H>) -> Result<H, String> + Send + Sync + 'static>;
 
-/// A worker's handler and connection settings, replaced on reload.
+/// A worker's handler and connection settings, replaced together on reload.
 pub struct Current<H> {
-    handler: RefCell<Rc<H>>,
-    conn: RefCell<Rc<ConnConfig>>,
+    now: RefCell<(Rc<H>, Rc<ConnConfig>)>,
 }
 
 impl<H> Current<H> {
     pub(crate) fn new(handler: H, conn: ConnConfig) -> Current<H> {
         Current {
-            handler: RefCell::new(Rc::new(handler)),
-            conn: RefCell::new(Rc::new(conn)),
+            now: RefCell::new((Rc::new(handler), Rc::new(conn))),
         }
     }
 
     /// The handler and settings a request starting now uses.
     #[inline]
     pub fn get(&self) -> (Rc<H>, Rc<ConnConfig>) {
-        (self.handler.borrow().clone(), self.conn.borrow().clone())
+        self.now.borrow().clone()
     }
 
     #[inline]
     pub fn conn(&self) -> Rc<ConnConfig> {
-        self.conn.borrow().clone()
+        self.now.borrow().1.clone()
     }
 
     fn set(&self, handler: H, conn: ConnConfig) {
-        *self.handler.borrow_mut() = Rc::new(handler);
-        *self.conn.borrow_mut() = Rc::new(conn);
+        *self.now.borrow_mut() = (Rc::new(handler), Rc::new(conn));
     }
 }
 

@@ -158,12 +158,6 @@ pub struct Bound {
     coalesce_wait: Duration,
 }
 
-impl Bound {
-    pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.local_addrs
-    }
-}
-
 /// Resolves the backend and placement and binds every listener (so port 0
 /// resolves once and errors come back before any thread starts).
 pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError> {

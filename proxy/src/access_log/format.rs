@@ -62,8 +62,10 @@ fn with_times<R>(f: impl FnOnce(&str, &str) -> R) -> R {
     })
 }
 
-/// Appends `bytes` escaped for a combined-format field.
-fn esc_combined(out: &mut Vec<u8>, bytes: &[u8]) {
+/// Appends `bytes` with `"` and `\` backslashed and every byte outside
+/// printable ASCII written by `other` (`\xHH` for combined, `\u00hh` for
+/// JSON, one code point per byte so nothing is lost).
+fn escape(out: &mut Vec<u8>, bytes: &[u8], other: fn(&mut Buf<'_>, u8) -> std::fmt::Result) {
     for &b in bytes {
         match b {
             b'"' | b'\\' => {
@@ -72,33 +74,24 @@ fn esc_combined(out: &mut Vec<u8>, bytes: &[u8]) {
             }
             0x20..=0x7e => out.push(b),
             _ => {
-                let _ = write!(Hex(out), "\\x{b:02X}");
+                let _ = other(&mut Buf(out), b);
             }
         }
     }
 }
 
-/// Appends `bytes` as the inside of a JSON string; bytes outside printable
-/// ASCII become `\u00HH` (one code point per byte, so nothing is lost).
+fn esc_combined(out: &mut Vec<u8>, bytes: &[u8]) {
+    escape(out, bytes, |w, b| write!(w, "\\x{b:02X}"));
+}
+
 fn esc_json(out: &mut Vec<u8>, bytes: &[u8]) {
-    for &b in bytes {
-        match b {
-            b'"' | b'\\' => {
-                out.push(b'\\');
-                out.push(b);
-            }
-            0x20..=0x7e => out.push(b),
-            _ => {
-                let _ = write!(Hex(out), "\\u{b:04x}");
-            }
-        }
-    }
+    escape(out, bytes, |w, b| write!(w, "\\u{b:04x}"));
 }
 
 /// `fmt::Write` into a byte buffer.
-struct Hex<'a>(&'a mut Vec<u8>);
+struct Buf<'a>(&'a mut Vec<u8>);
 
-impl std::fmt::Write for Hex<'_> {
+impl std::fmt::Write for Buf<'_> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         self.0.extend_from_slice(s.as_bytes());
         Ok(())
@@ -109,7 +102,7 @@ impl std::fmt::Write for Hex<'_> {
 /// "$http_referer" "$http_user_agent" $request_time`
 pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|local, _| {
-        let mut w = Hex(out);
+        let mut w = Buf(out);
         let _ = match e.peer {
             Some(p) => write!(w, "{} - - [{local}] \"", p.ip()),
             None => write!(w, "- - - [{local}] \""),
@@ -125,32 +118,32 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
         out.push(b' ');
         out.extend_from_slice(e.version.as_bytes());
     }
-    let _ = write!(Hex(out), "\" {} {} \"", e.status, e.body_bytes);
+    let _ = write!(Buf(out), "\" {} {} \"", e.status, e.body_bytes);
     esc_combined(out, e.referer.unwrap_or(b"-"));
     out.extend_from_slice(b"\" \"");
     esc_combined(out, e.user_agent.unwrap_or(b"-"));
-    let _ = writeln!(Hex(out), "\" {:.3}", e.elapsed.as_secs_f64());
+    let _ = writeln!(Buf(out), "\" {:.3}", e.elapsed.as_secs_f64());
 }
 
 /// One JSON object: time, remote, method, uri, protocol, status,
 /// body_bytes, referer, user_agent, host, request_time (seconds).
 pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|_, iso| {
-        let _ = write!(Hex(out), "{{\"time\":\"{iso}\",\"remote\":");
+        let _ = write!(Buf(out), "{{\"time\":\"{iso}\",\"remote\":");
     });
     match e.peer {
         Some(p) => {
-            let _ = write!(Hex(out), "\"{}\"", p.ip());
+            let _ = write!(Buf(out), "\"{}\"", p.ip());
         }
         None => out.extend_from_slice(b"null"),
     }
     for (key, value) in [("method", Some(e.method)), ("uri", Some(e.target))] {
-        let _ = write!(Hex(out), ",\"{key}\":\"");
+        let _ = write!(Buf(out), ",\"{key}\":\"");
         esc_json(out, value.unwrap_or(b""));
         out.push(b'"');
     }
     let _ = write!(
-        Hex(out),
+        Buf(out),
         ",\"protocol\":\"{}\",\"status\":{},\"body_bytes\":{}",
         e.version,
         e.status,
@@ -163,17 +156,17 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     ] {
         match value {
             Some(v) => {
-                let _ = write!(Hex(out), ",\"{key}\":\"");
+                let _ = write!(Buf(out), ",\"{key}\":\"");
                 esc_json(out, v);
                 out.push(b'"');
             }
             None => {
-                let _ = write!(Hex(out), ",\"{key}\":null");
+                let _ = write!(Buf(out), ",\"{key}\":null");
             }
         }
     }
     let _ = writeln!(
-        Hex(out),
+        Buf(out),
         ",\"request_time\":{:.6}}}",
         e.elapsed.as_secs_f64()
     );

@@ -89,18 +89,6 @@ pub struct OpsConfig {
     pub pid_file: Option<PathBuf>,
 }
 
-impl OpsConfig {
-    /// The settings that a reload cannot change, with their names.
-    pub fn restart_only(&self) -> [(&'static str, String); 4] {
-        [
-            ("[admin] listen", format!("{:?}", self.admin.addr())),
-            ("[server] user", format!("{:?}", self.user)),
-            ("[server] group", format!("{:?}", self.group)),
-            ("[server] pid_file", format!("{:?}", self.pid_file)),
-        ]
-    }
-}
-
 const MAX_BUFFER: u64 = 64 << 20;
 
 fn log_format(s: &str) -> Result<LogFormat, String> {

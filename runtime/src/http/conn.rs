@@ -47,10 +47,16 @@ pub trait Handler: 'static {
     fn done(&self, _ex: &Exchange<'_>, _started: Instant) {}
 
     /// Called for a request refused before any handler ran (a malformed or
-    /// oversized head, a head timeout), with the status sent and a way to
-    /// learn the client's address.
+    /// oversized head, a head timeout), with the status and body length
+    /// sent and a way to learn the client's address.
     #[inline]
-    fn refused(&self, _status: u16, _peer: &dyn Fn() -> Option<std::net::SocketAddr>) {}
+    fn refused(
+        &self,
+        _status: u16,
+        _body_bytes: u64,
+        _peer: &dyn Fn() -> Option<std::net::SocketAddr>,
+    ) {
+    }
 }
 
 /// Size of a read or write buffer; large enough for a default-limit head.
@@ -187,8 +193,8 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     match read_head(link, a).await {
         Ok(()) => {}
         Err(HeadFail::Status(status)) => {
-            write_error(&mut a.wbuf, status);
-            handler.refused(status, &|| link.stream.peer_addr().ok());
+            let body = write_error(&mut a.wbuf, status);
+            handler.refused(status, body, &|| link.stream.peer_addr().ok());
             return Next::Linger;
         }
         Err(HeadFail::Closed) => return Next::Close,
@@ -213,8 +219,7 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
     if let Err(e) = &result {
         if !ex.responded() {
             if let Some(status) = ex.body_error {
-                ex.set_error_status(status);
-                write_error(ex.wbuf, status);
+                ex.send_error(status);
                 return Next::Linger;
             }
         }
@@ -230,8 +235,7 @@ async fn settle(ex: &mut Exchange<'_>, result: io::Result<()>) -> Next {
     }
     if !ex.responded() {
         if let Some(status) = ex.body_error {
-            ex.set_error_status(status);
-            write_error(ex.wbuf, status);
+            ex.send_error(status);
             return Next::Linger;
         }
         let _ = ex.send(

@@ -133,7 +133,10 @@ impl<'a> Exchange<'a> {
         self.head_bytes.len()
     }
 
-    pub(crate) fn set_error_status(&mut self, status: u16) {
+    /// Answers for a handler that failed before responding; the connection
+    /// closes after it.
+    pub(crate) fn send_error(&mut self, status: u16) {
+        self.body_bytes = super::response::write_error(self.wbuf, status);
         self.status = status;
     }
 

@@ -96,20 +96,22 @@ pub fn put_u64(out: &mut BytesMut, mut v: u64) {
 }
 
 /// A complete response for a request that failed before any handler ran; the
-/// connection closes after it.
-pub fn write_error(out: &mut BytesMut, status: u16) {
+/// connection closes after it. Returns the body's length.
+pub fn write_error(out: &mut BytesMut, status: u16) -> u64 {
     let reason = reason(status);
+    let body_len = (4 + reason.len() + 1) as u64;
     write_status_line(out, Version::Http11, status);
     write_server_headers(out);
     out.put_slice(
         b"Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ",
     );
-    put_u64(out, (4 + reason.len() + 1) as u64);
+    put_u64(out, body_len);
     out.put_slice(b"\r\n\r\n");
     put_u64(out, u64::from(status));
     out.put_u8(b' ');
     out.put_slice(reason.as_bytes());
     out.put_u8(b'\n');
+    body_len
 }
 
 #[cfg(test)]
