@@ -1,25 +1,13 @@
 //! `ringside`: the edge server binary. With no arguments it serves the current
 //! directory on 127.0.0.1:8080.
 
-mod access_log;
-mod cli;
-mod config;
-mod edge;
-mod fastcgi;
-mod metrics;
-mod notify;
-mod privileges;
-mod process;
-mod router;
-mod signals;
-mod upstream;
-
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
-use crate::config::Config;
+use ringside::cli::{self, Cli, Command};
+use ringside::config::Config;
+use ringside::process;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()

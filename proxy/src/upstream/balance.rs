@@ -127,6 +127,10 @@ impl Balancer {
         self.weights.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+
     /// Picks a server among those for which `usable(i)` is true; `None` when
     /// none is. `usable` may be called more than once for a server and must
     /// answer the same within one pick.

@@ -32,6 +32,10 @@ impl Pool {
         self.idle.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.idle.is_empty()
+    }
+
     /// The most recently returned connection within its idle timeout, and
     /// how many were dropped on the way (FastCGI frees their slots). With
     /// `check`, one the server closed is skipped; without, the caller must

@@ -1,0 +1,16 @@
+//! The edge server as a library: what the `ringside` binary runs, and what
+//! the fuzz targets in `fuzz/` reach (the upstream response parser, the
+//! FastCGI record parser, the config loader).
+
+pub mod access_log;
+pub mod cli;
+pub mod config;
+pub mod edge;
+pub mod fastcgi;
+pub mod metrics;
+pub mod notify;
+pub mod privileges;
+pub mod process;
+pub mod router;
+pub mod signals;
+pub mod upstream;
