@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ringside_runtime::http::{Exchange, Handler, Version};
+use ringside_runtime::http::{Exchange, Handler, Method, Version};
 use ringside_runtime::task;
 use ringside_runtime::worker::WorkerContext;
 use ringside_static::{PathError, StaticFiles};
@@ -244,6 +244,9 @@ impl Handler for Edge {
     }
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
+        if ex.method() == Method::Connect || ex.target() == b"*" {
+            return server_wide(ex);
+        }
         let target = self.router.route(ex.host(), ex.path());
         ex.set_tag(match target {
             Target::Static => TAG_STATIC,
@@ -291,4 +294,18 @@ impl Handler for Edge {
             Target::NotFound => ex.send_status(404),
         }
     }
+}
+
+/// Requests about the server rather than a resource, which no route may
+/// see: `OPTIONS *` (the parser allows `*` only there) gets an empty 200,
+/// and CONNECT a 501, since ringside is not a forward proxy. What follows a
+/// CONNECT on the connection is tunnel data, never a request, so it closes.
+#[cold]
+fn server_wide(ex: &mut Exchange<'_>) -> io::Result<()> {
+    ex.set_tag(TAG_NO_ROUTE);
+    if ex.method() == Method::Connect {
+        ex.set_close();
+        return ex.send_status(501);
+    }
+    ex.send(200, &[], b"")
 }

@@ -3,7 +3,7 @@
 //! `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Upgrade`, and
 //! `Transfer-Encoding`, since framing is regenerated, never passed on.
 
-const HOP: [&[u8]; 7] = [
+pub(crate) const HOP: [&[u8]; 7] = [
     b"connection",
     b"keep-alive",
     b"proxy-connection",

@@ -215,6 +215,22 @@ fn not_forwarded(name: &[u8], s: &ForwardHeaders) -> bool {
             && (is(b"x-forwarded-for") || is(b"x-forwarded-proto") || is(b"x-forwarded-host")))
         || (s.forwarded && is(b"forwarded"))
         || (s.via.is_some() && is(b"via"))
+        || (name.contains(&b'_') && framing_look_alike(name))
+}
+
+/// `Content_Length`, `Transfer_Encoding`, `Host`-like names: not framing
+/// here, but a backend that reads `_` as `-` (CGI-style servers do) would
+/// take them for the real field, so they are not passed on (nginx drops
+/// every name with `_` by default; this drops only the dangerous ones).
+fn framing_look_alike(name: &[u8]) -> bool {
+    let dashed = |other: &[u8]| {
+        name.len() == other.len()
+            && name.iter().zip(other).all(|(&a, &b)| {
+                let a = if a == b'_' { b'-' } else { a };
+                a.eq_ignore_ascii_case(&b)
+            })
+    };
+    dashed(b"host") || dashed(b"content-length") || super::hop::HOP.iter().any(|h| dashed(h))
 }
 
 /// The path sent upstream (see the module docs).
@@ -432,6 +448,9 @@ mod tests {
             (&[("Content-Length", "5"), ("Transfer-Encoding", "chunked")], &[]),
             (&[("Cookie", "a=1"), ("Cookie", "b=2")], &["Cookie: a=1", "Cookie: b=2"]),
             (&[("Trailers", "x"), ("TEX", "y")], &["Trailers: x", "TEX: y"]),
+            // look-alikes of framing fields that a CGI-style backend would merge
+            (&[("Content_Length", "9"), ("transfer_encoding", "chunked"), ("HOST_", "x"), ("X_Id", "1"), ("Connection_", "y")],
+             &["HOST_: x", "X_Id: 1", "Connection_: y"]),
             // with the forwarding headers off, the client's pass as sent
             (&[("X-Forwarded-For", "1.2.3.4"), ("X-Forwarded-Host", "h"), ("Forwarded", "for=a"), ("Via", "1.0 p")],
              &["X-Forwarded-For: 1.2.3.4", "X-Forwarded-Host: h", "Forwarded: for=a", "Via: 1.0 p"]),

@@ -258,6 +258,8 @@ pub enum HeadError {
     ExpectationFailed,
     #[error("HTTP version not supported")]
     VersionNotSupported,
+    #[error("transfer coding other than chunked")]
+    NotImplemented,
 }
 
 impl HeadError {
@@ -270,6 +272,7 @@ impl HeadError {
             HeadError::PayloadTooLarge => 413,
             HeadError::ExpectationFailed => 417,
             HeadError::VersionNotSupported => 505,
+            HeadError::NotImplemented => 501,
         }
     }
 }
@@ -356,6 +359,7 @@ pub fn parse_head_into(
     let mut conn_close = false;
     let mut conn_keep_alive = false;
     let mut expect_other = false;
+    let mut te_unsupported = false;
 
     for (slot, h) in head.headers.iter_mut().zip(req.headers.iter()) {
         let name = h.name.as_bytes();
@@ -399,9 +403,7 @@ pub fn parse_head_into(
                 if chunked {
                     return Err(BadRequest("more than one Transfer-Encoding header"));
                 }
-                if !trim_ows(value).eq_ignore_ascii_case(b"chunked") {
-                    return Err(BadRequest("Transfer-Encoding other than chunked"));
-                }
+                te_unsupported = check_transfer_encoding(value)?;
                 chunked = true;
             }
             _ => {}
@@ -414,8 +416,17 @@ pub fn parse_head_into(
     if chunked && version == Version::Http10 {
         return Err(BadRequest("Transfer-Encoding in an HTTP/1.0 request"));
     }
+    if te_unsupported {
+        return Err(HeadError::NotImplemented);
+    }
     if head.host.is_none() && version == Version::Http11 {
         return Err(BadRequest("missing Host header"));
+    }
+    // RFC 9112 §3.2.2: with an absolute-form target, its authority is the
+    // host and the Host field is ignored (but still required above), so
+    // routing and the upstream see the host the target names.
+    if let Some(authority) = absolute_form_authority(buf, target) {
+        head.host = Some(authority);
     }
     head.body = match content_length {
         _ if chunked => BodyKind::Chunked,
@@ -516,9 +527,14 @@ fn version_error(line: &[u8]) -> HeadError {
 #[inline]
 fn check_target(method: Method, t: &[u8]) -> Result<(), HeadError> {
     // Branch-free so it vectorizes; httparse already stops at SP and CTLs.
-    if !t.iter().fold(true, |ok, &b| ok & (b > b' ') & (b < 0x7f)) {
+    // `#`: a fragment is never part of a request-target (RFC 9112 §3.2),
+    // and servers disagree on where a path that has one ends.
+    if !t
+        .iter()
+        .fold(true, |ok, &b| ok & (b > b' ') & (b < 0x7f) & (b != b'#'))
+    {
         return Err(BadRequest(
-            "control, space or non-ASCII byte in the request-target",
+            "control, space, '#' or non-ASCII byte in the request-target",
         ));
     }
     if method == Method::Connect {
@@ -547,6 +563,24 @@ fn check_target(method: Method, t: &[u8]) -> Result<(), HeadError> {
             }
         }
     }
+}
+
+/// The authority of an absolute-form target (already validated by
+/// [`check_target`]), as a span of `buf`.
+fn absolute_form_authority(buf: &[u8], target: Span) -> Option<Span> {
+    let t = target.get(buf);
+    if matches!(t.first(), Some(b'/' | b'*') | None) {
+        return None;
+    }
+    let start = t.windows(3).position(|w| w == b"://")? + 3;
+    let len = t[start..]
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?'))
+        .unwrap_or(t.len() - start);
+    Some(Span {
+        start: target.start + start as u16,
+        end: target.start + (start + len) as u16,
+    })
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
@@ -633,6 +667,38 @@ static REG_NAME: [u8; 256] = {
     t[b'%' as usize] = 2;
     t
 };
+
+/// `Transfer-Encoding = #transfer-coding` (RFC 9112 §6.1): `Ok(false)` for
+/// `chunked`, `Ok(true)` for a well-formed list that ends in `chunked` but
+/// has other codings before it (501: understood framing, unsupported
+/// coding). A list whose final coding is not `chunked` cannot be framed
+/// (RFC 9112 §6.3: 400), and neither can an odd list: empty elements,
+/// parameters, quotes or `chunked` twice.
+fn check_transfer_encoding(value: &[u8]) -> Result<bool, HeadError> {
+    let value = trim_ows(value);
+    if value.eq_ignore_ascii_case(b"chunked") {
+        return Ok(false);
+    }
+    let mut codings = value.split(|&b| b == b',').map(trim_ows).peekable();
+    while let Some(coding) = codings.next() {
+        if coding.is_empty() || !coding.iter().all(|&b| is_tchar(b)) {
+            return Err(BadRequest("malformed Transfer-Encoding"));
+        }
+        let chunked = coding.eq_ignore_ascii_case(b"chunked");
+        match (chunked, codings.peek().is_none()) {
+            (true, true) => return Ok(true),
+            (true, false) => return Err(BadRequest("chunked is not the final transfer coding")),
+            (false, true) => return Err(BadRequest("final transfer coding is not chunked")),
+            (false, false) => {}
+        }
+    }
+    Err(BadRequest("malformed Transfer-Encoding"))
+}
+
+/// tchar (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
 
 /// `Content-Length = 1*DIGIT` (RFC 9110 §8.6); lists, signs and overflow are errors.
 #[inline]

@@ -149,7 +149,12 @@ fn status_table() {
         (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551615\r\n\r\n", Err(413)),
         (b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1048577\r\n\r\n", Err(413)),
         // Transfer-Encoding
-        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Err(400)),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Err(501)),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", Err(400)),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n", Err(400)),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip,, chunked\r\n\r\n", Err(400)),
+        (b"POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Err(400)),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", Err(400)),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", Err(400)),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", Err(400)),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", Err(400)),
@@ -235,7 +240,7 @@ fn fields_and_lookup() {
     assert_eq!(h.method_str(buf), b"POST");
     assert_eq!(h.target(buf), b"http://Example.com/up?x=1");
     assert_eq!(h.version, Version::Http11);
-    assert_eq!(h.host.map(|s| s.get(buf)), Some(&b"example.com"[..]));
+    assert_eq!(h.host.map(|s| s.get(buf)), Some(&b"Example.com"[..]));
     assert!(h.expect_continue);
     assert!(h.keep_alive);
     assert_eq!(h.body, BodyKind::Length(3));
@@ -466,6 +471,7 @@ fn error_status_and_display() {
         (HeadError::PayloadTooLarge, 413),
         (HeadError::ExpectationFailed, 417),
         (HeadError::VersionNotSupported, 505),
+        (HeadError::NotImplemented, 501),
     ];
     for (e, status) in cases {
         assert_eq!(e.status(), status);
@@ -489,4 +495,52 @@ fn reasons_name_the_rule() {
         reason(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n")
             .contains("Content-Length")
     );
+}
+
+#[test]
+fn absolute_form_authority_is_the_host() {
+    let cases: &[(&[u8], &[u8])] = &[
+        (
+            b"GET http://a.example/x HTTP/1.1\r\nHost: b\r\n\r\n",
+            b"a.example",
+        ),
+        (
+            b"GET HTTPS://a.example:8443?q HTTP/1.1\r\nHost: b\r\n\r\n",
+            b"a.example:8443",
+        ),
+        (
+            b"GET http://[::1]:80 HTTP/1.1\r\nHost: b\r\n\r\n",
+            b"[::1]:80",
+        ),
+        (b"GET /x HTTP/1.1\r\nHost: b\r\n\r\n", b"b"),
+        (b"CONNECT a.example:443 HTTP/1.1\r\nHost: b\r\n\r\n", b"b"),
+        (b"OPTIONS * HTTP/1.1\r\nHost: b\r\n\r\n", b"b"),
+    ];
+    for (req, host) in cases {
+        let h = ok(req);
+        assert_eq!(
+            h.host.map(|s| s.get(req)),
+            Some(*host),
+            "{}",
+            String::from_utf8_lossy(req)
+        );
+    }
+    // The Host field is still required on HTTP/1.1.
+    assert_eq!(
+        parse_head(b"GET http://a/ HTTP/1.1\r\n\r\n", &Limits::default()).map_err(|e| e.status()),
+        Err(400)
+    );
+}
+
+#[test]
+fn fragment_in_target_is_refused() {
+    for req in [
+        &b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+        b"GET http://a/#x HTTP/1.1\r\nHost: a\r\n\r\n",
+    ] {
+        assert_eq!(
+            parse_head(req, &Limits::default()).map_err(|e| e.status()),
+            Err(400)
+        );
+    }
 }
