@@ -6,6 +6,8 @@ pub mod client;
 pub mod fcgi_fake;
 pub mod origin;
 pub mod phpfpm;
+pub mod recorder;
+pub mod security;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
