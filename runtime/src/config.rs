@@ -76,6 +76,10 @@ pub struct Timeouts {
     pub send: Duration,
     /// On SIGTERM/SIGINT, how long in-flight requests may still run.
     pub shutdown_grace: Duration,
+    /// Bytes per second a request body or a response must average while
+    /// the server waits on the client, beyond `body_read`/`send` of grace
+    /// (see `http::meter`); 0 turns it off.
+    pub min_rate: u64,
 }
 
 impl Default for Timeouts {
@@ -86,6 +90,8 @@ impl Default for Timeouts {
             body_read: Duration::from_secs(60),
             send: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(30),
+            // Apache mod_reqtimeout's default MinRate.
+            min_rate: 500,
         }
     }
 }
@@ -97,6 +103,9 @@ pub struct ServerConfig {
     pub backlog: i32,
     pub limits: Limits,
     pub timeouts: Timeouts,
+    /// Client connections one worker keeps open at most; at the cap it
+    /// stops accepting (new ones wait in the listen queue) until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +115,7 @@ impl Default for ServerConfig {
             backlog: 4096,
             limits: Limits::default(),
             timeouts: Timeouts::default(),
+            max_connections: 16384,
         }
     }
 }

@@ -102,7 +102,14 @@ pub(crate) fn sweep(now: Instant) {
                     e.expired = true;
                     let how = match wait {
                         Wait::Read => libc::SHUT_RD,
-                        Wait::Write => libc::SHUT_RDWR,
+                        Wait::Write => {
+                            // A client too slow to take our bytes: the close
+                            // resets rather than leaving what is queued (up
+                            // to the whole send buffer) for it to trickle
+                            // out (nginx's reset_timedout_connection).
+                            reset_on_close(e.fd);
+                            libc::SHUT_RDWR
+                        }
                     };
                     // SAFETY: the fd belongs to a live connection of this worker.
                     unsafe { libc::shutdown(e.fd, how) };
@@ -110,6 +117,23 @@ pub(crate) fn sweep(now: Instant) {
             }
         }
     });
+}
+
+fn reset_on_close(fd: RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on a live socket of this worker with a valid linger.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
 }
 
 /// Shuts down the sockets of connections (only the idle ones, or all): each

@@ -33,13 +33,14 @@ const CHUNK: u64 = 64 * 1024;
 #[cfg(rt_monoio)]
 const SEND_PIECE: usize = 256 * 1024;
 
-/// `progress` is called after each step that moved bytes.
+/// `progress` is called after each step that moved bytes, with how many
+/// reached the socket in that step.
 pub(crate) async fn send_file(
     stream: &mut TcpStream,
     file: &std::fs::File,
     offset: u64,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     if len == 0 {
         return Ok(());
@@ -78,7 +79,7 @@ async fn splice_uring(
     file: &std::fs::File,
     offset: u64,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     let pipe = pipes::take()?;
     // io_uring's sockets are blocking, and SPLICE_F_NONBLOCK only covers the
@@ -106,7 +107,7 @@ async fn splice_through(
     file: &std::fs::File,
     offset: u64,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
     pipe: &pipes::Pipe,
 ) -> io::Result<()> {
     let sock = stream.as_raw_fd();
@@ -152,7 +153,7 @@ async fn splice_through(
                 continue;
             }
             in_pipe -= m as usize;
-            progress();
+            progress(m as u64);
         }
     }
     Ok(())
@@ -231,7 +232,7 @@ async fn sendfile_ready(
     file: &std::fs::File,
     offset: u64,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     let mut off = offset as libc::off_t;
     let end = offset + len;
@@ -247,7 +248,7 @@ async fn sendfile_ready(
                 "file shorter than the range sent",
             ));
         } else {
-            progress();
+            progress(n as u64);
         }
     }
     Ok(())
@@ -309,7 +310,7 @@ async fn copy_fallback(
     file: &std::fs::File,
     offset: u64,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     let mut buf = BytesMut::with_capacity(CHUNK as usize);
     let mut pos = offset;
@@ -338,7 +339,7 @@ async fn copy_fallback(
         r?;
         buf = back;
         pos += n as u64;
-        progress();
+        progress(n as u64);
     }
     Ok(())
 }

@@ -47,6 +47,7 @@ compile_error!(
 );
 
 pub mod backend;
+pub mod capacity;
 pub mod coalesce;
 pub mod config;
 pub mod conns;

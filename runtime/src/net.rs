@@ -352,7 +352,7 @@ impl TcpStream {
         offset: u64,
         len: u64,
     ) -> io::Result<()> {
-        crate::fs::send_file(self, file, offset, len, &|| {}).await
+        crate::fs::send_file(self, file, offset, len, &|_| {}).await
     }
 
     #[cfg(rt_monoio)]

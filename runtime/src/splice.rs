@@ -30,13 +30,14 @@ pub fn supported() -> bool {
 const PIECE: usize = 256 * 1024;
 
 /// Moves exactly `len` bytes from `from` to `to`. `progress` runs after
-/// each step that moved bytes, so callers can push deadlines on. An EOF on
+/// each step that moved bytes (with how many reached `to`, 0 for a read),
+/// so callers can push deadlines on. An EOF on
 /// `from` first is `UnexpectedEof`.
 pub async fn splice_sockets(
     from: &TcpStream,
     to: &TcpStream,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     #[cfg(rt_monoio)]
     if supported() {
@@ -58,7 +59,7 @@ async fn move_through(
     from: &TcpStream,
     to: &TcpStream,
     len: u64,
-    progress: &dyn Fn(),
+    progress: &dyn Fn(u64),
     pipe: &crate::fs::pipes::Pipe,
 ) -> io::Result<()> {
     let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK;
@@ -81,7 +82,7 @@ async fn move_through(
             if n > 0 {
                 left -= n as u64;
                 in_pipe += n as usize;
-                progress();
+                progress(0);
             } else if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -113,7 +114,7 @@ async fn move_through(
             };
             if m > 0 {
                 in_pipe -= m as usize;
-                progress();
+                progress(m as u64);
             } else if m < 0 {
                 let e = io::Error::last_os_error();
                 match e.kind() {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub struct WorkerStats {
     open: AtomicU64,
     accepted: AtomicU64,
+    limit_reached: AtomicU64,
 }
 
 impl WorkerStats {
@@ -25,6 +26,11 @@ impl WorkerStats {
     /// Client connections accepted since start.
     pub fn accepted(&self) -> u64 {
         self.accepted.load(Relaxed)
+    }
+
+    /// Times this worker stopped accepting at `max_connections`.
+    pub fn limit_reached(&self) -> u64 {
+        self.limit_reached.load(Relaxed)
     }
 }
 
@@ -57,5 +63,12 @@ pub(crate) fn conn_closed() {
     bump(|s| {
         s.open
             .store(s.open.load(Relaxed).saturating_sub(1), Relaxed)
+    });
+}
+
+pub(crate) fn conn_limit_reached() {
+    bump(|s| {
+        s.limit_reached
+            .store(s.limit_reached.load(Relaxed) + 1, Relaxed)
     });
 }

@@ -133,6 +133,7 @@ pub fn conn_config(srv: &ServerConfig) -> ConnConfig {
     ConnConfig {
         limits: srv.limits,
         timeouts: srv.timeouts,
+        max_connections: srv.max_connections,
     }
 }
 
@@ -353,7 +354,7 @@ async fn worker_main<H: Handler>(
     let current = Rc::new(Current::new(handler, conn_cfg));
     let stop = Rc::new(LocalEvent::default());
     for l in owned {
-        task::spawn(accept_loop(l, current.clone(), stop.clone()));
+        task::spawn(accept_loop(l, current.clone(), stop.clone(), ctx.index));
     }
     task::spawn(conns::sweeper());
     task::spawn(inbox.serve(ctx.clone(), current.clone()));
@@ -393,10 +394,34 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// At most one warning about failed accepts this often.
 const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(5);
 
-async fn accept_loop<H: Handler>(l: TcpListener, current: Rc<Current<H>>, stop: Rc<LocalEvent>) {
+async fn accept_loop<H: Handler>(
+    l: TcpListener,
+    current: Rc<Current<H>>,
+    stop: Rc<LocalEvent>,
+    worker: usize,
+) {
     let mut failures: u64 = 0;
     let mut last_warned: Option<Instant> = None;
+    let mut last_capped: Option<Instant> = None;
     loop {
+        let max = current.conn().max_connections;
+        if crate::capacity::clients() >= max {
+            crate::stats::conn_limit_reached();
+            let now = Instant::now();
+            if last_capped.is_none_or(|t| now.duration_since(t) >= ACCEPT_WARN_EVERY) {
+                tracing::warn!(
+                    worker,
+                    max_connections = max,
+                    "connection limit reached; not accepting until a connection closes"
+                );
+                last_capped = Some(now);
+            }
+            if let task::Either::Left(()) =
+                task::select(stop.wait(), crate::capacity::below(max)).await
+            {
+                return;
+            }
+        }
         let accepted = match task::select(stop.wait(), l.accept()).await {
             task::Either::Left(()) => return,
             task::Either::Right(r) => r,

@@ -107,6 +107,7 @@ impl Config {
         writeln!(out, "max_head = {}", size(l.max_head as u64))?;
         writeln!(out, "max_headers = {}", l.max_headers)?;
         writeln!(out, "max_body = {}", size(l.max_body))?;
+        writeln!(out, "max_connections = {}", s.max_connections)?;
 
         writeln!(out, "\n[timeouts]")?;
         for (key, d) in [
@@ -118,6 +119,7 @@ impl Config {
         ] {
             writeln!(out, "{key} = {}", quote(&format_duration(d)))?;
         }
+        writeln!(out, "min_rate = {}", size(t.min_rate))?;
 
         let st = &self.statics;
         writeln!(out, "\n[static]")?;

@@ -212,6 +212,7 @@ pub struct LimitsSection {
     pub max_head: Option<Spanned<SizeValue>>,
     pub max_headers: Option<Spanned<i64>>,
     pub max_body: Option<Spanned<SizeValue>>,
+    pub max_connections: Option<Spanned<i64>>,
 }
 
 /// `[timeouts]`.
@@ -223,6 +224,8 @@ pub struct TimeoutsSection {
     pub body_read: Option<Spanned<DurationValue>>,
     pub send: Option<Spanned<DurationValue>>,
     pub shutdown_grace: Option<Spanned<DurationValue>>,
+    /// Bytes per second, written as a size.
+    pub min_rate: Option<Spanned<SizeValue>>,
 }
 
 /// What `workers =` must look like, for error messages.

@@ -31,6 +31,7 @@
 //! max_head = "16k"
 //! max_headers = 64
 //! max_body = "1m"
+//! max_connections = 16384   # per worker; at the cap it stops accepting
 //!
 //! [timeouts]
 //! header_read = "10s"       # ns/us/ms/s/m/h, or integer seconds
@@ -38,6 +39,8 @@
 //! body_read = "60s"
 //! send = "60s"
 //! shutdown_grace = "30s"
+//! min_rate = 500            # bytes/s a body or response must average while
+//!                           # waiting on the client, past body_read/send; 0: off
 //!
 //! [static]
 //! index = ["index.html"]

@@ -88,6 +88,7 @@ max_request_line = 4096
 max_head = "32k"
 max_headers = 100
 max_body = "2g"
+max_connections = 100
 
 [timeouts]
 header_read = "500ms"
@@ -95,6 +96,7 @@ keepalive = 5
 body_read = "2m"
 send = "1h"
 shutdown_grace = "1s"
+min_rate = "1k"
 "#;
     let path = dir.0.join(NAME);
     fs::write(&path, text).unwrap();
@@ -129,7 +131,9 @@ shutdown_grace = "1s"
                 body_read: Duration::from_secs(120),
                 send: Duration::from_secs(3600),
                 shutdown_grace: Duration::from_secs(1),
+                min_rate: 1024,
             },
+            max_connections: 100,
         }
     );
     // A relative root is taken from the file's directory, not the cwd.
@@ -508,6 +512,7 @@ max_request_line = "8k"
 max_head = "16k"
 max_headers = 64
 max_body = "1m"
+max_connections = 16384
 
 [timeouts]
 header_read = "10s"
@@ -515,6 +520,7 @@ keepalive = "75s"
 body_read = "60s"
 send = "60s"
 shutdown_grace = "30s"
+min_rate = 500
 
 [static]
 index = ["index.html"]

@@ -43,6 +43,8 @@ use super::Config;
 pub const MAX_HEAD: u64 = 65535;
 /// The largest `listen(2)` backlog accepted.
 pub const MAX_BACKLOG: i64 = 65535;
+/// A sanity bound: each connection is a file descriptor.
+pub const MAX_CONNECTIONS: i64 = 1 << 24;
 /// io_uring refuses rings larger than this (IORING_MAX_ENTRIES).
 pub const MAX_RING_ENTRIES: i64 = 32768;
 
@@ -209,11 +211,18 @@ impl Cx<'_> {
         let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
             int_in(n, 1, MAX_BACKLOG).map(|n| n as i32)
         })?;
+        let max_connections = self.or(
+            &f.limits.max_connections,
+            "[limits] max_connections",
+            d.max_connections,
+            |&n| int_in(n, 1, MAX_CONNECTIONS).map(|n| n as usize),
+        )?;
         Ok(ServerConfig {
             listen,
             backlog,
             limits: self.limits(f)?,
             timeouts: self.timeouts(f)?,
+            max_connections,
         })
     }
 
@@ -292,6 +301,9 @@ impl Cx<'_> {
                 d.shutdown_grace,
                 duration,
             )?,
+            min_rate: self.or(&t.min_rate, "[timeouts] min_rate", d.min_rate, |v| {
+                size_in(v, 0, u64::MAX)
+            })?,
         })
     }
 }

@@ -111,6 +111,20 @@ pub fn render(reg: &Registry) -> String {
             c.conns.accepted()
         );
     }
+    family(
+        &mut out,
+        "ringside_connection_limit_reached_total",
+        "counter",
+        "Times a worker stopped accepting at [limits] max_connections.",
+    );
+    for c in &cores {
+        let _ = writeln!(
+            out,
+            "ringside_connection_limit_reached_total{{worker=\"{}\"}} {}",
+            c.worker,
+            c.conns.limit_reached()
+        );
+    }
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
     for c in &cores {

@@ -32,6 +32,8 @@ use crate::shutdown::{draining, BusyGuard};
 pub struct ConnConfig {
     pub limits: Limits,
     pub timeouts: Timeouts,
+    /// Open client connections per worker at most.
+    pub max_connections: usize,
 }
 
 /// Answers requests. One value per worker, shared by its connections.
@@ -200,6 +202,7 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
         Err(HeadFail::Closed) => return Next::Close,
     }
     let Active { rbuf, wbuf, head } = a;
+    link.sending.set(Default::default());
     let mut head_bytes = rbuf.split_to(head.head_len);
     let max_body = link.cfg.limits.max_body;
     let started = Instant::now();

@@ -14,6 +14,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::chunked::{write_chunk_header, LAST_CHUNK};
 use super::link::Link;
+use super::meter::Meter;
 use super::response::{bodyless, put_u64, write_header, write_server_headers, write_status_line};
 use super::{BodyKind, ChunkedDecoder, Method, ParsedHead, Version};
 
@@ -71,6 +72,8 @@ pub struct Exchange<'a> {
     body_bytes: u64,
     /// The handler's own note about this request, for `Handler::done`.
     tag: u32,
+    /// The pace of the request body (see `super::meter`).
+    receiving: Meter,
 }
 
 impl<'a> Exchange<'a> {
@@ -103,6 +106,7 @@ impl<'a> Exchange<'a> {
             status: 0,
             body_bytes: 0,
             tag: 0,
+            receiving: Meter::default(),
         }
     }
 
@@ -266,16 +270,23 @@ impl<'a> Exchange<'a> {
             self.wbuf.put_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
             self.flush().await?;
         }
-        let deadline = std::time::Instant::now() + self.link.cfg.timeouts.body_read;
+        let t = &self.link.cfg.timeouts;
+        let start = std::time::Instant::now();
+        let deadline = start + self.receiving.allowance(t.body_read, t.min_rate, 0);
+        let mut waited = std::time::Duration::ZERO;
         loop {
             match self.link.stream.try_read(self.rbuf) {
                 Ok(0) if self.link.expired() => {
                     return Err(self.fail_body(408, io::ErrorKind::TimedOut))
                 }
                 Ok(0) => return Err(self.fail_body(400, io::ErrorKind::UnexpectedEof)),
-                Ok(_) => return Ok(()),
+                Ok(n) => {
+                    self.receiving.record(waited, n as u64);
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.link.readable_until(deadline).await?;
+                    waited = start.elapsed();
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),

@@ -2,12 +2,15 @@
 //! table, so every wait on the client carries a deadline (see
 //! [`crate::conns`]).
 
+use std::cell::Cell;
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::BytesMut;
 
+use super::meter::Meter;
 use super::ConnConfig;
 use crate::conns::{ConnGuard, Wait};
 use crate::net::TcpStream;
@@ -16,19 +19,28 @@ pub(crate) struct Link {
     pub stream: TcpStream,
     pub guard: ConnGuard,
     pub cfg: Rc<ConnConfig>,
+    /// The pace of the response being written; reset for each request.
+    pub sending: Cell<Meter>,
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
         crate::stats::conn_closed();
+        crate::capacity::closed();
     }
 }
 
 impl Link {
     pub fn new(stream: TcpStream, cfg: Rc<ConnConfig>) -> Link {
-        let guard = ConnGuard::new(std::os::fd::AsRawFd::as_raw_fd(&stream));
+        let guard = ConnGuard::new(stream.as_raw_fd());
         crate::stats::conn_opened();
-        Link { stream, guard, cfg }
+        crate::capacity::opened();
+        Link {
+            stream,
+            guard,
+            cfg,
+            sending: Cell::new(Meter::default()),
+        }
     }
 
     /// Waits until the client sent something, it closed, or `deadline`
@@ -66,12 +78,31 @@ impl Link {
         Box::pin(self.flush_wait(wbuf)).await
     }
 
+    /// How long the next wait for the client to take bytes may last.
+    fn send_allowance(&self) -> std::time::Duration {
+        let t = &self.cfg.timeouts;
+        let queued = if t.min_rate > 0 {
+            unsent(self.stream.as_raw_fd())
+        } else {
+            0
+        };
+        self.sending.get().allowance(t.send, t.min_rate, queued)
+    }
+
+    fn count_sent(&self, since: Instant, bytes: u64) {
+        let mut m = self.sending.get();
+        m.record(since.elapsed(), bytes);
+        self.sending.set(m);
+    }
+
     async fn flush_wait(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
         let buf = std::mem::take(wbuf);
-        self.guard
-            .arm(Instant::now() + self.cfg.timeouts.send, Wait::Write);
+        let len = buf.len() as u64;
+        let start = Instant::now();
+        self.guard.arm(start + self.send_allowance(), Wait::Write);
         let (r, mut buf) = self.stream.write_all(buf).await;
         self.guard.disarm();
+        self.count_sent(start, len);
         buf.clear();
         *wbuf = buf;
         match r {
@@ -81,17 +112,26 @@ impl Link {
     }
 
     /// Sends a file range; the send timeout applies to each step of
-    /// progress, not to the whole transfer.
+    /// progress, and the minimum rate to the whole response.
     pub async fn send_file(
         &mut self,
         file: &std::fs::File,
         offset: u64,
         len: u64,
     ) -> io::Result<()> {
-        let guard = &self.guard;
-        let send = self.cfg.timeouts.send;
-        let rearm = || guard.arm(Instant::now() + send, Wait::Write);
-        rearm();
+        let (guard, sending, t) = (&self.guard, &self.sending, &self.cfg.timeouts);
+        let fd = self.stream.as_raw_fd();
+        let last = Cell::new(Instant::now());
+        let rearm = |sent: u64| {
+            let now = Instant::now();
+            let mut m = sending.get();
+            m.record(now - last.get(), sent);
+            sending.set(m);
+            last.set(now);
+            let queued = if t.min_rate > 0 { unsent(fd) } else { 0 };
+            guard.arm(now + m.allowance(t.send, t.min_rate, queued), Wait::Write);
+        };
+        rearm(0);
         let r = crate::fs::send_file(&mut self.stream, file, offset, len, &rearm).await;
         self.guard.disarm();
         match r {
@@ -111,11 +151,13 @@ impl Link {
     ) -> io::Result<()> {
         let guard = &self.guard;
         let send = self.cfg.timeouts.send;
-        let rearm = || {
+        // The per-step timeout only: waits here are on the upstream as much
+        // as on the client, and the upstream has deadlines of its own.
+        let rearm = |_sent: u64| {
             guard.arm(Instant::now() + send, Wait::Write);
             on_progress();
         };
-        rearm();
+        rearm(0);
         let r = crate::splice::splice_sockets(from, &self.stream, len, &rearm).await;
         self.guard.disarm();
         match r {
@@ -123,4 +165,25 @@ impl Link {
             r => r,
         }
     }
+}
+
+/// Bytes written to the socket `fd` that the client has not acknowledged
+/// yet (SIOCOUTQ, which is TIOCOUTQ's number); 0 where the kernel does not
+/// say.
+#[cfg(target_os = "linux")]
+fn unsent(fd: RawFd) -> u64 {
+    let mut n: libc::c_int = 0;
+    // SAFETY: a socket fd of this connection and a pointer to an int, as
+    // SIOCOUTQ wants.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+    if r == 0 {
+        n.max(0) as u64
+    } else {
+        0
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unsent(_fd: RawFd) -> u64 {
+    0
 }

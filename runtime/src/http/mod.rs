@@ -14,6 +14,7 @@ pub use head::{
 pub mod conn;
 pub mod exchange;
 mod link;
+mod meter;
 
 pub use conn::{serve, ConnConfig, Handler};
 pub use exchange::{Body, Exchange};
