@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
 # the tests use (curl, ss from iproute2; nginx, lighttpd and haproxy for
-# shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI),
+# shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
+# slowhttptest for the slow-client test),
 # then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
 set -euo pipefail
@@ -18,6 +19,7 @@ command -v gzip >/dev/null || need+=(gzip)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v ruby >/dev/null || need+=(ruby)
 command -v shellcheck >/dev/null || need+=(shellcheck)
+command -v slowhttptest >/dev/null || need+=(slowhttptest)
 # The metrics test parses /metrics with Prometheus's own Python client.
 /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
 # php-fpm, the FastCGI peer: any version will do (Debian bookworm's is
