@@ -436,7 +436,14 @@ async fn relay_sized(
             return match r {
                 Ok(()) => Ok(!sock.has_pending()),
                 Err(_) if sock.expired() => Err(Fail::Timeout),
-                Err(e) => Err(Fail::Invalid(e.to_string())),
+                // The upstream ended the body short: its failure.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    Err(Fail::Invalid(e.to_string()))
+                }
+                // Otherwise the client went away or stalled (a reset, a
+                // send timeout): not the server's fault, so never counted
+                // against it (it would mark healthy servers down).
+                Err(e) => Err(Fail::Client(e)),
             };
         }
         inb.clear();
