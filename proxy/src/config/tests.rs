@@ -225,6 +225,12 @@ fn validation_errors() {
          "ringside.toml:2:12: [limits] max_body: expected a size of at least 1 bytes, got \"0k\""),
         ("[limits]\nmax_body = 1.5\n",
          "ringside.toml:2:12: [limits] max_body: expected a size like 8192, \"16k\" or \"1m\", got 1.5"),
+        // Found by fuzz/ (regress-cache-max-bytes-below-default-file): the
+        // default cache_max_file was not checked, so to_toml() did not load.
+        ("[static]\ncache_max_bytes = \"1k\"\n",
+         "ringside.toml:2:19: [static] cache_max_bytes: expected a size of at least 65536 bytes (the default cache_max_file), got \"1k\""),
+        ("[static]\ncache_max_bytes = \"1k\"\ncache_max_file = \"2k\"\n",
+         "ringside.toml:3:18: [static] cache_max_file: expected a size from 0 to 1024 bytes, got \"2k\" (at most cache_max_bytes)"),
         ("[timeouts]\nheader_read = \"0s\"\n",
          "ringside.toml:2:15: [timeouts] header_read: expected a nonzero duration, got \"0s\""),
         ("[timeouts]\nkeepalive = 0\n",

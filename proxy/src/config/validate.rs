@@ -358,6 +358,22 @@ impl Cx<'_> {
             d.cache.max_file,
             |v| size_in(v, 0, max_bytes).map_err(|m| format!("{m} (at most cache_max_bytes)")),
         )?;
+        if max_file > max_bytes {
+            // Only the default cache_max_file can get here; taking it
+            // unchecked gave a config whose to_toml() did not load.
+            let v = s
+                .cache_max_bytes
+                .as_ref()
+                .expect("the defaults fit together");
+            return Err(self.err(
+                v.span(),
+                "[static] cache_max_bytes",
+                format!(
+                    "expected a size of at least {max_file} bytes (the default cache_max_file), got {}",
+                    v.get_ref()
+                ),
+            ));
+        }
         let mut routes: Vec<RouteConfig> = Vec::new();
         // Routes naming an upstream are the proxy's (`upstream.rs`).
         for r in f.routes.iter().filter(|r| r.get_ref().upstream.is_none()) {
