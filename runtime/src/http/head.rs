@@ -172,7 +172,8 @@ pub struct ParsedHead {
     pub keep_alive: bool,
     /// `Expect: 100-continue` on an HTTP/1.1 request.
     pub expect_continue: bool,
-    /// The `Host` field value (may be empty); `None` only on HTTP/1.0.
+    /// The request's host: an absolute-form target's authority, else the
+    /// `Host` field value (may be empty); `None` only on HTTP/1.0.
     pub host: Option<Span>,
 }
 
