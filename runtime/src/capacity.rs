@@ -4,23 +4,18 @@
 //! At the cap the worker's accept loops stop accepting; new connections
 //! wait in the kernel's listen queue (its backlog) until a client
 //! connection of this worker closes, rather than being accepted and then
-//! starved of file descriptors or memory. Single-threaded per worker, so
-//! plain cells.
+//! starved of file descriptors or memory.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::task::{Poll, Waker};
 
 thread_local! {
-    static OPEN: Cell<usize> = const { Cell::new(0) };
     static WAITERS: RefCell<Vec<Waker>> = const { RefCell::new(Vec::new()) };
 }
 
-pub(crate) fn opened() {
-    OPEN.with(|o| o.set(o.get() + 1));
-}
-
+/// A client connection of this worker closed: accept loops held at the
+/// cap look again.
 pub(crate) fn closed() {
-    OPEN.with(|o| o.set(o.get().saturating_sub(1)));
     WAITERS.with(|w| {
         if let Ok(mut w) = w.try_borrow_mut() {
             for waker in w.drain(..) {
@@ -30,9 +25,10 @@ pub(crate) fn closed() {
     });
 }
 
-/// Client connections this worker holds open.
+/// Client connections this worker holds open: the worker's own counter,
+/// kept for /metrics, so there is one count and not two.
 pub fn clients() -> usize {
-    OPEN.with(Cell::get)
+    crate::stats::open_here() as usize
 }
 
 /// Waits until this worker holds fewer than `max` client connections.

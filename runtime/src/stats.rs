@@ -59,6 +59,11 @@ pub(crate) fn conn_opened() {
     });
 }
 
+/// Client connections this thread's worker holds open (0 off a worker).
+pub(crate) fn open_here() -> u64 {
+    CURRENT.with(|c| c.borrow().as_ref().map_or(0, |s| s.open()))
+}
+
 pub(crate) fn conn_closed() {
     bump(|s| {
         s.open

@@ -34,7 +34,6 @@ impl Link {
     pub fn new(stream: TcpStream, cfg: Rc<ConnConfig>) -> Link {
         let guard = ConnGuard::new(stream.as_raw_fd());
         crate::stats::conn_opened();
-        crate::capacity::opened();
         Link {
             stream,
             guard,
