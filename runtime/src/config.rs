@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::http::Limits;
+use crate::tls::TlsAcceptor;
 
 /// How many workers to start: one per core by default.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +107,9 @@ pub struct ServerConfig {
     /// Client connections one worker keeps open at most; at the cap it
     /// stops accepting (new ones wait in the listen queue) until one closes.
     pub max_connections: usize,
+    /// Per listener, by its index in `listen`: its TLS settings, or `None`
+    /// (or no entry) for plain HTTP.
+    pub tls: Vec<Option<TlsAcceptor>>,
 }
 
 impl Default for ServerConfig {
@@ -116,6 +120,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             timeouts: Timeouts::default(),
             max_connections: 16384,
+            tls: Vec::new(),
         }
     }
 }

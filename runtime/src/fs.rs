@@ -45,6 +45,10 @@ pub(crate) async fn send_file(
     if len == 0 {
         return Ok(());
     }
+    if stream.is_tls() {
+        // The bytes must be encrypted in user space (no kTLS; see `tls`).
+        return copy_fallback(stream, file, offset, len, progress).await;
+    }
     match crate::backend::current() {
         #[cfg(feature = "io-uring")]
         crate::Backend::IoUring => splice_uring(stream, file, offset, len, progress).await,
@@ -301,10 +305,10 @@ async fn wait_after_error(stream: &mut TcpStream) -> io::Result<()> {
     }
 }
 
-/// glommio exposes neither splice nor a writability wait, so large bodies go
-/// through a reused 64 KiB buffer. The only path in ringside that copies file
-/// bytes through user space.
-#[allow(dead_code)] // used by glommio, and by readiness backends without sendfile
+/// glommio exposes neither splice nor a writability wait, and TLS must
+/// encrypt in user space, so there large bodies go through a reused 64 KiB
+/// buffer: the only path in ringside that copies file bytes through user
+/// space.
 async fn copy_fallback(
     stream: &mut TcpStream,
     file: &std::fs::File,

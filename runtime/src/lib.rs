@@ -59,6 +59,7 @@ pub mod shutdown;
 pub mod splice;
 pub mod stats;
 pub mod task;
+pub mod tls;
 pub mod worker;
 
 pub use backend::{backends_built, Backend};

@@ -11,15 +11,19 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 #[cfg(rt_glommio)]
 use std::os::fd::{FromRawFd, IntoRawFd};
+use std::sync::Arc;
 
 use bytes::BytesMut;
 
 use crate::backend::on_engine;
 #[cfg(rt_monoio)]
 use crate::backend::{self, Backend};
+use crate::tls::{rustls, Need, Session, TlsAcceptor, TlsInfo};
 
 pub struct TcpStream {
     inner: Inner,
+    /// The TLS session, once one is started (see [`crate::tls`]).
+    tls: Option<Box<Session>>,
 }
 
 enum Inner {
@@ -65,7 +69,7 @@ impl TcpStream {
                 GlommioStream::wrap(unsafe { glommio::net::TcpStream::from_raw_fd(std.into_raw_fd()) })
             },
         );
-        Ok(TcpStream { inner })
+        Ok(TcpStream { inner, tls: None })
     }
 
     /// Connects to `addr` on this worker's engine.
@@ -74,7 +78,7 @@ impl TcpStream {
             monoio => Inner::Monoio(monoio::net::TcpStream::connect_addr(addr).await?),
             glommio => GlommioStream::wrap(glommio::net::TcpStream::connect(addr).await.map_err(io::Error::from)?),
         );
-        let s = TcpStream { inner };
+        let s = TcpStream { inner, tls: None };
         s.set_nodelay(true)?;
         Ok(s)
     }
@@ -129,6 +133,9 @@ impl TcpStream {
     /// Waits until the socket has bytes (or EOF, or an error) to read,
     /// without committing a buffer.
     pub async fn readable(&self) -> io::Result<()> {
+        if self.tls.as_ref().is_some_and(|t| t.buffered()) {
+            return Ok(());
+        }
         match &self.inner {
             // Not relaxed: on the readiness driver a relaxed wait trusts a
             // stale readiness bit (our recv's EAGAIN never clears it), and
@@ -162,6 +169,9 @@ impl TcpStream {
     /// Reads what the kernel has now into `buf`'s spare capacity, without
     /// waiting. `WouldBlock` when there is nothing; `Ok(0)` at EOF.
     pub fn try_read(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        if let Some(t) = &self.tls {
+            return t.try_read(self.as_raw_fd(), buf);
+        }
         #[cfg(rt_glommio)]
         #[allow(irrefutable_let_patterns)] // irrefutable in glommio-only builds
         if let Inner::Glommio(g) = &self.inner {
@@ -213,8 +223,15 @@ impl TcpStream {
     /// Sends what the socket takes now from the front of `buf`, advancing
     /// it, without waiting: `Ok` when the socket took all it could (maybe
     /// not all of `buf`), `WouldBlock` when it took nothing.
+    ///
+    /// Over TLS, encrypted bytes may stay behind after `buf` is empty:
+    /// [`TcpStream::write_pending`] says so, and the waiting writes
+    /// (`send_some`, `write_all`) send them before they return.
     pub fn try_write(&self, buf: &mut BytesMut) -> io::Result<()> {
         use bytes::Buf;
+        if let Some(t) = &self.tls {
+            return t.try_write(self.as_raw_fd(), buf);
+        }
         while !buf.is_empty() {
             // SAFETY: send reads at most buf.len() initialised bytes.
             let n = unsafe {
@@ -246,6 +263,10 @@ impl TcpStream {
         if buf.capacity() == buf.len() {
             buf.reserve(4096);
         }
+        if self.tls.is_some() {
+            let r = self.read(&mut buf).await;
+            return (r, buf);
+        }
         match &mut self.inner {
             #[cfg(rt_monoio)]
             Inner::Monoio(s) => {
@@ -276,6 +297,9 @@ impl TcpStream {
     /// sockets (a tunnel) with each socket read by one side and written by
     /// the other.
     pub async fn send_some(&self, buf: &mut BytesMut) -> io::Result<()> {
+        if self.tls.is_some() {
+            return self.send_some_tls(buf).await;
+        }
         match &self.inner {
             #[cfg(rt_monoio)]
             Inner::Monoio(s) => loop {
@@ -316,7 +340,11 @@ impl TcpStream {
     // On glommio the stream's RefCell stays borrowed across the write; a
     // connection's calls are sequential, so nothing else borrows meanwhile.
     #[allow(clippy::await_holding_refcell_ref)]
-    pub async fn write_all(&mut self, buf: BytesMut) -> (io::Result<()>, BytesMut) {
+    pub async fn write_all(&mut self, mut buf: BytesMut) -> (io::Result<()>, BytesMut) {
+        if self.tls.is_some() {
+            let r = self.write_all_tls(&mut buf).await;
+            return (r, buf);
+        }
         match &mut self.inner {
             #[cfg(rt_monoio)]
             Inner::Monoio(s) => {
@@ -335,6 +363,9 @@ impl TcpStream {
 
     /// Half-closes the write side so the peer sees EOF after our last bytes.
     pub fn shutdown_write(&self) -> io::Result<()> {
+        if let Some(t) = &self.tls {
+            t.close_notify(self.as_raw_fd());
+        }
         socket2::SockRef::from(self).shutdown(std::net::Shutdown::Write)
     }
 
@@ -353,6 +384,122 @@ impl TcpStream {
         len: u64,
     ) -> io::Result<()> {
         crate::fs::send_file(self, file, offset, len, &|_| {}).await
+    }
+
+    /// Whether this stream speaks TLS.
+    #[inline]
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// What the TLS handshake agreed on; `None` on a plain stream.
+    pub fn tls_info(&self) -> Option<TlsInfo> {
+        self.tls.as_ref().map(|t| t.info())
+    }
+
+    /// Whether encrypted bytes still wait to be sent (never on a plain
+    /// stream).
+    #[inline]
+    pub fn write_pending(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.pending())
+    }
+
+    /// Starts the server side of TLS on an accepted stream; the handshake
+    /// then runs in [`TcpStream::handshake`].
+    pub fn start_tls_server(&mut self, cfg: &TlsAcceptor) -> io::Result<()> {
+        self.check_tls_engine()?;
+        self.tls = Some(Box::new(Session::server(cfg)?));
+        Ok(())
+    }
+
+    /// Starts the client side of TLS on a connected stream (an HTTPS
+    /// upstream), sending `name` as SNI and verifying the server's
+    /// certificate against it as `cfg` says; the handshake then runs in
+    /// [`TcpStream::handshake`].
+    pub fn start_tls_client(
+        &mut self,
+        cfg: Arc<rustls::ClientConfig>,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<()> {
+        self.check_tls_engine()?;
+        self.tls = Some(Box::new(Session::client(cfg, name)?));
+        Ok(())
+    }
+
+    fn check_tls_engine(&self) -> io::Result<()> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(_) => Ok(()),
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TLS needs a monoio backend (io-uring or epoll), not glommio",
+            )),
+        }
+    }
+
+    /// Runs the TLS handshake to its end, one flight at a time, waiting on
+    /// the socket between flights (so other connections on the core run
+    /// meanwhile). Deadlines are the caller's, through its `ConnGuard`.
+    pub async fn handshake(&self) -> io::Result<()> {
+        let Some(t) = &self.tls else {
+            return Ok(());
+        };
+        loop {
+            match t.handshake_step(self.as_raw_fd())? {
+                Need::Done => return Ok(()),
+                Need::Read => self.wait_readable_raw().await?,
+                Need::Write => self.wait_writable().await?,
+            }
+        }
+    }
+
+    /// The socket's own readiness, ignoring what TLS holds decrypted.
+    async fn wait_readable_raw(&self) -> io::Result<()> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.readable(false).await,
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    async fn wait_writable(&self) -> io::Result<()> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.writable(false).await,
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    /// `send_some` over TLS: returns once part of `buf` was taken and,
+    /// when all of it was, once its encrypted bytes were sent too (a
+    /// caller that next waits to read must leave nothing behind).
+    async fn send_some_tls(&self, buf: &mut BytesMut) -> io::Result<()> {
+        let before = buf.len();
+        loop {
+            match self.try_write(buf) {
+                Ok(()) if buf.is_empty() && !self.write_pending() => return Ok(()),
+                Ok(()) if buf.len() < before && !buf.is_empty() => return Ok(()),
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            self.wait_writable().await?;
+        }
+    }
+
+    async fn write_all_tls(&self, buf: &mut BytesMut) -> io::Result<()> {
+        loop {
+            match self.try_write(buf) {
+                Ok(()) if buf.is_empty() && !self.write_pending() => return Ok(()),
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            self.wait_writable().await?;
+        }
     }
 
     #[cfg(rt_monoio)]
@@ -422,6 +569,7 @@ impl TcpListener {
                 Ok((
                     TcpStream {
                         inner: Inner::Monoio(s),
+                        tls: None,
                     },
                     peer,
                 ))
@@ -433,6 +581,7 @@ impl TcpListener {
                 Ok((
                     TcpStream {
                         inner: GlommioStream::wrap(s),
+                        tls: None,
                     },
                     peer,
                 ))

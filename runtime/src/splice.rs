@@ -25,6 +25,12 @@ pub fn supported() -> bool {
     }
 }
 
+/// Whether bytes can be spliced from `from` to `to`: the engine can, and
+/// neither side speaks TLS (whose bytes must pass through rustls).
+pub fn supported_between(from: &TcpStream, to: &TcpStream) -> bool {
+    supported() && !from.is_tls() && !to.is_tls()
+}
+
 /// Largest piece moved into the pipe at once (see `fs::SEND_PIECE`).
 #[cfg(rt_monoio)]
 const PIECE: usize = 256 * 1024;
@@ -40,7 +46,7 @@ pub async fn splice_sockets(
     progress: &dyn Fn(u64),
 ) -> io::Result<()> {
     #[cfg(rt_monoio)]
-    if supported() {
+    if supported_between(from, to) {
         let _a = NonBlocking::set(from)?;
         let _b = NonBlocking::set(to)?;
         let pipe = crate::fs::pipes::take()?;

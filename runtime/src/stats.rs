@@ -15,6 +15,9 @@ pub struct WorkerStats {
     open: AtomicU64,
     accepted: AtomicU64,
     limit_reached: AtomicU64,
+    tls_full: AtomicU64,
+    tls_resumed: AtomicU64,
+    tls_failed: AtomicU64,
 }
 
 impl WorkerStats {
@@ -31,6 +34,15 @@ impl WorkerStats {
     /// Times this worker stopped accepting at `max_connections`.
     pub fn limit_reached(&self) -> u64 {
         self.limit_reached.load(Relaxed)
+    }
+
+    /// Client TLS handshakes: (full, resumed, failed) since start.
+    pub fn tls_handshakes(&self) -> (u64, u64, u64) {
+        (
+            self.tls_full.load(Relaxed),
+            self.tls_resumed.load(Relaxed),
+            self.tls_failed.load(Relaxed),
+        )
     }
 }
 
@@ -75,5 +87,18 @@ pub(crate) fn conn_limit_reached() {
     bump(|s| {
         s.limit_reached
             .store(s.limit_reached.load(Relaxed) + 1, Relaxed)
+    });
+}
+
+/// Counts a client TLS handshake that ended with `r` on `stream`.
+pub(crate) fn tls_handshake(r: &std::io::Result<()>, stream: &crate::net::TcpStream) {
+    let resumed = r.is_ok() && stream.tls_info().is_some_and(|i| i.resumed);
+    bump(|s| {
+        let c = match (r.is_ok(), resumed) {
+            (false, _) => &s.tls_failed,
+            (true, true) => &s.tls_resumed,
+            (true, false) => &s.tls_full,
+        };
+        c.store(c.load(Relaxed) + 1, Relaxed);
     });
 }

@@ -45,6 +45,8 @@ pub enum StartError {
     },
     #[error("cpu_affinity names CPU {0}, which this process may not run on")]
     NoSuchCpu(usize),
+    #[error("TLS listeners need the io-uring or epoll backend; glommio has no writability wait for TLS to use")]
+    TlsOnGlommio,
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -134,6 +136,7 @@ pub fn conn_config(srv: &ServerConfig) -> ConnConfig {
         limits: srv.limits,
         timeouts: srv.timeouts,
         max_connections: srv.max_connections,
+        tls: srv.tls.clone(),
     }
 }
 
@@ -163,6 +166,9 @@ pub struct Bound {
 /// resolves once and errors come back before any thread starts).
 pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError> {
     let backend = backend::resolve(rt.backend)?;
+    if backend == Backend::Glommio && srv.tls.iter().any(Option::is_some) {
+        return Err(StartError::TlsOnGlommio);
+    }
     let (n, pins) = placement(rt)?;
     let mut local_addrs = Vec::new();
     let mut per_worker: Vec<Vec<std::net::TcpListener>> = (0..n).map(|_| Vec::new()).collect();
@@ -353,8 +359,8 @@ async fn worker_main<H: Handler>(
     drop(factory);
     let current = Rc::new(Current::new(handler, conn_cfg));
     let stop = Rc::new(LocalEvent::default());
-    for l in owned {
-        task::spawn(accept_loop(l, current.clone(), stop.clone(), ctx.index));
+    for (i, l) in owned.into_iter().enumerate() {
+        task::spawn(accept_loop(l, i, current.clone(), stop.clone(), ctx.index));
     }
     task::spawn(conns::sweeper());
     task::spawn(inbox.serve(ctx.clone(), current.clone()));
@@ -396,6 +402,7 @@ const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(5);
 
 async fn accept_loop<H: Handler>(
     l: TcpListener,
+    index: usize,
     current: Rc<Current<H>>,
     stop: Rc<LocalEvent>,
     worker: usize,
@@ -427,7 +434,12 @@ async fn accept_loop<H: Handler>(
             task::Either::Right(r) => r,
         };
         match accepted {
-            Ok((stream, _peer)) => task::spawn(crate::http::serve(stream, current.clone())),
+            Ok((stream, _peer)) => {
+                // Read per connection: a reload's new certificates apply
+                // to the next handshake.
+                let tls = current.conn().tls.get(index).cloned().flatten();
+                task::spawn(crate::http::serve(stream, current.clone(), tls))
+            }
             Err(e) => {
                 // EMFILE and the like: the connection stays queued, and
                 // accepting again at once would fail again, so wait (as

@@ -34,6 +34,8 @@ pub struct ConnConfig {
     pub timeouts: Timeouts,
     /// Open client connections per worker at most.
     pub max_connections: usize,
+    /// Per listener index: its TLS settings (see `ServerConfig::tls`).
+    pub tls: Vec<Option<crate::tls::TlsAcceptor>>,
 }
 
 /// Answers requests. One value per worker, shared by its connections.
@@ -127,13 +129,35 @@ enum Next {
 /// A plain fn returning an `async move` block rather than an `async fn`:
 /// an async fn keeps each argument twice in its future (once captured, once
 /// moved into the body), and every idle connection holds this future.
+///
+/// With `tls`, the handshake runs first, within the header timeout.
 pub fn serve<H: Handler>(
-    stream: TcpStream,
+    mut stream: TcpStream,
     current: Rc<Current<H>>,
+    tls: Option<crate::tls::TlsAcceptor>,
 ) -> impl std::future::Future<Output = ()> {
     let _ = stream.set_nodelay(true);
+    let started = tls.map(|t| stream.start_tls_server(&t));
     let mut link = Link::new(stream, current.conn());
     async move {
+        match started {
+            None => {}
+            Some(Ok(())) => {
+                // Boxed: only TLS connections carry its future, and only
+                // until the handshake is over.
+                let deadline = Instant::now() + link.cfg.timeouts.header_read;
+                let r = Box::pin(link.handshake(deadline)).await;
+                crate::stats::tls_handshake(&r, &link.stream);
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "TLS not started");
+                return;
+            }
+        }
         let mut active: Option<Box<Active>> = None;
         let mut first = true;
         let next = loop {

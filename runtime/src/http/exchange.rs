@@ -194,6 +194,23 @@ impl<'a> Exchange<'a> {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.link.stream.local_addr()
     }
+
+    /// Whether the client connection speaks TLS.
+    #[inline]
+    pub fn is_tls(&self) -> bool {
+        self.link.stream.is_tls()
+    }
+
+    /// What the client connection's TLS handshake agreed on.
+    pub fn tls_info(&self) -> Option<crate::tls::TlsInfo> {
+        self.link.stream.tls_info()
+    }
+
+    /// Whether a body can go from `from` to this client without a copy
+    /// ([`Exchange::write_from_socket`]).
+    pub fn can_splice_from(&self, from: &crate::net::TcpStream) -> bool {
+        crate::splice::supported_between(from, &self.link.stream)
+    }
     /// Whether a streamed (chunked or close-delimited) body is under way.
     pub fn streaming(&self) -> bool {
         matches!(self.out, Out::Chunked | Out::CloseDelimited)
@@ -582,7 +599,7 @@ impl<'a> Exchange<'a> {
     }
 
     /// Appends `len` bytes read from `from` to a sized body, spliced from
-    /// socket to socket where the engine can ([`crate::splice::supported`];
+    /// socket to socket where the engine can ([`Exchange::can_splice_from`];
     /// check first, as a refusal here has used up the length).
     pub async fn write_from_socket(
         &mut self,

@@ -51,6 +51,21 @@ impl Link {
         r
     }
 
+    /// Runs the TLS handshake of a stream that started one, within
+    /// `deadline` (the header timeout: a client that stalls mid-handshake
+    /// is a slowloris too).
+    pub async fn handshake(&self, deadline: Instant) -> io::Result<()> {
+        // Read and write waits alike end at the deadline: the sweep shuts
+        // the socket down either way.
+        self.guard.arm(deadline, Wait::Write);
+        let r = self.stream.handshake().await;
+        self.guard.disarm();
+        match r {
+            Err(_) if self.expired() => Err(io::ErrorKind::TimedOut.into()),
+            r => r,
+        }
+    }
+
     pub fn expired(&self) -> bool {
         self.guard.expired()
     }
@@ -62,11 +77,11 @@ impl Link {
     /// a large or slow write goes through the engine, boxed, so its future
     /// is not part of every connection's.
     pub async fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
-        if wbuf.is_empty() {
+        if wbuf.is_empty() && !self.stream.write_pending() {
             return Ok(());
         }
         match self.stream.try_write(wbuf) {
-            Ok(()) if wbuf.is_empty() => {
+            Ok(()) if wbuf.is_empty() && !self.stream.write_pending() => {
                 wbuf.clear();
                 return Ok(());
             }

@@ -91,6 +91,15 @@ impl Handler for App {
                 ex.start_sized(304, &[], 10)?;
                 ex.write_body(b"0123456789").await
             }
+            b"/file" => {
+                // The file named by the query, whole: the zero-copy path.
+                let path = std::str::from_utf8(ex.query().unwrap_or_default())
+                    .unwrap()
+                    .to_owned();
+                let file = std::fs::File::open(path)?;
+                let len = file.metadata()?.len();
+                ex.send_file(200, &[], &file, 0, len).await
+            }
             b"/target" => {
                 let t = ex.target().to_vec();
                 ex.send(200, &[], &t)

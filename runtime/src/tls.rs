@@ -1,0 +1,315 @@
+//! TLS on a socket, with rustls, for client connections (a TLS listener) and
+//! upstream connections (an HTTPS backend).
+//!
+//! The session lives inside [`crate::net::TcpStream`], so everything that
+//! reads or writes a stream (the connection driver, the proxy's relays,
+//! tunnels, the upstream pool) works unchanged over TLS. It keeps the
+//! stream's readiness-first shape: records are read with a non-blocking
+//! `recv` only when the socket is readable, decrypted into rustls's own
+//! buffer, and copied out into the caller's pooled buffer; writes encrypt
+//! into rustls's send buffer (bounded, 64 KiB) and go out with a
+//! non-blocking `send`. Nothing here blocks the core: every step that
+//! would wait returns `WouldBlock`, and the stream waits through the engine.
+//!
+//! Handshakes run the same way, one flight at a time, inside the
+//! connection's own task, so a slow or stalled client holds only its own
+//! task, and the crypto of one handshake (tens of microseconds with an
+//! ECDSA key) is all another connection on the core ever waits behind.
+//!
+//! # What is not here
+//! - **kTLS.** With kernel TLS the kernel would encrypt and splice/sendfile
+//!   would stay zero-copy. The kernels ringside is tested on are built
+//!   without `CONFIG_TLS`, so that path could not be tested and is left
+//!   out: a body sent over TLS is read into user space, encrypted and
+//!   written (see `fs::send_file`, `splice::supported_between`).
+//! - **glommio.** Its streams have no writability wait, which the write
+//!   side needs; TLS listeners and upstreams run on the monoio engines
+//!   (io-uring, epoll), and a glommio worker refuses them at start.
+
+use std::cell::{Cell, RefCell};
+use std::io::{self, Read, Write};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+pub use rustls;
+
+/// A listener's TLS settings, shared by every worker: certificates, SNI,
+/// ALPN and the session ticket keys. Equal when it is the same value.
+#[derive(Clone, Debug)]
+pub struct TlsAcceptor(pub Arc<rustls::ServerConfig>);
+
+impl PartialEq for TlsAcceptor {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for TlsAcceptor {}
+
+/// What a finished handshake agreed on, for logs and metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// The name the client asked for (SNI), if any.
+    pub sni: Option<String>,
+    /// `"TLSv1.2"` or `"TLSv1.3"`.
+    pub version: &'static str,
+    /// Whether the session was resumed (a ticket or session id) rather than
+    /// a full handshake.
+    pub resumed: bool,
+    pub alpn: Option<Vec<u8>>,
+}
+
+/// Largest plaintext rustls holds for sending before the socket takes it.
+const SEND_BUFFER: usize = 64 * 1024;
+
+/// What a handshake step waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    Read,
+    Write,
+    Done,
+}
+
+pub(crate) struct Session {
+    conn: RefCell<rustls::Connection>,
+    /// The peer closed the TCP stream (with or without close_notify).
+    eof: Cell<bool>,
+}
+
+/// The socket as rustls sees it: non-blocking recv and send.
+struct Sock(RawFd);
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: recv writes at most buf.len() bytes into buf.
+        let n = unsafe {
+            libc::recv(
+                self.0,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // SAFETY: send reads at most buf.len() bytes from buf.
+        let n = unsafe {
+            libc::send(
+                self.0,
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+impl Session {
+    pub fn server(cfg: &TlsAcceptor) -> io::Result<Session> {
+        let conn = rustls::ServerConnection::new(cfg.0.clone()).map_err(tls_error)?;
+        Ok(Session::new(conn.into()))
+    }
+
+    pub fn client(
+        cfg: Arc<rustls::ClientConfig>,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<Session> {
+        let conn = rustls::ClientConnection::new(cfg, name).map_err(tls_error)?;
+        Ok(Session::new(conn.into()))
+    }
+
+    fn new(mut conn: rustls::Connection) -> Session {
+        conn.set_buffer_limit(Some(SEND_BUFFER));
+        Session {
+            conn: RefCell::new(conn),
+            eof: Cell::new(false),
+        }
+    }
+
+    /// Moves the handshake on as far as it goes without waiting.
+    pub fn handshake_step(&self, fd: RawFd) -> io::Result<Need> {
+        let mut c = self.conn.borrow_mut();
+        loop {
+            while c.wants_write() {
+                match c.write_tls(&mut Sock(fd)) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Need::Write),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if !c.is_handshaking() {
+                return Ok(Need::Done);
+            }
+            match c.read_tls(&mut Sock(fd)) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "peer closed during the TLS handshake",
+                    ))
+                }
+                Ok(_) => {
+                    if let Err(e) = c.process_new_packets() {
+                        // The alert rustls queued tells the peer why.
+                        let _ = c.write_tls(&mut Sock(fd));
+                        return Err(tls_error(e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Need::Read),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether a read would return at once: decrypted bytes are waiting, or
+    /// the peer closed.
+    pub fn buffered(&self) -> bool {
+        if self.eof.get() {
+            return true;
+        }
+        match self.conn.borrow_mut().process_new_packets() {
+            Ok(s) => s.plaintext_bytes_to_read() > 0 || s.peer_has_closed(),
+            Err(_) => true,
+        }
+    }
+
+    /// Reads decrypted bytes into `buf`'s spare room (grown by 4 KiB when
+    /// full), reading records from the socket while none are decrypted.
+    /// `WouldBlock` when the socket has nothing more; `Ok(0)` at the end.
+    pub fn try_read(&self, fd: RawFd, buf: &mut BytesMut) -> io::Result<usize> {
+        let mut c = self.conn.borrow_mut();
+        loop {
+            let state = match c.process_new_packets() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = c.write_tls(&mut Sock(fd));
+                    return Err(tls_error(e));
+                }
+            };
+            let avail = state.plaintext_bytes_to_read();
+            if avail > 0 {
+                if buf.capacity() == buf.len() {
+                    buf.reserve(4096);
+                }
+                let take = avail.min(buf.capacity() - buf.len());
+                let start = buf.len();
+                buf.resize(start + take, 0);
+                let n = match c.reader().read(&mut buf[start..]) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        buf.truncate(start);
+                        return Err(e);
+                    }
+                };
+                buf.truncate(start + n);
+                return Ok(n);
+            }
+            if state.peer_has_closed() || self.eof.get() {
+                return Ok(0);
+            }
+            match c.read_tls(&mut Sock(fd)) {
+                Ok(0) => self.eof.set(true),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Encrypts from the front of `buf` and sends, without waiting, as
+    /// much as the socket takes; advances `buf` past what was encrypted.
+    /// `WouldBlock` when nothing moved. Encrypted bytes may stay behind
+    /// (see [`Session::pending`]) even when `buf` is empty.
+    pub fn try_write(&self, fd: RawFd, buf: &mut BytesMut) -> io::Result<()> {
+        let mut c = self.conn.borrow_mut();
+        let mut moved = false;
+        loop {
+            while c.wants_write() {
+                match c.write_tls(&mut Sock(fd)) {
+                    Ok(_) => moved = true,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return if moved {
+                            Ok(())
+                        } else {
+                            Err(io::ErrorKind::WouldBlock.into())
+                        };
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if buf.is_empty() {
+                return Ok(());
+            }
+            let n = c.writer().write(&buf[..])?;
+            buf.advance(n);
+            moved = true;
+            if n == 0 {
+                // The send buffer is full; the loop above drains it.
+                continue;
+            }
+        }
+    }
+
+    /// Whether encrypted bytes wait to be sent.
+    pub fn pending(&self) -> bool {
+        self.conn.borrow().wants_write()
+    }
+
+    /// Queues close_notify and sends what the socket takes now.
+    pub fn close_notify(&self, fd: RawFd) {
+        let mut c = self.conn.borrow_mut();
+        c.send_close_notify();
+        while c.wants_write() {
+            if c.write_tls(&mut Sock(fd)).is_err() {
+                break;
+            }
+        }
+    }
+
+    pub fn info(&self) -> TlsInfo {
+        let c = self.conn.borrow();
+        let (sni, resumed) = match &*c {
+            rustls::Connection::Server(s) => (
+                s.server_name().map(str::to_owned),
+                matches!(s.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+            ),
+            rustls::Connection::Client(s) => (
+                None,
+                matches!(s.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+            ),
+        };
+        let version = match c.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "unknown",
+        };
+        TlsInfo {
+            sni,
+            version,
+            resumed,
+            alpn: c.alpn_protocol().map(<[u8]>::to_vec),
+        }
+    }
+}
