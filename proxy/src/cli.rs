@@ -171,6 +171,11 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
         for addr in &cli.listen {
             add_listen(&mut listen, addr).map_err(|m| ConfigError::flag("--listen", m))?;
         }
+        // The flag's listeners are plain HTTP.
+        config
+            .tls
+            .set_plain_listeners(listen.len())
+            .map_err(|m| ConfigError::flag("--listen", m))?;
         config.server.listen = listen;
     }
     if let Some(workers) = &cli.workers {

@@ -13,4 +13,5 @@ pub mod privileges;
 pub mod process;
 pub mod router;
 pub mod signals;
+pub mod tls;
 pub mod upstream;

@@ -3,12 +3,17 @@
 //! addresses as resolved. The output is valid input for `Config::load`.
 //!
 //! Sections come in a fixed order: `[runtime]`, `[server]`, `[limits]`,
-//! `[timeouts]`, `[static]`, `[proxy]`, each `[upstream.NAME]` by name, then
-//! the static routes and the proxy routes. Keys that a validated value
+//! `[timeouts]`, `[static]`, the operations sections, `[tls]` (only when a
+//! listener has TLS) and each `[[vhost]]`, `[proxy]`, each
+//! `[upstream.NAME]` by name, then the static routes and the proxy routes.
+//! A TLS listener is written as a table with its certificate paths, one
+//! entry per resolved address; with one, `listen` takes a line per entry. Keys that a validated value
 //! leaves out are left out (`fail_window` with `max_fails = 0`, `health_*`
 //! without active checks, `hash_key` without `balance = "hash"`,
 //! `max_conns` when it is learnt from the server), and so are the keys of
-//! the other protocol: the FastCGI keys on an HTTP upstream, and
+//! the other protocol: the FastCGI keys on an HTTP upstream, the `tls*`
+//! keys on a FastCGI one (`tls_verify`, `tls_ca` and `tls_sni` also
+//! without `tls = true`, `tls_ca` when it is the system bundle), and
 //! `proxy_host` on a route to a FastCGI upstream, which writes `root`,
 //! `extension` and `index` instead.
 
@@ -18,6 +23,7 @@ use ringside_runtime::config::{Affinity, Workers};
 
 use super::fastcgi::{protocol_name, server_text};
 use super::size::{format_duration, format_size};
+use super::tls::{min_version_text, unknown_name_text, CertPaths, TlsConfig};
 use super::upstream::{balance_name, hash_key_text, proxy_host_text, RETRY_ON};
 use super::validate::backend_name;
 use super::Config;
@@ -92,8 +98,27 @@ impl Config {
         writeln!(out, "coalesce_wait = {}", dur(r.coalesce_wait))?;
 
         writeln!(out, "\n[server]")?;
-        let listen: Vec<String> = s.listen.iter().map(|a| quote(&a.to_string())).collect();
-        writeln!(out, "listen = [{}]", listen.join(", "))?;
+        let listen: Vec<String> = s
+            .listen
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let addr = quote(&a.to_string());
+                match self.tls.listener(i) {
+                    None => addr,
+                    Some(c) => format!("{{ addr = {addr}, tls = {} }}", cert_table(c)),
+                }
+            })
+            .collect();
+        if self.tls.any_tls() {
+            writeln!(out, "listen = [")?;
+            for l in &listen {
+                writeln!(out, "  {l},")?;
+            }
+            writeln!(out, "]")?;
+        } else {
+            writeln!(out, "listen = [{}]", listen.join(", "))?;
+        }
         writeln!(out, "backlog = {}", s.backlog)?;
         writeln!(out, "root = {}", quote(&self.root.to_string_lossy()))?;
         super::ops::write_server_keys(&self.ops, out)?;
@@ -148,6 +173,7 @@ impl Config {
             quote(&format_duration(st.cache.revalidate))
         )?;
         super::ops::write_sections(&self.ops, out)?;
+        write_tls(out, &self.tls)?;
         write_proxy(out, &self.proxy)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
@@ -167,6 +193,46 @@ impl Config {
         }
         write_proxy_routes(out, &self.proxy, &self.ops.unlogged_proxy_routes)
     }
+}
+
+/// `{ cert = "...", key = "..." }`.
+fn cert_table(c: &CertPaths) -> String {
+    format!(
+        "{{ cert = {}, key = {} }}",
+        quote(&c.cert.to_string_lossy()),
+        quote(&c.key.to_string_lossy())
+    )
+}
+
+/// `[tls]` when a listener has TLS, and every `[[vhost]]`.
+fn write_tls(out: &mut String, t: &TlsConfig) -> fmt::Result {
+    if t.any_tls() {
+        writeln!(out, "\n[tls]")?;
+        writeln!(
+            out,
+            "unknown_name = {}",
+            quote(unknown_name_text(t.unknown_name))
+        )?;
+        writeln!(
+            out,
+            "min_version = {}",
+            quote(min_version_text(t.min_version))
+        )?;
+        writeln!(out, "tickets = {}", t.tickets)?;
+    }
+    for v in &t.vhosts {
+        writeln!(out, "\n[[vhost]]")?;
+        let names: Vec<String> = v.names.iter().map(|n| quote(n)).collect();
+        writeln!(out, "names = [{}]", names.join(", "))?;
+        if let Some(c) = &v.cert {
+            writeln!(out, "tls = {}", cert_table(c))?;
+        }
+        writeln!(out, "https_redirect = {}", v.https_redirect)?;
+        if let Some(h) = &v.hsts {
+            writeln!(out, "hsts = {}", quote(h))?;
+        }
+    }
+    Ok(())
 }
 
 /// `[proxy]` and every `[upstream.NAME]`.
@@ -209,6 +275,17 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         writeln!(out, "queue_size = {}", f.queue_size)?;
         writeln!(out, "queue_timeout = {}", dur(f.queue_timeout))?;
         writeln!(out, "keep_conn = {}", f.keep_conn)?;
+    } else {
+        writeln!(out, "tls = {}", u.tls.is_some())?;
+        if let Some(t) = &u.tls {
+            writeln!(out, "tls_verify = {}", t.verify)?;
+            if let Some(ca) = &t.ca {
+                writeln!(out, "tls_ca = {}", quote(&ca.to_string_lossy()))?;
+            }
+            if let Some(sni) = &t.sni {
+                writeln!(out, "tls_sni = {}", quote(sni))?;
+            }
+        }
     }
     writeln!(out, "balance = {}", quote(balance_name(&u.balance)))?;
     if let Balance::Hash(k) = &u.balance {

@@ -140,12 +140,19 @@ fn toml_key_path(err: &toml::de::Error) -> Vec<String> {
     }
 }
 
+/// The top-level arrays of tables, written `[[name]]`.
+const TABLE_ARRAYS: [&str; 2] = ["route", "vhost"];
+
 /// `["runtime", "workers"]` -> `[runtime] workers`; `["upstream", "a", "host"]`
-/// -> `[upstream.a] host`; a top-level key stays bare.
+/// -> `[upstream.a] host`; `["vhost", "names"]` -> `[[vhost]] names`, as
+/// the validation errors name them; a top-level key stays bare.
 pub(crate) fn key_name(path: &[String]) -> Option<String> {
     match path {
         [] => None,
         [key] => Some(key.clone()),
+        [table, key] if TABLE_ARRAYS.contains(&table.as_str()) => {
+            Some(format!("[[{table}]] {key}"))
+        }
         [table @ .., key] => Some(format!("[{}] {key}", table.join("."))),
     }
 }
@@ -203,6 +210,12 @@ mod tests {
         assert_eq!(
             p(&["upstream", "a", "host"]).as_deref(),
             Some("[upstream.a] host")
+        );
+        assert_eq!(p(&["route", "host"]).as_deref(), Some("[[route]] host"));
+        assert_eq!(p(&["vhost", "tls"]).as_deref(), Some("[[vhost]] tls"));
+        assert_eq!(
+            p(&["vhost", "tls", "cert"]).as_deref(),
+            Some("[vhost.tls] cert")
         );
     }
 }

@@ -170,7 +170,7 @@ pub fn default_index(ext: &str) -> String {
 }
 
 /// The first of `keys` that is given, with its span.
-fn first_given(
+pub(super) fn first_given(
     keys: &[(&'static str, Option<std::ops::Range<usize>>)],
 ) -> Option<(&'static str, std::ops::Range<usize>)> {
     keys.iter()

@@ -346,7 +346,7 @@ fn fastcgi_validation_errors() {
         (route("php", "index = \".php\""), "9:9: [[route]] index", "not starting with '.'"),
         (route("php", "index = \"a/index.php\""), "9:9: [[route]] index", "without '/'"),
         (route("php", "index = \"\""), "9:9: [[route]] index", "expected a file name"),
-        (route("php", "index = [\"index.php\"]"), "9:9: [route] index", "invalid type"),
+        (route("php", "index = [\"index.php\"]"), "9:9: [[route]] index", "invalid type"),
         (route("php", "bogus = 1"), "9:1:", "bogus: unknown key"),
         // Routes that could never be chosen.
         (format!("{HTTP}{FCGI}[[route]]\nprefix = \"/x/\"\n[[route]]\nprefix = \"/x/\"\nupstream = \"php\"\n"), "9:10: [[route]] prefix", "already a static route; a proxy route on it needs host = [...]"),

@@ -17,8 +17,15 @@
 //! name, so upstreams come out sorted, each name with its own span), and the
 //! proxy-only keys of `[[route]]` (with `extension` and `index` for routes
 //! to a FastCGI upstream). toml's error key paths then read
-//! `[upstream.NAME] key`, which `error.rs` renders. Later sections
-//! (`[[vhost]]`) slot in the same way.
+//! `[upstream.NAME] key`, which `error.rs` renders.
+//!
+//! TLS adds three things (validated in `tls.rs`): a `[server] listen` entry
+//! may be a table `{ addr = "HOST:PORT", tls = { cert = "PATH", key =
+//! "PATH" } }` beside the plain `"HOST:PORT"` ([`ListenValue`]); a `[tls]`
+//! section of process-wide settings ([`TlsSection`]); and `[[vhost]]`
+//! entries naming hosts with their certificate, redirect and HSTS
+//! ([`VhostSection`]). `[upstream.NAME]` gains `tls`, `tls_verify`,
+//! `tls_ca` and `tls_sni`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +53,39 @@ pub struct FileConfig {
     pub routes: Vec<Spanned<RouteSection>>,
     pub admin: AdminSection,
     pub access_log: AccessLogSection,
+    pub tls: TlsSection,
+    #[serde(rename = "vhost")]
+    pub vhosts: Vec<Spanned<VhostSection>>,
+}
+
+/// `[tls]`: settings shared by every TLS listener.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSection {
+    /// `"default"` or `"refuse"`.
+    pub unknown_name: Option<Spanned<String>>,
+    /// `"1.2"` or `"1.3"`.
+    pub min_version: Option<Spanned<String>>,
+    pub tickets: Option<Spanned<bool>>,
+}
+
+/// `[[vhost]]`: host names with their certificate and HTTPS policy.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VhostSection {
+    pub names: Spanned<Vec<Spanned<String>>>,
+    pub tls: Option<Spanned<CertSection>>,
+    pub https_redirect: Option<Spanned<bool>>,
+    pub hsts: Option<Spanned<String>>,
+}
+
+/// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
+/// private key, relative to the config file's directory.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertSection {
+    pub cert: Spanned<String>,
+    pub key: Spanned<String>,
 }
 
 /// `[admin]`: the listener for `/metrics` and `/healthz`.
@@ -153,6 +193,12 @@ pub struct UpstreamSection {
     pub queue_size: Option<Spanned<i64>>,
     pub queue_timeout: Option<Spanned<DurationValue>>,
     pub keep_conn: Option<Spanned<bool>>,
+    // HTTP only: TLS to the servers.
+    pub tls: Option<Spanned<bool>>,
+    pub tls_verify: Option<Spanned<bool>>,
+    /// Relative to the config file's directory.
+    pub tls_ca: Option<Spanned<String>>,
+    pub tls_sni: Option<Spanned<String>>,
 }
 
 /// One `servers` entry as written: `"host:port"` (or, for FastCGI,
@@ -193,7 +239,7 @@ pub struct RuntimeSection {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSection {
-    pub listen: Option<Spanned<Vec<Spanned<String>>>>,
+    pub listen: Option<Spanned<Vec<Spanned<ListenValue>>>>,
     pub backlog: Option<Spanned<i64>>,
     /// Relative to the config file's directory.
     pub root: Option<Spanned<String>>,
@@ -228,6 +274,24 @@ pub struct TimeoutsSection {
     pub min_rate: Option<Spanned<SizeValue>>,
 }
 
+/// One `[server] listen` entry as written: `"HOST:PORT"`, or
+/// `{ addr = "HOST:PORT", tls = { cert = "PATH", key = "PATH" } }`.
+#[derive(Clone, Debug)]
+pub enum ListenValue {
+    Addr(String),
+    Table(ListenTable),
+}
+
+/// The table form of a `listen` entry; without `tls` it is plain HTTP.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenTable {
+    pub addr: Spanned<String>,
+    pub tls: Option<Spanned<CertSection>>,
+}
+
+/// What a `listen` entry must look like, for error messages.
+pub const LISTEN_EXPECTED: &str = "\"HOST:PORT\" or a table like { addr = \"HOST:PORT\", tls = { cert = \"PATH\", key = \"PATH\" } }";
 /// What `workers =` must look like, for error messages.
 pub const WORKERS_EXPECTED: &str = "\"auto\" or a positive integer";
 /// What a `servers` entry must look like, for error messages.
@@ -440,6 +504,47 @@ impl<'de> Visitor<'de> for ServerVisitor {
 impl<'de> Deserialize<'de> for ServerValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(ServerVisitor)
+    }
+}
+
+struct ListenVisitor;
+
+impl<'de> Visitor<'de> for ListenVisitor {
+    type Value = ListenValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(LISTEN_EXPECTED)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ListenValue, E> {
+        Ok(ListenValue::Addr(v.to_owned()))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<ListenValue, A::Error> {
+        // Through toml's own map, so the fields keep their spans.
+        ListenTable::deserialize(de::value::MapAccessDeserializer::new(map)).map(ListenValue::Table)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ListenValue, E> {
+        Err(wrong(LISTEN_EXPECTED, v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ListenValue, E> {
+        Err(wrong(LISTEN_EXPECTED, v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ListenValue, E> {
+        Err(wrong(LISTEN_EXPECTED, v))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ListenValue, E> {
+        Err(wrong(LISTEN_EXPECTED, v))
+    }
+}
+
+impl<'de> Deserialize<'de> for ListenValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ListenVisitor)
     }
 }
 

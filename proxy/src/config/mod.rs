@@ -22,7 +22,8 @@
 //! ring_entries = 1024
 //!
 //! [server]
-//! listen = ["127.0.0.1:8080"]
+//! listen = ["127.0.0.1:8080"]  # an entry may be a table with a certificate:
+//!                           # { addr = "0.0.0.0:443", tls = { cert = "PATH", key = "PATH" } }
 //! backlog = 4096
 //! root = "."                # relative to this file's directory
 //!
@@ -85,6 +86,7 @@
 //! health_status = 200
 //! health_fall = 2
 //! health_rise = 2
+//! tls = false               # true: HTTPS to the servers (with tls_verify, tls_ca, tls_sni)
 //!
 //! [[route]]                 # with upstream: a proxy route
 //! prefix = "/api/"
@@ -94,8 +96,14 @@
 //! proxy_host = "pass"       # "pass" | "upstream" | "HOST[:PORT]"
 //! ```
 //!
+//! TLS (see [`tls`]) adds the table form of a `listen` entry, a `[tls]`
+//! section (`unknown_name`, `min_version`, `tickets`), `[[vhost]]` entries
+//! (`names`, `tls`, `https_redirect`, `hsts`) and an upstream's `tls`,
+//! `tls_verify`, `tls_ca` and `tls_sni`; the validated settings are
+//! [`Config::tls`], whose `listeners` run parallel to `server.listen`.
+//!
 //! An upstream with `protocol = "fastcgi"` (see [`fastcgi`]) takes every
-//! key above except `health_*`, plus its own; a route to it runs scripts:
+//! key above except `health_*` and `tls*`, plus its own; a route to it runs scripts:
 //!
 //! ```toml
 //! [upstream.php]
@@ -121,6 +129,7 @@ pub mod fastcgi;
 pub mod file;
 pub mod ops;
 pub mod size;
+pub mod tls;
 pub mod upstream;
 pub mod validate;
 
@@ -148,6 +157,8 @@ pub struct Config {
     pub proxy: ProxyConfig,
     /// Admin listener, access log, user, pid file.
     pub ops: ops::OpsConfig,
+    /// TLS listeners (parallel to `server.listen`), `[tls]` and vhosts.
+    pub tls: tls::TlsConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -157,9 +168,14 @@ impl Default for Config {
     /// 127.0.0.1:8080 with one worker per CPU.
     fn default() -> Self {
         let root = fs::canonicalize(".").unwrap_or_else(|_| PathBuf::from("."));
+        let server = ServerConfig::default();
         Config {
             runtime: RuntimeConfig::default(),
-            server: ServerConfig::default(),
+            tls: tls::TlsConfig {
+                listeners: vec![None; server.listen.len()],
+                ..tls::TlsConfig::default()
+            },
+            server,
             root: root.clone(),
             statics: StaticConfig::new(root),
             proxy: ProxyConfig::default(),
@@ -207,3 +223,5 @@ mod fastcgi_tests;
 mod proxy_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

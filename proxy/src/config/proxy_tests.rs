@@ -427,7 +427,7 @@ fn proxy_validation_errors() {
         (route("upstream = \"app\"\nhost = [\"a.com:80\"]"), "8:9: [[route]] host", "without a port"),
         (route("upstream = \"app\"\nhost = [\"a_b .com\"]"), "8:9: [[route]] host", "is not a host name"),
         (route("upstream = \"app\"\nhost = [\"A.com\", \"a.COM\"]"), "8:18: [[route]] host", "\"a.com\" is listed twice"),
-        (route("upstream = \"app\"\nhost = \"a.com\""), "8:8: [route] host", "expected a sequence"),
+        (route("upstream = \"app\"\nhost = \"a.com\""), "8:8: [[route]] host", "expected a sequence"),
         // Routes: proxy_host.
         (route("upstream = \"app\"\nproxy_host = \"a b\""), "8:14: [[route]] proxy_host", "expected \"pass\", \"upstream\" or a host"),
         (route("upstream = \"app\"\nproxy_host = \"*.a.com\""), "8:14: [[route]] proxy_host", "expected \"pass\""),

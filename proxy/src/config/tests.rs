@@ -134,6 +134,7 @@ min_rate = "1k"
                 min_rate: 1024,
             },
             max_connections: 100,
+            tls: Vec::new(),
         }
     );
     // A relative root is taken from the file's directory, not the cwd.
@@ -281,11 +282,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`"
     );
 }
 
@@ -566,6 +567,7 @@ via = "ringside"
 [upstream.app]
 protocol = "http"
 servers = ["[::1]:9000", { addr = "b:2", weight = 2 }]
+tls = false
 balance = "round_robin"
 resolve_every = "30s"
 max_idle = 1024

@@ -20,6 +20,9 @@
 //!   prefix and the same hosts, or a proxy route without hosts on the prefix
 //!   of a static route.
 //!
+//! The TLS keys (`tls`, `tls_verify`, `tls_ca`, `tls_sni`) are validated
+//! in `tls.rs`, which also reads `tls_ca` (or the system bundle).
+//!
 //! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`,
 //! and for FastCGI `unix:PATH`);
 //! DNS names are resolved by the proxy at run time, every `resolve_every`,
@@ -151,6 +154,7 @@ impl Cx<'_> {
         let d = UpstreamConfig::new(name, Vec::new());
         let protocol = self.protocol(u, &key)?;
         let fastcgi = self.fastcgi_settings(u, &key, protocol)?;
+        let tls = self.upstream_tls(u, &key, protocol, base)?;
 
         let servers = match &u.servers {
             None => {
@@ -248,6 +252,7 @@ impl Cx<'_> {
             retry,
             passive: self.passive(u, &key, d.passive)?,
             active: self.active(u, &key)?,
+            tls,
         })
     }
 

@@ -14,7 +14,11 @@
 //! The proxy's sections (`[proxy]`, `[upstream.NAME]`, routes with
 //! `upstream`) are validated in `upstream.rs` (FastCGI's keys in
 //! `fastcgi.rs`), on the same [`Cx`]; the static routes here skip routes
-//! that name an upstream.
+//! that name an upstream. TLS (a listener's `tls` table, `[tls]`,
+//! `[[vhost]]`, an upstream's `tls*` keys) is validated in `tls.rs`, which
+//! reads every certificate and key named: `listen` here hands it each
+//! listener's table, and the validated [`TlsConfig`](super::tls::TlsConfig)
+//! keeps one entry per listen address, parallel to `ServerConfig::listen`.
 
 use std::collections::HashSet;
 use std::fs;
@@ -34,9 +38,11 @@ use toml::Spanned;
 use super::cpus::{allowed_cpus, check_cpu};
 use super::error::{io_reason, ConfigError};
 use super::file::{
-    AffinityValue, DurationValue, FileConfig, SizeValue, WorkersValue, WORKERS_EXPECTED,
+    AffinityValue, DurationValue, FileConfig, ListenValue, SizeValue, WorkersValue,
+    WORKERS_EXPECTED,
 };
 use super::size::{parse_duration, parse_size, DURATION_EXPECTED, SIZE_EXPECTED};
+use super::tls::{CertAt, CertPaths};
 use super::Config;
 
 /// The largest `max_head` the HTTP codec supports.
@@ -85,13 +91,17 @@ impl TryFrom<Document<'_>> for Config {
         let statics = cx.statics(f, base, &root)?;
         let proxy = cx.proxy(f, base, &root)?;
         let ops = cx.ops(f, base)?;
+        let runtime = cx.runtime(f)?;
+        let (server, listeners) = cx.server(f, base)?;
+        let tls = cx.tls(f, base, listeners)?;
         Ok(Config {
-            runtime: cx.runtime(f)?,
-            server: cx.server(f)?,
+            runtime,
+            server,
             root,
             statics,
             proxy,
             ops,
+            tls,
             source: Some(doc.path.to_path_buf()),
         })
     }
@@ -201,12 +211,21 @@ impl Cx<'_> {
         })
     }
 
-    fn server(&self, f: &FileConfig) -> Result<ServerConfig, ConfigError> {
+    /// `[server]` and `[limits]`, with each listener's default certificate
+    /// (`None` for a plain one), in the order of `listen`.
+    fn server(
+        &self,
+        f: &FileConfig,
+        base: &Path,
+    ) -> Result<(ServerConfig, Vec<Option<CertPaths>>), ConfigError> {
         let s = &f.server;
         let d = ServerConfig::default();
-        let listen = match &s.listen {
-            Some(list) => self.listen(list)?,
-            None => d.listen,
+        let (listen, certs) = match &s.listen {
+            Some(list) => self.listen(list, base)?,
+            None => {
+                let plain = vec![None; d.listen.len()];
+                (d.listen, plain)
+            }
         };
         let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
             int_in(n, 1, MAX_BACKLOG).map(|n| n as i32)
@@ -217,25 +236,50 @@ impl Cx<'_> {
             d.max_connections,
             |&n| int_in(n, 1, MAX_CONNECTIONS).map(|n| n as usize),
         )?;
-        Ok(ServerConfig {
+        let server = ServerConfig {
             listen,
             backlog,
             limits: self.limits(f)?,
             timeouts: self.timeouts(f)?,
             max_connections,
-        })
+            // Filled from `Config::tls` by the process when it starts or
+            // reloads (rustls configs hold certificates read from disk).
+            tls: Vec::new(),
+        };
+        Ok((server, certs))
     }
 
-    fn listen(&self, list: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<SocketAddr>, ConfigError> {
+    /// The listen addresses, and beside each its default certificate when
+    /// it was written as a table with `tls` (a name that resolves to
+    /// several addresses gives each the same).
+    fn listen(
+        &self,
+        list: &Spanned<Vec<Spanned<ListenValue>>>,
+        base: &Path,
+    ) -> Result<(Vec<SocketAddr>, Vec<Option<CertPaths>>), ConfigError> {
         const KEY: &str = "[server] listen";
         if list.get_ref().is_empty() {
             return Err(self.err(list.span(), KEY, "expected at least one address".into()));
         }
         let mut out = Vec::new();
+        let mut certs = Vec::new();
         for item in list.get_ref() {
-            self.check(item, KEY, |s| add_listen(&mut out, s))?;
+            let cert = match item.get_ref() {
+                ListenValue::Addr(a) => {
+                    self.check(item, KEY, |_| add_listen(&mut out, a))?;
+                    None
+                }
+                ListenValue::Table(t) => {
+                    self.check(&t.addr, KEY, |a| add_listen(&mut out, a))?;
+                    match &t.tls {
+                        Some(c) => Some(self.cert_paths(c, CertAt::Listen, base)?),
+                        None => None,
+                    }
+                }
+            };
+            certs.resize(out.len(), cert);
         }
-        Ok(out)
+        Ok((out, certs))
     }
 
     fn limits(&self, f: &FileConfig) -> Result<Limits, ConfigError> {
@@ -439,7 +483,7 @@ fn index_name(n: &str) -> Result<String, String> {
 }
 
 /// A header value: visible ASCII and spaces only, so it can never split a head.
-fn header_value(v: &str) -> Result<String, String> {
+pub(super) fn header_value(v: &str) -> Result<String, String> {
     if v.is_empty()
         || !v
             .bytes()

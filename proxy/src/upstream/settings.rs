@@ -29,6 +29,22 @@ pub struct UpstreamConfig {
     pub retry: RetryPolicy,
     pub passive: Option<PassiveHealth>,
     pub active: Option<ActiveHealth>,
+    /// `tls = true`: connections to the servers speak TLS (HTTP only).
+    pub tls: Option<UpstreamTls>,
+}
+
+/// TLS to an upstream's servers (`tls = true`, `tls_verify`, `tls_ca`,
+/// `tls_sni`); `crate::tls::client_config` builds the rustls config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// Check the server's certificate chain and name; `false` takes any
+    /// certificate (handshake signatures are still checked).
+    pub verify: bool,
+    /// A PEM bundle of trusted roots (absolute); `None`: the system bundle.
+    pub ca: Option<std::path::PathBuf>,
+    /// The name sent in SNI and verified (a lower-case DNS name or an IP
+    /// literal); `None`: each server's own host.
+    pub sni: Option<String>,
 }
 
 /// One `servers` entry: an IP literal or a DNS name, with a port; or, for
@@ -292,6 +308,7 @@ impl UpstreamConfig {
                 cooldown: Duration::from_secs(10),
             }),
             active: None,
+            tls: None,
         }
     }
 }
