@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
-# the tests use (curl, ss from iproute2; nginx, lighttpd and haproxy for
+# the tests use (curl, openssl, ss from iproute2; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test),
 # then runs the tests.
@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v curl >/dev/null || need+=(curl)
+# openssl s_client checks SNI, ALPN and session resumption against ringside.
+command -v openssl >/dev/null || need+=(openssl)
 command -v ss >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v lighttpd >/dev/null || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)

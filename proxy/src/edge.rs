@@ -17,6 +17,7 @@ use crate::config::ops::{LogFormat, OpsConfig};
 use crate::metrics::{self, RouteLabel, RouteStats};
 
 use crate::fastcgi::script::{Resolved, Scripts};
+use crate::https::HttpsPolicy;
 
 use crate::router::{Router, Target};
 use crate::upstream::forward::forward;
@@ -33,6 +34,8 @@ pub struct Edge {
     /// Counters by tag (see [`TAG_STATIC`]).
     route_stats: Vec<Arc<RouteStats>>,
     log: Option<LogSettings>,
+    /// https redirects and HSTS, where a vhost asks for them.
+    https: Option<HttpsPolicy>,
 }
 
 /// The request's tag (`Exchange::set_tag`): which way it went.
@@ -73,6 +76,7 @@ impl Edge {
         shared: &[Arc<Shared>],
         ctx: &WorkerContext,
         prev: Option<&Edge>,
+        https: Option<HttpsPolicy>,
     ) -> Result<Edge, String> {
         let (worker, workers) = (ctx.index, ctx.workers);
         let core_stats = metrics::registry().core(worker, &ctx.stats);
@@ -157,6 +161,7 @@ impl Edge {
             scripts,
             route_stats,
             log,
+            https,
         })
     }
 
@@ -246,6 +251,12 @@ impl Handler for Edge {
     async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
         if ex.method() == Method::Connect || ex.target() == b"*" {
             return server_wide(ex);
+        }
+        if let Some(p) = &self.https {
+            if let Some(redirected) = p.apply(ex) {
+                ex.set_tag(TAG_NO_ROUTE);
+                return redirected;
+            }
         }
         let target = self.router.route(ex.host(), ex.path());
         ex.set_tag(match target {

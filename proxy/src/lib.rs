@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod edge;
 pub mod fastcgi;
+pub mod https;
 pub mod metrics;
 pub mod notify;
 pub mod privileges;

@@ -2,13 +2,14 @@
 //! the admin listener), then wait on signals: SIGHUP reloads, SIGUSR1
 //! reopens the access log, SIGTERM or SIGINT drains and stops.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ringside_runtime::reload::Factory;
+use ringside_runtime::tls::TlsAcceptor;
 use ringside_runtime::worker::{self, Server};
 use ringside_static::StaticFiles;
 
@@ -17,6 +18,7 @@ use crate::cli::{self, Cli, DEFAULT_PID_FILE};
 use crate::config::ops::AdminListen;
 use crate::config::Config;
 use crate::edge::Edge;
+use crate::https::HttpsPolicy;
 use crate::metrics::{self, admin};
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
@@ -27,19 +29,35 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// What builds each worker's handler for `cfg`.
-fn edge_factory(cfg: &Config, shared: &[Arc<Shared>]) -> Factory<Edge> {
+/// What builds each worker's handler for `cfg`, with `local_addrs` the
+/// listeners' bound addresses (for the port https redirects name).
+fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]) -> Factory<Edge> {
     let statics = cfg.statics.clone();
     let proxy = cfg.proxy.clone();
     let ops = cfg.ops.clone();
     let shared = shared.to_vec();
+    let https_port = local_addrs
+        .iter()
+        .zip(&cfg.server.tls)
+        .find(|(_, t)| t.is_some())
+        .map(|(a, _)| a.port());
+    let tls = cfg.tls.clone();
     Arc::new(move |ctx, prev| {
         // Each worker opens its own roots and builds its own cache and pools.
         let files = StaticFiles::from_config(&statics)
             .map_err(|e| format!("cannot open root {}: {e}", statics.root.display()))?;
         let prefixes = statics.routes.iter().map(|r| r.prefix.clone()).collect();
-        Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev)
+        let https = HttpsPolicy::new(&tls, https_port);
+        Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev, https)
     })
+}
+
+/// Reads the certificates of `cfg`'s TLS listeners and vhosts into the
+/// listeners' rustls settings (at start, and again on each reload).
+fn load_tls(cfg: &mut Config) -> Result<(), String> {
+    let built = crate::tls::server_configs(&cfg.tls)?;
+    cfg.server.tls = built.into_iter().map(|c| c.map(TlsAcceptor)).collect();
+    Ok(())
 }
 
 fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
@@ -64,6 +82,17 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Err(e) => return fail(format!("cannot set up signal handling: {e}")),
     };
     privileges::raise_fd_limit();
+    if let Err(e) = load_tls(&mut cfg) {
+        return fail(e);
+    }
+    if cfg.tls.any_tls() {
+        // kTLS would keep splice/sendfile under TLS; the kernels this is
+        // tested on lack CONFIG_TLS, so that path is not built.
+        tracing::info!(
+            path = "userspace",
+            "TLS records are encrypted in user space by rustls (no kTLS in this build)"
+        );
+    }
     if let Err(e) = StaticFiles::from_config(&cfg.statics) {
         return fail(format!("cannot open root {}: {e}", cfg.root.display()));
     }
@@ -97,7 +126,8 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
             return fail(e);
         }
     }
-    let mut server = match bound.spawn(edge_factory(&cfg, &shared)) {
+    let factory = edge_factory(&cfg, &shared, bound.local_addrs());
+    let mut server = match bound.spawn(factory) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
@@ -105,9 +135,14 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     let _ = reg.backend.set(server.backend.to_string());
     reg.set_upstreams(&shared);
     let what = serving_what(&cfg);
-    for addr in &server.local_addrs {
+    for (i, addr) in server.local_addrs.iter().enumerate() {
+        let scheme = if cfg.server.tls.get(i).is_some_and(Option::is_some) {
+            "https"
+        } else {
+            "http"
+        };
         println!(
-            "ringside: serving {what} on http://{addr}/ (workers: {}, backend: {})",
+            "ringside: serving {what} on {scheme}://{addr}/ (workers: {}, backend: {})",
             server.workers, server.backend
         );
     }
@@ -185,6 +220,7 @@ fn try_reload(
 ) -> Result<(), String> {
     let mut new = cli::effective_config(cli).map_err(|e| e.to_string())?;
     keep_restart_only(live, &mut new);
+    load_tls(&mut new)?;
     StaticFiles::from_config(&new.statics)
         .map_err(|e| format!("cannot open root {}: {e}", new.root.display()))?;
     if let Some(a) = &new.ops.access_log {
@@ -196,7 +232,8 @@ fn try_reload(
         }
     }
     let fresh = shared::start(&new.proxy.upstreams, shared)?;
-    let refused = server.reload(edge_factory(&new, &fresh), worker::conn_config(&new.server));
+    let factory = edge_factory(&new, &fresh, &server.local_addrs);
+    let refused = server.reload(factory, worker::conn_config(&new.server));
     metrics::registry().set_upstreams(&fresh);
     *shared = fresh;
     *live = new;
@@ -225,6 +262,7 @@ fn keep_restart_only(live: &Config, new: &mut Config) {
     if new.server.listen != live.server.listen {
         kept.push("[server] listen");
         new.server.listen = live.server.listen.clone();
+        new.tls.listeners = live.tls.listeners.clone();
     }
     if new.server.backlog != live.server.backlog {
         kept.push("[server] backlog");

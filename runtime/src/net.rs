@@ -512,6 +512,18 @@ impl TcpStream {
     }
 }
 
+impl Drop for TcpStream {
+    /// A TLS stream says close_notify before its socket closes, whichever
+    /// way the connection ends (RFC 8446 §6.1; without it a client cannot
+    /// tell a complete close-delimited response from a truncated one).
+    /// Best effort: sent only if the socket takes it now.
+    fn drop(&mut self) {
+        if let Some(t) = &self.tls {
+            t.close_notify(self.as_raw_fd());
+        }
+    }
+}
+
 impl AsRawFd for TcpStream {
     fn as_raw_fd(&self) -> RawFd {
         match &self.inner {

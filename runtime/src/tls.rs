@@ -115,6 +115,23 @@ impl Write for Sock {
         Ok(n as usize)
     }
 
+    /// rustls hands its queued records over as one slice each: one
+    /// sendmsg for all of them, where the default would send one record
+    /// (16 KiB at most) per system call.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec; sendmsg only reads them.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+        // SAFETY: msg points at bufs, alive for the call.
+        let n = unsafe { libc::sendmsg(self.0, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }

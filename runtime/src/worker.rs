@@ -200,6 +200,11 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
 }
 
 impl Bound {
+    /// The listeners' addresses, ports resolved.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
     /// Starts the workers and waits until each is accepting.
     pub fn spawn<H: Handler>(self, factory: Factory<H>) -> Result<Server<H>, StartError> {
         let Bound {

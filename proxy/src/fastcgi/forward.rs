@@ -177,7 +177,7 @@ async fn acquire(
 }
 
 async fn open(up: &RefCell<Local>, chosen: &Chosen) -> Result<TcpStream, Failed> {
-    match connect(&chosen.addr, up).await {
+    match connect(chosen, up).await {
         Ok(s) => Ok(s),
         Err(f) => {
             up.borrow_mut().fcgi_release(chosen, None, true);
@@ -239,7 +239,7 @@ async fn exchange(
             server_addr: local.map_or(std::net::Ipv4Addr::LOCALHOST.into(), |a| a.ip()),
             remote_addr: peer.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip()),
             remote_port: peer.map_or(0, |a| a.port()),
-            https: false,
+            https: ex.is_tls(),
             content_type: ex.header("content-type"),
             content_length,
             server_software: b"ringside",

@@ -125,6 +125,29 @@ pub fn render(reg: &Registry) -> String {
             c.conns.limit_reached()
         );
     }
+    family(
+        &mut out,
+        "ringside_tls_handshakes_total",
+        "counter",
+        "Client TLS handshakes by outcome: full, resumed (ticket or session id), failed.",
+    );
+    for c in &cores {
+        let (full, resumed, failed) = c.conns.tls_handshakes();
+        for (kind, n) in [("full", full), ("resumed", resumed), ("failed", failed)] {
+            let _ = writeln!(
+                out,
+                "ringside_tls_handshakes_total{{worker=\"{}\",kind=\"{kind}\"}} {n}",
+                c.worker
+            );
+        }
+    }
+    family(
+        &mut out,
+        "ringside_tls_record_path",
+        "gauge",
+        "Where TLS records are encrypted: always \"userspace\" (rustls); this build has no kTLS path.",
+    );
+    let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
     for c in &cores {

@@ -102,7 +102,7 @@ pub async fn forward(
         let reused = pooled.is_some();
         let result = match pooled {
             Some(s) => Ok(s),
-            None => connect(&chosen.addr, up).await,
+            None => connect(&chosen, up).await,
         };
         let sock = match result {
             Ok(s) => UpSock::new(s),
@@ -181,16 +181,28 @@ enum Tried {
     RetryStatus(u16),
 }
 
+/// Opens a connection to `chosen`, with the TLS handshake where the
+/// upstream speaks TLS, all within the connect timeout.
 pub(crate) async fn connect(
-    addr: &PeerAddr,
+    chosen: &Chosen,
     up: &std::cell::RefCell<Local>,
 ) -> Result<TcpStream, Fail> {
-    let limit = up.borrow().shared.cfg.timeouts.connect;
+    let addr = &chosen.addr;
+    let (limit, tls) = {
+        let l = up.borrow();
+        let tls = crate::upstream::shared::tls_for(&l.shared, &chosen.authority);
+        (l.shared.cfg.timeouts.connect, tls)
+    };
     let connecting = async {
-        match addr {
-            PeerAddr::Inet(a) => TcpStream::connect(*a).await,
-            PeerAddr::Unix(p) => TcpStream::connect_unix(p),
+        let mut s = match addr {
+            PeerAddr::Inet(a) => TcpStream::connect(*a).await?,
+            PeerAddr::Unix(p) => TcpStream::connect_unix(p)?,
+        };
+        if let Some((cfg, name)) = tls {
+            s.start_tls_client(cfg, name)?;
+            s.handshake().await?;
         }
+        Ok::<_, io::Error>(s)
     };
     match task::timeout(limit, Box::pin(connecting)).await {
         Ok(Ok(s)) => {
@@ -245,7 +257,7 @@ async fn one_try(
             host,
             client_host: ex.host(),
             client_ip,
-            proto: "http",
+            proto: if ex.is_tls() { "https" } else { "http" },
             body,
             upgrade,
             settings: fwd,
@@ -426,7 +438,7 @@ async fn relay_sized(
         if left == 0 {
             return Ok(inb.is_empty());
         }
-        if left >= SPLICE_FROM && ringside_runtime::splice::supported() {
+        if left >= SPLICE_FROM && ex.can_splice_from(&sock.stream) {
             // The rest goes socket to socket without a copy.
             sock.arm_read(idle);
             let r = ex

@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use ringside_runtime::tls::rustls;
+
 use super::settings::{ActiveHealth, Protocol, UpstreamConfig};
 
 /// Where a server listens: TCP, or (FastCGI) a unix socket.
@@ -47,6 +49,8 @@ pub struct PeerSpec {
 
 pub struct Shared {
     pub cfg: UpstreamConfig,
+    /// With `tls = true`: how connections to the servers speak TLS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     generation: AtomicU64,
     peers: Mutex<Vec<PeerSpec>>,
     /// FastCGI: free connections of each server for cores that borrow
@@ -104,8 +108,15 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
                 p.capacity = crate::fastcgi::probe::capacity(cfg, &p.addr);
             }
         }
+        let tls = cfg
+            .tls
+            .as_ref()
+            .map(crate::tls::client_config)
+            .transpose()
+            .map_err(|e| format!("upstream {}: {e}", cfg.name))?;
         let s = Arc::new(Shared {
             cfg: cfg.clone(),
+            tls,
             generation: AtomicU64::new(1),
             peers: Mutex::new(peers),
             fastcgi_free: Mutex::new(HashMap::new()),
@@ -247,7 +258,7 @@ fn probe_all(
     let (_, peers) = s.snapshot();
     for p in peers {
         let ok = match &p.addr {
-            PeerAddr::Inet(a) => probe(*a, &p.authority, active),
+            PeerAddr::Inet(a) => probe(*a, &p.authority, active, tls_for(s, &p.authority)),
             // Active checks are HTTP; FastCGI upstreams refuse them.
             PeerAddr::Unix(_) => true,
         };
@@ -274,12 +285,45 @@ fn probe_all(
     }
 }
 
-/// One `GET path` on a fresh connection; healthy when the status matches.
-fn probe(addr: SocketAddr, authority: &str, active: &ActiveHealth) -> bool {
+/// The TLS config and server name for a connection to the server at
+/// `authority` of a `tls = true` upstream.
+pub fn tls_for(
+    s: &Shared,
+    authority: &str,
+) -> Option<(
+    Arc<rustls::ClientConfig>,
+    rustls::pki_types::ServerName<'static>,
+)> {
+    let cfg = s.tls.as_ref()?;
+    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
+    // The name was checked when the config was loaded.
+    let name = crate::tls::server_name(s.cfg.tls.as_ref()?, host).ok()?;
+    Some((cfg.clone(), name))
+}
+
+/// One `GET path` on a fresh connection (over TLS when the upstream
+/// speaks it); healthy when the status matches.
+fn probe(
+    addr: SocketAddr,
+    authority: &str,
+    active: &ActiveHealth,
+    tls: Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+) -> bool {
     let run = || -> std::io::Result<bool> {
-        let mut c = TcpStream::connect_timeout(&addr, active.timeout)?;
-        c.set_read_timeout(Some(active.timeout))?;
-        c.set_write_timeout(Some(active.timeout))?;
+        let tcp = TcpStream::connect_timeout(&addr, active.timeout)?;
+        tcp.set_read_timeout(Some(active.timeout))?;
+        tcp.set_write_timeout(Some(active.timeout))?;
+        let mut c: Box<dyn ReadWrite> = match tls {
+            Some((cfg, name)) => {
+                let conn =
+                    rustls::ClientConnection::new(cfg, name).map_err(std::io::Error::other)?;
+                Box::new(rustls::StreamOwned::new(conn, tcp))
+            }
+            None => Box::new(tcp),
+        };
         write!(
             c,
             "GET {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: ringside-health\r\nConnection: close\r\n\r\n",
@@ -301,3 +345,6 @@ fn probe(addr: SocketAddr, authority: &str, active: &ActiveHealth) -> bool {
     };
     run().unwrap_or(false)
 }
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}

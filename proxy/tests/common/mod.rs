@@ -109,7 +109,7 @@ impl Ringside {
             }
         });
         let addr = banner
-            .split("http://")
+            .split("://")
             .nth(1)
             .and_then(|r| r.split('/').next())
             .and_then(|a| a.parse().ok())
@@ -122,6 +122,20 @@ impl Ringside {
             lines,
             admin: None,
         }
+    }
+
+    /// The address of the next listener's banner line (a config with
+    /// several listeners prints one line each, the first in `addr`).
+    pub fn next_listener(&mut self) -> SocketAddr {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no further listener banner line");
+        line.split("://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in banner {line:?}"))
     }
 
     /// The admin listener's address, from its banner line.

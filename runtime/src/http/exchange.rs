@@ -74,6 +74,9 @@ pub struct Exchange<'a> {
     tag: u32,
     /// The pace of the request body (see `super::meter`).
     receiving: Meter,
+    /// A whole header line every response head of this request carries
+    /// (see [`Exchange::add_header_line`]).
+    added: Option<bytes::Bytes>,
 }
 
 impl<'a> Exchange<'a> {
@@ -107,6 +110,7 @@ impl<'a> Exchange<'a> {
             body_bytes: 0,
             tag: 0,
             receiving: Meter::default(),
+            added: None,
         }
     }
 
@@ -193,6 +197,13 @@ impl<'a> Exchange<'a> {
     /// The address the client connected to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.link.stream.local_addr()
+    }
+
+    /// Adds `line`, a whole `Name: value\r\n` header line, to whatever
+    /// response this request gets, from whichever handler writes it (HSTS
+    /// on every https response of a virtual host).
+    pub fn add_header_line(&mut self, line: bytes::Bytes) {
+        self.added = Some(line);
     }
 
     /// Whether the client connection speaks TLS.
@@ -345,6 +356,9 @@ impl<'a> Exchange<'a> {
         write_server_headers(w);
         for (name, value) in headers {
             write_header(w, name, value);
+        }
+        if let Some(line) = &self.added {
+            w.put_slice(line);
         }
         match framing {
             Framing::Length(n) => {
