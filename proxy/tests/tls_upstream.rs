@@ -156,3 +156,96 @@ fn https_upstream_refuses_what_it_cannot_verify() {
     assert!(failed >= 2.0, "origin saw {failed} failed handshakes");
     o.stop();
 }
+
+fn nginx_bin() -> &'static str {
+    if Path::new("/usr/sbin/nginx").exists() {
+        "/usr/sbin/nginx"
+    } else {
+        "nginx"
+    }
+}
+
+struct Nginx(std::process::Child);
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// nginx over TLS (OpenSSL) as the origin, answering with the number of
+/// the connection that carried the request and the SNI it got.
+fn start_nginx_tls(dir: &TempDir) -> (Nginx, u16) {
+    let d = dir.path().to_str().unwrap();
+    for _ in 0..5 {
+        // nginx cannot report a port-0 bind, so take a free port.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+             ssl_protocols TLSv1.2 TLSv1.3;\n\
+             server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {d}/origin.pem; ssl_certificate_key {d}/origin.key;\n\
+             location / {{ return 200 \"$connection $ssl_server_name\\n\"; }} }} }}\n"
+        );
+        let path = dir.write("nginx.conf", conf.as_bytes());
+        let mut child = std::process::Command::new(nginx_bin())
+            .args(["-p", d, "-c", path.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx is needed for this test (scripts/test.sh installs it)");
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < end {
+            if let Ok(Some(_)) = child.try_wait() {
+                break; // port taken meanwhile: try another
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (Nginx(child), port);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("nginx did not start");
+}
+
+/// A real OpenSSL peer: the handshake verifies with SNI origin.test, and
+/// one pooled connection carries every request made one after another
+/// (post-handshake session tickets do not make it look unusable).
+#[test]
+fn nginx_tls_origin_pooled() {
+    let dir = TempDir::new("tls-upstream-nginx");
+    let pki = Pki::new("ringside test CA");
+    pki.leaf(&dir, "origin", "origin.test");
+    dir.write("ca.pem", pki.ca.pem().as_bytes());
+    let (_nginx, port) = start_nginx_tls(&dir);
+    let ca = ca_line(&dir.path().join("ca.pem"));
+    for backend in ["io-uring", "epoll"] {
+        let f = front(
+            &dir,
+            backend,
+            port,
+            &format!("{ca}\ntls_sni = \"origin.test\""),
+        );
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let (status, body) = f.get("/");
+            assert_eq!(status, 200, "{backend}: {}", String::from_utf8_lossy(&body));
+            let text = String::from_utf8(body).unwrap();
+            let (conn, sni) = text.trim().split_once(' ').unwrap();
+            assert_eq!(sni, "origin.test", "{backend}");
+            seen.push(conn.to_owned());
+        }
+        seen.dedup();
+        assert_eq!(seen.len(), 1, "{backend}: connections used: {seen:?}");
+        f.stop();
+    }
+}

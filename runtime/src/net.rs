@@ -386,6 +386,27 @@ impl TcpStream {
         crate::fs::send_file(self, file, offset, len, &|_| {}).await
     }
 
+    /// For a pooled idle connection: whether it is still usable, that is the
+    /// peer sent nothing (no bytes, no EOF, no error) since. Over TLS the
+    /// peer's post-handshake messages (a session ticket, a key update) are
+    /// taken in and do not count.
+    pub fn idle_usable(&self) -> bool {
+        if let Some(t) = &self.tls {
+            return t.idle_usable(self.as_raw_fd());
+        }
+        let mut b = 0u8;
+        // SAFETY: a one-byte peek into a local.
+        let n = unsafe {
+            libc::recv(
+                self.as_raw_fd(),
+                (&mut b as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    }
+
     /// Whether this stream speaks TLS.
     #[inline]
     pub fn is_tls(&self) -> bool {

@@ -11,8 +11,6 @@
 //! every idle connection each second and closes those past the idle timeout,
 //! so a closed connection does not sit in CLOSE_WAIT until the next request.
 
-use std::io;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use ringside_runtime::net::TcpStream;
@@ -77,17 +75,7 @@ impl Pool {
 }
 
 /// True while an idle connection has nothing to read: no EOF, no error and
-/// no stray bytes.
+/// no stray bytes (over TLS: no data beyond post-handshake messages).
 pub(super) fn still_open(stream: &TcpStream) -> bool {
-    let mut b = 0u8;
-    // SAFETY: a one-byte peek into a local.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            (&mut b as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+    stream.idle_usable()
 }
