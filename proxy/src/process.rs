@@ -11,6 +11,7 @@ use std::sync::Arc;
 use ringside_runtime::reload::Factory;
 use ringside_runtime::tls::TlsAcceptor;
 use ringside_runtime::worker::{self, Server};
+use ringside_runtime::Backend;
 use ringside_static::StaticFiles;
 
 use crate::access_log::writer;
@@ -50,6 +51,18 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         let https = HttpsPolicy::new(&tls, https_port);
         Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev, https)
     })
+}
+
+/// Refuses HTTPS upstreams on glommio, which has no writability wait for
+/// TLS to use (its TLS listeners are refused by the runtime).
+fn upstream_tls_backend(cfg: &Config, backend: Backend) -> Result<(), String> {
+    match cfg.proxy.upstreams.iter().find(|u| u.tls.is_some()) {
+        Some(u) if backend == Backend::Glommio => Err(format!(
+            "[upstream.{}] tls = true needs the io-uring or epoll backend, not glommio",
+            u.name
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads the certificates of `cfg`'s TLS listeners and vhosts into the
@@ -114,6 +127,9 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
+    if let Err(e) = upstream_tls_backend(&cfg, bound.backend()) {
+        return fail(e);
+    }
     let pid_file = match &cfg.ops.pid_file {
         Some(p) => match write_pid(p) {
             Ok(()) => Some(p.clone()),
@@ -221,6 +237,7 @@ fn try_reload(
     let mut new = cli::effective_config(cli).map_err(|e| e.to_string())?;
     keep_restart_only(live, &mut new);
     load_tls(&mut new)?;
+    upstream_tls_backend(&new, server.backend)?;
     StaticFiles::from_config(&new.statics)
         .map_err(|e| format!("cannot open root {}: {e}", new.root.display()))?;
     if let Some(a) = &new.ops.access_log {

@@ -249,3 +249,34 @@ fn nginx_tls_origin_pooled() {
         f.stop();
     }
 }
+
+/// glommio has no writability wait for TLS to use: an HTTPS upstream is
+/// refused at start, with the upstream named, rather than failing every
+/// request with 502.
+#[test]
+fn glommio_refuses_https_upstreams() {
+    let dir = TempDir::new("tls-upstream-glommio");
+    let cfg = dir.write(
+        "front.toml",
+        b"[upstream.o]\nservers = [\"127.0.0.1:9\"]\ntls = true\ntls_verify = false\n\n[[route]]\nprefix = \"/\"\nupstream = \"o\"\n",
+    );
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--backend",
+            "glommio",
+        ])
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started: {err}");
+    assert!(
+        err.contains("[upstream.o] tls = true needs the io-uring or epoll backend"),
+        "{err}"
+    );
+}

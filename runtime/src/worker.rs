@@ -200,6 +200,11 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
 }
 
 impl Bound {
+    /// The backend the workers will run.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// The listeners' addresses, ports resolved.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.local_addrs
