@@ -5,10 +5,8 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::net::SocketAddr;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use common::{Ringside, TempDir, BACKENDS};
 
@@ -49,57 +47,18 @@ fn start_script(interp: &str, script: &str) -> (Peer, u16) {
     (Peer(child), port)
 }
 
-fn nginx_bin() -> &'static str {
-    if Path::new("/usr/sbin/nginx").exists() {
-        "/usr/sbin/nginx"
-    } else {
-        "nginx"
-    }
-}
-
 /// nginx from deploy/bench/nginx-origin.conf on a free port.
-fn start_nginx(dir: &TempDir) -> (Peer, u16) {
+fn start_nginx(dir: &TempDir) -> (common::nginx::Nginx, u16) {
     let template = std::fs::read_to_string(format!(
         "{}/../deploy/bench/nginx-origin.conf",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
-    for _ in 0..5 {
-        // nginx cannot report a port-0 bind, so take a free port.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let conf = template
+    common::nginx::start(dir, |port| {
+        template
             .replace("@PORT@", &port.to_string())
-            .replace("@PREFIX@", dir.path().to_str().unwrap());
-        let path = dir.write("nginx.conf", conf.as_bytes());
-        let mut child = Command::new(nginx_bin())
-            .args([
-                "-p",
-                dir.path().to_str().unwrap(),
-                "-c",
-                path.to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nginx is needed for this test (scripts/test.sh installs it)");
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = child.try_wait() {
-                break; // port taken meanwhile: try another
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return (Peer(child), port);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("nginx did not start");
+            .replace("@PREFIX@", dir.path().to_str().unwrap())
+    })
 }
 
 fn curl(args: &[&str]) -> Output {

@@ -14,8 +14,8 @@ use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
+use common::pki::Ca;
 use common::{Ringside, TempDir, BIN};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
 /// The backends that serve TLS (glommio refuses TLS listeners).
 const TLS_BACKENDS: [&str; 2] = ["io-uring", "epoll"];
@@ -26,42 +26,22 @@ const INDEX: &[u8] = b"<h1>hello over tls</h1>\n";
 /// document root and the config.
 struct Pki {
     dir: TempDir,
-    ca: rcgen::Certificate,
-    ca_key: KeyPair,
+    ca: Ca,
     ca_pem: String,
 }
 
 impl Pki {
     fn new(tag: &str) -> Pki {
         let dir = TempDir::new(tag);
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "ringside tls_interop CA");
-        let ca_key = KeyPair::generate().unwrap();
-        let ca = params.self_signed(&ca_key).unwrap();
+        let ca = Ca::new("ringside tls_interop CA");
         let ca_pem = path_text(&dir.write("ca.pem", ca.pem().as_bytes()));
-        Pki {
-            dir,
-            ca,
-            ca_key,
-            ca_pem,
-        }
+        Pki { dir, ca, ca_pem }
     }
 
     /// Writes `STEM.pem` (a new leaf for `names` with common name `cn`,
     /// then the CA) and `STEM.key`.
     fn leaf(&self, stem: &str, cn: &str, names: &[&str]) {
-        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let mut params = CertificateParams::new(names).unwrap();
-        params.distinguished_name.push(DnType::CommonName, cn);
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.ca, &self.ca_key).unwrap();
-        let chain = cert.pem() + &self.ca.pem();
-        self.dir.write(&format!("{stem}.pem"), chain.as_bytes());
-        self.dir
-            .write(&format!("{stem}.key"), key.serialize_pem().as_bytes());
+        self.ca.leaf(&self.dir, stem, cn, names);
     }
 }
 

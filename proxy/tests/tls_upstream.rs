@@ -7,32 +7,8 @@ mod common;
 
 use std::path::Path;
 
+use common::pki::Ca;
 use common::{Ringside, TempDir};
-
-struct Pki {
-    ca: rcgen::Certificate,
-    ca_key: rcgen::KeyPair,
-}
-
-impl Pki {
-    fn new(cn: &str) -> Pki {
-        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name.push(rcgen::DnType::CommonName, cn);
-        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let ca = p.self_signed(&ca_key).unwrap();
-        Pki { ca, ca_key }
-    }
-
-    /// Writes `NAME.pem` and `NAME.key`, a leaf for `dns` signed by this CA.
-    fn leaf(&self, dir: &TempDir, name: &str, dns: &str) {
-        let p = rcgen::CertificateParams::new(vec![dns.to_owned()]).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = p.signed_by(&key, &self.ca, &self.ca_key).unwrap();
-        dir.write(&format!("{name}.pem"), cert.pem().as_bytes());
-        dir.write(&format!("{name}.key"), key.serialize_pem().as_bytes());
-    }
-}
 
 /// The TLS origin: one TLS listener on port 0, serving `root`.
 fn origin(dir: &TempDir) -> Ringside {
@@ -76,9 +52,9 @@ fn full_handshakes(origin: &mut Ringside) -> f64 {
 #[test]
 fn https_upstream_verified_with_sni_and_pooled() {
     let dir = TempDir::new("tls-upstream");
-    let pki = Pki::new("ringside test CA");
-    pki.leaf(&dir, "origin", "origin.test");
-    dir.write("ca.pem", pki.ca.pem().as_bytes());
+    let pki = Ca::new("ringside test CA");
+    pki.leaf(&dir, "origin", "origin", &["origin.test"]);
+    dir.write("ca.pem", pki.pem().as_bytes());
     let big: Vec<u8> = (0..3u32 << 20).map(|i| (i * 13 % 251) as u8).collect();
     std::fs::create_dir_all(dir.path().join("root")).unwrap();
     dir.write("root/hello.txt", b"hello from the TLS origin\n");
@@ -115,11 +91,11 @@ fn https_upstream_verified_with_sni_and_pooled() {
 #[test]
 fn https_upstream_refuses_what_it_cannot_verify() {
     let dir = TempDir::new("tls-upstream-refused");
-    let pki = Pki::new("ringside test CA");
-    let other = Pki::new("another CA");
-    pki.leaf(&dir, "origin", "origin.test");
-    dir.write("ca.pem", pki.ca.pem().as_bytes());
-    dir.write("other.pem", other.ca.pem().as_bytes());
+    let pki = Ca::new("ringside test CA");
+    let other = Ca::new("another CA");
+    pki.leaf(&dir, "origin", "origin", &["origin.test"]);
+    dir.write("ca.pem", pki.pem().as_bytes());
+    dir.write("other.pem", other.pem().as_bytes());
     std::fs::create_dir_all(dir.path().join("root")).unwrap();
     dir.write("root/hello.txt", b"hi\n");
     let mut o = origin(&dir);
@@ -157,35 +133,12 @@ fn https_upstream_refuses_what_it_cannot_verify() {
     o.stop();
 }
 
-fn nginx_bin() -> &'static str {
-    if Path::new("/usr/sbin/nginx").exists() {
-        "/usr/sbin/nginx"
-    } else {
-        "nginx"
-    }
-}
-
-struct Nginx(std::process::Child);
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// nginx over TLS (OpenSSL) as the origin, answering with the number of
 /// the connection that carried the request and the SNI it got.
-fn start_nginx_tls(dir: &TempDir) -> (Nginx, u16) {
+fn start_nginx_tls(dir: &TempDir) -> (common::nginx::Nginx, u16) {
     let d = dir.path().to_str().unwrap();
-    for _ in 0..5 {
-        // nginx cannot report a port-0 bind, so take a free port.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let conf = format!(
+    common::nginx::start(dir, |port| {
+        format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\n\
              events {{ worker_connections 256; }}\n\
              http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;\n\
@@ -193,28 +146,8 @@ fn start_nginx_tls(dir: &TempDir) -> (Nginx, u16) {
              ssl_protocols TLSv1.2 TLSv1.3;\n\
              server {{ listen 127.0.0.1:{port} ssl; ssl_certificate {d}/origin.pem; ssl_certificate_key {d}/origin.key;\n\
              location / {{ return 200 \"$connection $ssl_server_name\\n\"; }} }} }}\n"
-        );
-        let path = dir.write("nginx.conf", conf.as_bytes());
-        let mut child = std::process::Command::new(nginx_bin())
-            .args(["-p", d, "-c", path.to_str().unwrap()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nginx is needed for this test (scripts/test.sh installs it)");
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < end {
-            if let Ok(Some(_)) = child.try_wait() {
-                break; // port taken meanwhile: try another
-            }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return (Nginx(child), port);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("nginx did not start");
+        )
+    })
 }
 
 /// A real OpenSSL peer: the handshake verifies with SNI origin.test, and
@@ -223,9 +156,9 @@ fn start_nginx_tls(dir: &TempDir) -> (Nginx, u16) {
 #[test]
 fn nginx_tls_origin_pooled() {
     let dir = TempDir::new("tls-upstream-nginx");
-    let pki = Pki::new("ringside test CA");
-    pki.leaf(&dir, "origin", "origin.test");
-    dir.write("ca.pem", pki.ca.pem().as_bytes());
+    let pki = Ca::new("ringside test CA");
+    pki.leaf(&dir, "origin", "origin", &["origin.test"]);
+    dir.write("ca.pem", pki.pem().as_bytes());
     let (_nginx, port) = start_nginx_tls(&dir);
     let ca = ca_line(&dir.path().join("ca.pem"));
     for backend in ["io-uring", "epoll"] {

@@ -4,8 +4,10 @@
 
 pub mod client;
 pub mod fcgi_fake;
+pub mod nginx;
 pub mod origin;
 pub mod phpfpm;
+pub mod pki;
 pub mod recorder;
 pub mod security;
 
