@@ -710,3 +710,58 @@ fn connection_close_sends_close_notify() {
         site.srv.stop();
     }
 }
+
+/// Session tickets come from one process-wide key set: a session one
+/// worker issued resumes on the other (SO_REUSEPORT spreads connections by
+/// their ports, so 16 resumptions all landing on the issuer's worker would
+/// happen once in 65,536 runs).
+#[test]
+fn tickets_resume_on_any_worker() {
+    let (pki, cfg) = prepare("two-workers", DEFAULT_TLS);
+    let mut srv = Ringside::start(&[
+        "--workers",
+        "2",
+        "--backend",
+        "io-uring",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let tls = srv.next_listener();
+    srv.admin();
+    let request = b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n";
+    let sess = path_text(&pki.dir.path().join("two-workers.sess"));
+    let common = [
+        "-servername",
+        "a.test",
+        "-CAfile",
+        &pki.ca_pem,
+        "-verify_return_error",
+        "-ign_eof",
+    ];
+    let first = s_client(tls, &[&common[..], &["-sess_out", &sess]].concat(), request);
+    assert!(text(&first).contains("New, TLSv1.3"), "{}", text(&first));
+    const AGAIN: u64 = 16;
+    for _ in 0..AGAIN {
+        let again = s_client(tls, &[&common[..], &["-sess_in", &sess]].concat(), request);
+        let out = text(&again);
+        assert!(out.contains("Reused, TLSv1.3"), "{out}");
+        assert!(out.contains("HTTP/1.1 200 OK"), "{out}");
+    }
+    let mut count = |w: u32, kind: &str| {
+        srv.metric(&format!(
+            "ringside_tls_handshakes_total{{worker=\"{w}\",kind=\"{kind}\"}}"
+        )) as u64
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while count(0, "resumed") + count(1, "resumed") < AGAIN && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(count(0, "resumed") + count(1, "resumed"), AGAIN);
+    assert_eq!(count(0, "full") + count(1, "full"), 1);
+    let issuer = if count(0, "full") == 1 { 0 } else { 1 };
+    assert!(
+        count(1 - issuer, "resumed") >= 1,
+        "no session resumed on the worker that did not issue it"
+    );
+    srv.stop();
+}
