@@ -4,8 +4,8 @@
 //! responses alike carry it.
 
 use std::io;
+use std::rc::Rc;
 
-use bytes::Bytes;
 use ringside_runtime::http::{Exchange, Method};
 
 use crate::config::tls::TlsConfig;
@@ -13,7 +13,7 @@ use crate::config::tls::TlsConfig;
 pub struct HttpsPolicy {
     tls: TlsConfig,
     /// By vhost index: its whole HSTS header line.
-    hsts: Vec<Option<Bytes>>,
+    hsts: Vec<Option<Rc<Vec<u8>>>>,
     /// The port redirects name; `None` for 443, which URLs leave out.
     port: Option<u16>,
 }
@@ -36,7 +36,7 @@ impl HttpsPolicy {
             .map(|v| {
                 v.hsts
                     .as_ref()
-                    .map(|h| Bytes::from(format!("Strict-Transport-Security: {h}\r\n")))
+                    .map(|h| Rc::new(format!("Strict-Transport-Security: {h}\r\n").into_bytes()))
             })
             .collect();
         Some(HttpsPolicy {

@@ -137,26 +137,23 @@ pub fn serve<H: Handler>(
     tls: Option<crate::tls::TlsAcceptor>,
 ) -> impl std::future::Future<Output = ()> {
     let _ = stream.set_nodelay(true);
-    let started = tls.map(|t| stream.start_tls_server(&t));
+    // Started here, so the future keeps a flag rather than the settings.
+    let refused = tls.is_some_and(|t| match stream.start_tls_server(&t) {
+        Ok(()) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, "TLS not started");
+            true
+        }
+    });
     let mut link = Link::new(stream, current.conn());
     async move {
-        match started {
-            None => {}
-            Some(Ok(())) => {
-                // Boxed: only TLS connections carry its future, and only
-                // until the handshake is over.
-                let deadline = Instant::now() + link.cfg.timeouts.header_read;
-                let r = Box::pin(link.handshake(deadline)).await;
-                crate::stats::tls_handshake(&r, &link.stream);
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    return;
-                }
-            }
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "TLS not started");
-                return;
-            }
+        if refused {
+            return;
+        }
+        // Boxed: only TLS connections carry its future, and only until the
+        // handshake is over.
+        if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
+            return;
         }
         let mut active: Option<Box<Active>> = None;
         let mut first = true;
@@ -209,6 +206,18 @@ pub fn serve<H: Handler>(
             release(a);
         }
     }
+}
+
+/// Runs the client connection's TLS handshake within the header timeout
+/// (a client stalling mid-handshake is a slowloris too).
+async fn handshake(link: &Link) -> io::Result<()> {
+    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let r = link.handshake(deadline).await;
+    crate::stats::tls_handshake(&r, &link.stream);
+    if let Err(e) = &r {
+        tracing::debug!(error = %e, "TLS handshake failed");
+    }
+    r
 }
 
 /// Reads one head, runs the handler and settles the body. Responses are

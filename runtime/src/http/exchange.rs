@@ -75,8 +75,9 @@ pub struct Exchange<'a> {
     /// The pace of the request body (see `super::meter`).
     receiving: Meter,
     /// A whole header line every response head of this request carries
-    /// (see [`Exchange::add_header_line`]).
-    added: Option<bytes::Bytes>,
+    /// (see [`Exchange::add_header_line`]). A thin pointer: the exchange
+    /// is part of every connection's future, idle ones included.
+    added: Option<std::rc::Rc<Vec<u8>>>,
 }
 
 impl<'a> Exchange<'a> {
@@ -202,7 +203,7 @@ impl<'a> Exchange<'a> {
     /// Adds `line`, a whole `Name: value\r\n` header line, to whatever
     /// response this request gets, from whichever handler writes it (HSTS
     /// on every https response of a virtual host).
-    pub fn add_header_line(&mut self, line: bytes::Bytes) {
+    pub fn add_header_line(&mut self, line: std::rc::Rc<Vec<u8>>) {
         self.added = Some(line);
     }
 
@@ -358,7 +359,7 @@ impl<'a> Exchange<'a> {
             write_header(w, name, value);
         }
         if let Some(line) = &self.added {
-            w.put_slice(line);
+            w.put_slice(line.as_slice());
         }
         match framing {
             Framing::Length(n) => {
