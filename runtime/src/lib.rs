@@ -5,7 +5,8 @@
 //! The rest of the workspace sees the small API of this crate ([`net`],
 //! [`task`], [`fs`], [`worker`], [`http`]) and never names monoio or glommio.
 //! Which engine runs a worker is chosen at start from those built in (see
-//! [`backend`]).
+//! [`backend`]). TLS, where a listener or an upstream has it, lives inside
+//! the stream ([`tls`]), so the same API serves both.
 //!
 //! # Backends
 //! - `io-uring` (Linux): monoio's io_uring driver.
