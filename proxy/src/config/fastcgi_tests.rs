@@ -448,27 +448,14 @@ keep_conn = true
 /// The FastCGI examples in the README and the module doc are valid.
 #[test]
 fn documented_fastcgi_examples_are_valid() {
-    for (source, doc) in [
-        ("README.md", include_str!("../../../README.md").to_owned()),
-        (
-            "config/mod.rs",
-            include_str!("mod.rs")
-                .lines()
-                .filter_map(|l| l.strip_prefix("//!"))
-                .map(|l| l.strip_prefix(' ').unwrap_or(l))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-    ] {
-        let blocks: Vec<&str> = doc
-            .split("```toml\n")
-            .skip(1)
-            .filter_map(|b| b.split("```").next())
-            .filter(|b| b.contains("protocol = \"fastcgi\""))
-            .collect();
-        assert_eq!(blocks.len(), 1, "{source}");
+    let examples = super::tests::documented_examples(
+        "config/mod.rs",
+        include_str!("mod.rs"),
+        "protocol = \"fastcgi\"",
+    );
+    for (source, block) in &examples {
         // The docroot may not exist here.
-        let text = blocks[0].replace("root = \"/srv/www\"", "root = \".\"");
+        let text = block.replace("root = \"/srv/www\"", "root = \".\"");
         let p = parse(&text)
             .unwrap_or_else(|e| panic!("{source}: {e}"))
             .proxy;

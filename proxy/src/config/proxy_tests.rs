@@ -462,27 +462,14 @@ fn proxy_validation_errors() {
 /// The examples in the README and the module doc are valid configs.
 #[test]
 fn documented_examples_are_valid() {
-    for (source, doc) in [
-        ("README.md", include_str!("../../../README.md").to_owned()),
-        (
-            "config/mod.rs",
-            include_str!("mod.rs")
-                .lines()
-                .filter_map(|l| l.strip_prefix("//!"))
-                .map(|l| l.strip_prefix(' ').unwrap_or(l))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-    ] {
-        let blocks: Vec<&str> = doc
-            .split("```toml\n")
-            .skip(1)
-            .filter_map(|b| b.split("```").next())
-            .filter(|b| b.contains("[upstream.app]"))
-            .collect();
-        assert_eq!(blocks.len(), 1, "{source}");
+    let examples = super::tests::documented_examples(
+        "config/mod.rs",
+        include_str!("mod.rs"),
+        "[upstream.app]",
+    );
+    for (source, block) in &examples {
         // The static route's root may not exist here.
-        let text = blocks[0].replace("root = \"/srv/assets\"", "root = \".\"");
+        let text = block.replace("root = \"/srv/assets\"", "root = \".\"");
         let p = parse(&text).unwrap_or_else(|e| panic!("{source}: {e}"));
         assert_eq!(p.proxy.upstreams.len(), 1, "{source}");
         assert_eq!(p.proxy.routes.len(), 1, "{source}");

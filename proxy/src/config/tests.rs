@@ -17,6 +17,36 @@ use super::{Config, ConfigError};
 
 const NAME: &str = "ringside.toml";
 
+/// The one TOML example holding `marker` in the README and in the `//!`
+/// docs of `module` (whose source is `module_src`), with where each came
+/// from: every documented example must be a valid config.
+pub(super) fn documented_examples(
+    module: &'static str,
+    module_src: &str,
+    marker: &str,
+) -> Vec<(&'static str, String)> {
+    let module_doc = module_src
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let readme = include_str!("../../../README.md").to_owned();
+    [("README.md", readme), (module, module_doc)]
+        .into_iter()
+        .map(|(source, doc)| {
+            let blocks: Vec<&str> = doc
+                .split("```toml\n")
+                .skip(1)
+                .filter_map(|b| b.split("```").next())
+                .filter(|b| b.contains(marker))
+                .collect();
+            assert_eq!(blocks.len(), 1, "{source}: examples holding {marker:?}");
+            (source, blocks[0].to_owned())
+        })
+        .collect()
+}
+
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, Path::new(NAME))
 }

@@ -611,30 +611,12 @@ fn plain_listeners_from_flags() {
 #[test]
 fn documented_tls_examples_are_valid() {
     let f = Fixture::new("docs");
-    for (source, doc) in [
-        ("README.md", include_str!("../../../README.md").to_owned()),
-        (
-            "config/tls.rs",
-            include_str!("tls.rs")
-                .lines()
-                .filter_map(|l| l.strip_prefix("//!"))
-                .map(|l| l.strip_prefix(' ').unwrap_or(l))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-    ] {
-        let blocks: Vec<&str> = doc
-            .split("```toml\n")
-            .skip(1)
-            .filter_map(|b| b.split("```").next())
-            .filter(|b| b.contains("[[vhost]]"))
-            .collect();
-        assert_eq!(blocks.len(), 1, "{source}");
+    let examples =
+        super::tests::documented_examples("config/tls.rs", include_str!("tls.rs"), "[[vhost]]");
+    for (source, block) in &examples {
         // Nothing is bound or resolved: privileged ports and made-up
         // upstream names are fine here.
-        let c = f
-            .parse(blocks[0])
-            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let c = f.parse(block).unwrap_or_else(|e| panic!("{source}: {e}"));
         assert!(c.tls.any_tls(), "{source}");
         assert!(!c.tls.vhosts.is_empty(), "{source}");
         assert!(c.tls.vhosts[0].cert.is_some(), "{source}");
