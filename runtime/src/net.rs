@@ -18,7 +18,7 @@ use bytes::BytesMut;
 use crate::backend::on_engine;
 #[cfg(rt_monoio)]
 use crate::backend::{self, Backend};
-use crate::tls::{rustls, Need, Session, TlsAcceptor, TlsInfo};
+use crate::tls::{rustls, Need, Session, TlsAcceptor};
 
 pub struct TcpStream {
     inner: Inner,
@@ -282,13 +282,13 @@ impl TcpStream {
     }
 
     /// Waits until the socket can take more bytes (monoio engines only;
-    /// glommio has no such wait).
-    #[cfg(rt_monoio)]
+    /// glommio has no such wait: `Unsupported`).
     pub(crate) async fn writable(&self) -> io::Result<()> {
         match &self.inner {
+            #[cfg(rt_monoio)]
             Inner::Monoio(s) => s.writable(false).await,
             #[cfg(rt_glommio)]
-            _ => Err(io::ErrorKind::Unsupported.into()),
+            Inner::Glommio(_) => Err(io::ErrorKind::Unsupported.into()),
         }
     }
 
@@ -413,9 +413,10 @@ impl TcpStream {
         self.tls.is_some()
     }
 
-    /// What the TLS handshake agreed on; `None` on a plain stream.
-    pub fn tls_info(&self) -> Option<TlsInfo> {
-        self.tls.as_ref().map(|t| t.info())
+    /// Whether the TLS handshake resumed a session (false on a plain
+    /// stream).
+    pub fn tls_resumed(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.resumed())
     }
 
     /// Whether encrypted bytes still wait to be sent (never on a plain
@@ -470,7 +471,7 @@ impl TcpStream {
             match t.handshake_step(self.as_raw_fd())? {
                 Need::Done => return Ok(()),
                 Need::Read => self.wait_readable_raw().await?,
-                Need::Write => self.wait_writable().await?,
+                Need::Write => self.writable().await?,
             }
         }
     }
@@ -480,15 +481,6 @@ impl TcpStream {
         match &self.inner {
             #[cfg(rt_monoio)]
             Inner::Monoio(s) => s.readable(false).await,
-            #[cfg(rt_glommio)]
-            Inner::Glommio(_) => Err(io::ErrorKind::Unsupported.into()),
-        }
-    }
-
-    async fn wait_writable(&self) -> io::Result<()> {
-        match &self.inner {
-            #[cfg(rt_monoio)]
-            Inner::Monoio(s) => s.writable(false).await,
             #[cfg(rt_glommio)]
             Inner::Glommio(_) => Err(io::ErrorKind::Unsupported.into()),
         }
@@ -507,20 +499,15 @@ impl TcpStream {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
             }
-            self.wait_writable().await?;
+            self.writable().await?;
         }
     }
 
     async fn write_all_tls(&self, buf: &mut BytesMut) -> io::Result<()> {
-        loop {
-            match self.try_write(buf) {
-                Ok(()) if buf.is_empty() && !self.write_pending() => return Ok(()),
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-            self.wait_writable().await?;
+        while !buf.is_empty() || self.write_pending() {
+            self.send_some_tls(buf).await?;
         }
+        Ok(())
     }
 
     #[cfg(rt_monoio)]

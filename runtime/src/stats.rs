@@ -92,7 +92,7 @@ pub(crate) fn conn_limit_reached() {
 
 /// Counts a client TLS handshake that ended with `r` on `stream`.
 pub(crate) fn tls_handshake(r: &std::io::Result<()>, stream: &crate::net::TcpStream) {
-    let resumed = r.is_ok() && stream.tls_info().is_some_and(|i| i.resumed);
+    let resumed = r.is_ok() && stream.tls_resumed();
     bump(|s| {
         let c = match (r.is_ok(), resumed) {
             (false, _) => &s.tls_failed,

@@ -47,19 +47,6 @@ impl PartialEq for TlsAcceptor {
 
 impl Eq for TlsAcceptor {}
 
-/// What a finished handshake agreed on, for logs and metrics.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TlsInfo {
-    /// The name the client asked for (SNI), if any.
-    pub sni: Option<String>,
-    /// `"TLSv1.2"` or `"TLSv1.3"`.
-    pub version: &'static str,
-    /// Whether the session was resumed (a ticket or session id) rather than
-    /// a full handshake.
-    pub resumed: bool,
-    pub alpn: Option<Vec<u8>>,
-}
-
 /// Largest plaintext rustls holds for sending before the socket takes it.
 const SEND_BUFFER: usize = 64 * 1024;
 
@@ -329,29 +316,14 @@ impl Session {
         }
     }
 
-    pub fn info(&self) -> TlsInfo {
-        let c = self.conn.borrow();
-        let (sni, resumed) = match &*c {
-            rustls::Connection::Server(s) => (
-                s.server_name().map(str::to_owned),
-                matches!(s.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
-            ),
-            rustls::Connection::Client(s) => (
-                None,
-                matches!(s.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
-            ),
+    /// Whether the handshake resumed a session (a ticket or session id)
+    /// rather than running in full.
+    pub fn resumed(&self) -> bool {
+        let kind = match &*self.conn.borrow() {
+            rustls::Connection::Server(s) => s.handshake_kind(),
+            rustls::Connection::Client(c) => c.handshake_kind(),
         };
-        let version = match c.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
-            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
-            _ => "unknown",
-        };
-        TlsInfo {
-            sni,
-            version,
-            resumed,
-            alpn: c.alpn_protocol().map(<[u8]>::to_vec),
-        }
+        kind == Some(rustls::HandshakeKind::Resumed)
     }
 }
 

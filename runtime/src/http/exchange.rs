@@ -213,11 +213,6 @@ impl<'a> Exchange<'a> {
         self.link.stream.is_tls()
     }
 
-    /// What the client connection's TLS handshake agreed on.
-    pub fn tls_info(&self) -> Option<crate::tls::TlsInfo> {
-        self.link.stream.tls_info()
-    }
-
     /// Whether a body can go from `from` to this client without a copy
     /// ([`Exchange::write_from_socket`]).
     pub fn can_splice_from(&self, from: &crate::net::TcpStream) -> bool {
