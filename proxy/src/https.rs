@@ -51,12 +51,8 @@ impl HttpsPolicy {
     /// vhost so that its response carries the header (`None`: go on).
     pub fn apply(&self, ex: &mut Exchange<'_>) -> Option<io::Result<()>> {
         let host = host_only(ex.host()?)?;
-        let found = self.tls.vhost_for(host)?;
-        let index = self
-            .tls
-            .vhosts
-            .iter()
-            .position(|v| std::ptr::eq(v, found))?;
+        let index = self.tls.vhost_index(host)?;
+        let found = &self.tls.vhosts[index];
         if ex.is_tls() {
             if let Some(line) = &self.hsts[index] {
                 ex.add_header_line(line.clone());

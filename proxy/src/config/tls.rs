@@ -160,9 +160,16 @@ impl TlsConfig {
     /// ignored): the one naming it exactly, else the one whose wildcard
     /// covers it. `*.a.example` covers `x.a.example` only.
     ///
-    /// A linear scan without allocation: vhosts are few, and this runs per
-    /// request only where a vhost has `https_redirect` or `hsts`.
+    /// The one rule for both SNI (`tls::sni`) and the https redirects and
+    /// HSTS (`https`). A linear scan without allocation: vhosts are few,
+    /// and this runs per handshake, and per request only where a vhost has
+    /// `https_redirect` or `hsts`.
     pub fn vhost_for(&self, host: &str) -> Option<&Vhost> {
+        self.vhost_index(host).map(|i| &self.vhosts[i])
+    }
+
+    /// [`TlsConfig::vhost_for`], as the vhost's index in `vhosts`.
+    pub fn vhost_index(&self, host: &str) -> Option<usize> {
         let host = host.strip_suffix('.').unwrap_or(host);
         if host.is_empty() {
             return None;
@@ -173,15 +180,15 @@ impl TlsConfig {
             .filter(|(label, p)| !label.is_empty() && !p.is_empty())
             .map(|(_, p)| p);
         let mut wildcard = None;
-        for v in &self.vhosts {
+        for (i, v) in self.vhosts.iter().enumerate() {
             for name in &v.names {
                 match name.strip_prefix("*.") {
-                    None if name.eq_ignore_ascii_case(host) => return Some(v),
+                    None if name.eq_ignore_ascii_case(host) => return Some(i),
                     Some(domain)
                         if wildcard.is_none()
                             && parent.is_some_and(|p| p.eq_ignore_ascii_case(domain)) =>
                     {
-                        wildcard = Some(v)
+                        wildcard = Some(i)
                     }
                     _ => {}
                 }

@@ -1,13 +1,12 @@
 //! Choosing the server certificate by SNI (RFC 6066 §3).
 //!
-//! Every vhost's names go into two maps, loaded once per
-//! [`server_configs`](super::server_configs) call and shared by all its
-//! listeners: exact names, and wildcards keyed by the domain after `*.`.
-//! A ClientHello's name (rustls hands it over in lower case) is looked up
-//! exactly first, then its parent domain among the wildcards, so
-//! `*.a.example` serves `x.a.example` but neither `a.example` nor
-//! `y.x.a.example`, the same rule as `TlsConfig::vhost_for` and as
-//! certificates themselves (RFC 6125 §6.4.3).
+//! The vhost a ClientHello's name belongs to is found by
+//! [`TlsConfig::vhost_index`], the same rule the https redirects and HSTS
+//! use: an exact name first, then a wildcard, so `*.a.example` serves
+//! `x.a.example` but neither `a.example` nor `y.x.a.example`, as
+//! certificates themselves (RFC 6125 §6.4.3). Certificates are loaded once
+//! per [`server_configs`](super::server_configs) call and shared by all its
+//! listeners.
 //!
 //! A name that finds a vhost gets that vhost's certificate, or the
 //! listener's default when the vhost names none. A name that finds none,
@@ -16,8 +15,6 @@
 //! `"refuse"`: the resolver returns `None` and rustls ends the handshake
 //! with an alert.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -29,12 +26,11 @@ use crate::config::tls::{CertPaths, TlsConfig, UnknownName};
 /// A vhost as SNI sees it: its certificate, if it has its own.
 type Entry = Option<Arc<CertifiedKey>>;
 
-/// Every vhost's names with its certificate.
+/// Every vhost's certificate, by its index in the config's `vhosts`.
 #[derive(Debug, Default)]
 pub struct VhostCerts {
-    exact: HashMap<String, Entry>,
-    /// Keyed by the domain after `*.`.
-    wildcard: HashMap<String, Entry>,
+    tls: TlsConfig,
+    certs: Vec<Entry>,
 }
 
 impl VhostCerts {
@@ -42,7 +38,7 @@ impl VhostCerts {
     /// the vhost and the file.
     pub fn load(tls: &TlsConfig) -> Result<VhostCerts, String> {
         let mut loaded: Vec<(&CertPaths, Arc<CertifiedKey>)> = Vec::new();
-        let mut out = VhostCerts::default();
+        let mut certs = Vec::with_capacity(tls.vhosts.len());
         for v in &tls.vhosts {
             let cert = match &v.cert {
                 None => None,
@@ -57,31 +53,17 @@ impl VhostCerts {
                     }
                 }),
             };
-            for name in &v.names {
-                match name.strip_prefix("*.") {
-                    Some(domain) => out.wildcard.insert(domain.to_owned(), cert.clone()),
-                    None => out.exact.insert(name.clone(), cert.clone()),
-                };
-            }
+            certs.push(cert);
         }
-        Ok(out)
+        Ok(VhostCerts {
+            tls: tls.clone(),
+            certs,
+        })
     }
 
     /// The vhost serving `name`: `Some(entry)` when one does.
     pub fn lookup(&self, name: &str) -> Option<&Entry> {
-        let name = name.strip_suffix('.').unwrap_or(name);
-        let name: Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(name.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(name)
-        };
-        if let Some(e) = self.exact.get(name.as_ref()) {
-            return Some(e);
-        }
-        match name.split_once('.') {
-            Some((label, parent)) if !label.is_empty() => self.wildcard.get(parent),
-            _ => None,
-        }
+        self.tls.vhost_index(name).map(|i| &self.certs[i])
     }
 }
 
