@@ -5,6 +5,10 @@ Each server runs with one worker pinned to CPU 0; wrk runs pinned to CPU 1.
 Servers take turns, round after round, in one run. For each run the server
 process's utime+stime delta (/proc/PID/stat, all threads) is divided by the
 requests wrk completed. Medians over the rounds are printed at the end.
+Beside it, "client" is wrk's own CPU (user+system, from wait4) per request:
+where it nears 1e6 / req/s, wrk's CPU was full and set the pace (large
+files: wrk copies every byte in 8 KiB reads, and pays for any TCP sending
+that the server leaves to be triggered by wrk's ACKs).
 
 usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
                           [--file hello.txt] [--servers ringside,nginx,lighttpd]
@@ -413,17 +417,30 @@ def wrk_errors(out):
 
 
 def run_wrk(port, args):
+    """Runs wrk; returns (requests, its output, its own CPU seconds).
+
+    The client's CPU matters where it, not the server, is the bottleneck
+    (large files: it copies every byte, and it pays for whatever TCP work
+    the server leaves for its ACKs to trigger)."""
     url = f"http://127.0.0.1:{port}/{args.file}"
-    out = subprocess.run(
-        ["taskset", "-c", "1", "wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s", url],
-        capture_output=True, text=True, check=True,
-    ).stdout
+    with tempfile.TemporaryFile(mode="w+") as f:
+        # taskset execs wrk, so the child reaped is wrk itself.
+        proc = subprocess.Popen(
+            ["taskset", "-c", "1", "wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s", url],
+            stdout=f, stderr=subprocess.STDOUT, text=True,
+        )
+        _, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        f.seek(0)
+        out = f.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"wrk exited with {proc.returncode}:\n{out}")
     m = re.search(r"(\d+) requests in", out)
     if not m:
         raise RuntimeError(f"cannot read wrk output:\n{out}")
     if not args.fastcgi and ("Non-2xx" in out or "Socket errors" in out):
         raise RuntimeError(f"errors during the run:\n{out}")
-    return int(m.group(1)), out
+    return int(m.group(1)), out, ru.ru_utime + ru.ru_stime
 
 
 def measure_fastcgi(name, root, args, fpm):
@@ -442,7 +459,7 @@ def measure_fastcgi(name, root, args, fpm):
         f0 = fpm_cpu_ticks(fpm_proc.pid)
         p0 = passive_opens()
         u0, s0 = cpu_ticks(proc.pid)
-        reqs, out = run_wrk(port, args)
+        reqs, out, _ = run_wrk(port, args)
         u1, s1 = cpu_ticks(proc.pid)
         p1 = passive_opens()
         f1 = fpm_cpu_ticks(fpm_proc.pid)
@@ -477,7 +494,7 @@ def measure(name, root, args, origin_port):
         if origin_port:
             st0 = origin_status(origin_port)
         u0, s0 = cpu_ticks(proc.pid)
-        reqs, _ = run_wrk(port, args)
+        reqs, _, client = run_wrk(port, args)
         u1, s1 = cpu_ticks(proc.pid)
         if origin_port:
             st1 = origin_status(origin_port)
@@ -491,7 +508,8 @@ def measure(name, root, args, origin_port):
     if reqs == 0:
         raise RuntimeError("wrk completed no requests")
     us = lambda t: t / TICK / reqs * 1e6
-    row = (reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0))
+    row = (reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0),
+           client / reqs * 1e6)
     if origin_port:
         row += (up_conns, up_open, up_reqs / reqs)
     return row
@@ -580,9 +598,10 @@ def main():
                     print(f"round {rnd} {name:16s} FAILED: {msg}", flush=True)
                     continue
                 results[name].append(row)
-                line = f"round {rnd} {name:16s} {row[0]:9.0f} req/s  cpu {row[1]:6.2f} us/req (user {row[2]:5.2f}, sys {row[3]:5.2f})"
+                line = (f"round {rnd} {name:16s} {row[0]:9.0f} req/s  cpu {row[1]:6.2f} us/req (user {row[2]:5.2f}, "
+                        f"sys {row[3]:5.2f})  client {row[4]:6.2f} us/req")
                 if args.proxy:
-                    line += f"  up conns {row[4]}, up open {row[5]}, origin req/req {row[6]:.3f}"
+                    line += f"  up conns {row[5]}, up open {row[6]}, origin req/req {row[7]:.3f}"
                 print(line, flush=True)
     finally:
         if origin:
@@ -596,6 +615,8 @@ def main():
         what = f"/{args.file} on php-fpm (pm.max_children {args.fpm_children}) on CPU 1"
     print(f"\nmedians over {args.rounds} rounds, {what}, wrk -t1 -c{args.connections} -d{args.duration}s:")
     head = f"{'server':16s} {'req/s':>9s} {'cpu us/req':>11s} {'user':>7s} {'sys':>7s}"
+    if not args.fastcgi:
+        head += f" {'client':>7s}"
     if args.proxy:
         head += f" {'up conns':>9s} {'up open':>8s}"
     if args.fastcgi:
@@ -607,8 +628,10 @@ def main():
             continue
         med = [statistics.median(r[i] for r in results[name]) for i in range(len(results[name][0]))]
         line = f"{name:16s} {med[0]:9.0f} {med[1]:11.2f} {med[2]:7.2f} {med[3]:7.2f}"
+        if not args.fastcgi:
+            line += f" {med[4]:7.2f}"
         if args.proxy:
-            line += f" {med[4]:9g} {med[5]:8g}"
+            line += f" {med[5]:9g} {med[6]:8g}"
         if args.fastcgi:
             line += f" {med[4]:10.2f} {med[5]:11.3f} {med[6]:9g} {med[7]:8g}"
         if errors[name]:
