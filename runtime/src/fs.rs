@@ -1,7 +1,6 @@
 //! Files: positional reads and the zero-copy file-to-socket send.
 
 use std::io;
-#[cfg(rt_monoio)]
 use std::os::fd::AsRawFd;
 
 use bytes::BytesMut;
@@ -32,6 +31,41 @@ const CHUNK: u64 = 64 * 1024;
 /// once (measured: 1 MiB files, one wrk client, epoll: 3.3k -> 3.9k req/s).
 #[cfg(rt_monoio)]
 const SEND_PIECE: usize = 256 * 1024;
+
+/// Unsent bytes a socket may hold before it stops taking more, set on the
+/// client socket before a large body is spliced or sent into it.
+///
+/// Without a bound the sender queues a whole 1 MiB body at once, far beyond
+/// the receiver's window, and the rest goes out later from the receiver's
+/// ACKs: in the client's context, not the server's. Over loopback that
+/// charged the TCP work of most of every body to the client's CPU.
+/// Measured (1 MiB file, wrk -c10 on the other CPU, 2 rounds): no bound
+/// 1,655 req/s with 607 µs of wrk's CPU per request; 16 KiB 2,271; 32 KiB
+/// 2,372; 64 KiB 2,646 with 376 µs; 128 KiB 2,366; 256 KiB 2,082 (lighttpd:
+/// 2,475 with 402 µs). The copy path gains too where the client sets the
+/// pace (glommio: 1,319 -> 1,813 req/s); over TLS, where the server's CPU
+/// does, it is neutral. A client that stops reading now pins at most about
+/// this much unsent data in the kernel, not the whole autotuned send buffer.
+pub(crate) const UNSENT_BOUND: libc::c_int = 64 * 1024;
+
+/// Bounds `fd`'s unsent bytes (see [`UNSENT_BOUND`]). Best effort: a
+/// kernel without TCP_NOTSENT_LOWAT only loses the speed-up.
+pub(crate) fn bound_unsent(fd: std::os::fd::RawFd) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setsockopt on a live socket with a pointer to an int of the
+    // size given.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&UNSENT_BOUND as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fd;
+}
 
 /// `progress` is called after each step that moved bytes, with how many
 /// reached the socket in that step.
@@ -95,6 +129,9 @@ async fn splice_uring(
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
         return Err(io::Error::last_os_error());
+    }
+    if len > UNSENT_BOUND as u64 {
+        bound_unsent(fd);
     }
     let r = splice_through(stream, file, offset, len, progress, &pipe).await;
     // SAFETY: as above; restores the flags read before.
@@ -238,6 +275,9 @@ async fn sendfile_ready(
     len: u64,
     progress: &dyn Fn(u64),
 ) -> io::Result<()> {
+    if len > UNSENT_BOUND as u64 {
+        bound_unsent(stream.as_raw_fd());
+    }
     let mut off = offset as libc::off_t;
     let end = offset + len;
     while (off as u64) < end {
@@ -316,6 +356,9 @@ async fn copy_fallback(
     len: u64,
     progress: &dyn Fn(u64),
 ) -> io::Result<()> {
+    if len > UNSENT_BOUND as u64 {
+        bound_unsent(stream.as_raw_fd());
+    }
     let mut buf = BytesMut::with_capacity(CHUNK as usize);
     let mut pos = offset;
     let end = offset + len;
