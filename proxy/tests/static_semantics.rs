@@ -326,7 +326,6 @@ fn traversal_table() {
 #[test]
 fn changed_file_is_served_fresh_after_revalidation() {
     let dir = TempDir::new("fresh");
-    dir.write("f.txt", b"version one\n");
     let cfg = dir.write(
         "r.toml",
         format!(
@@ -335,23 +334,78 @@ fn changed_file_is_served_fresh_after_revalidation() {
         )
         .as_bytes(),
     );
+    // A small file is cached with its bytes, a large one (past
+    // cache_max_file) as an open descriptor: both must notice.
+    let small = (b"version one\n".to_vec(), b"version two, longer\n".to_vec());
+    let large = (vec![b'1'; 100_000], vec![b'2'; 120_000]);
     for backend in BACKENDS {
-        dir.write("f.txt", b"version one\n");
-        let srv = Ringside::configured(backend, &cfg);
-        assert_eq!(get(&srv, "/f.txt", "").body, b"version one\n");
-        // Replaced by a new file (new inode), the way deploys do it.
-        dir.write("f.txt.new", b"version two, longer\n");
-        std::fs::rename(dir.path().join("f.txt.new"), dir.path().join("f.txt")).unwrap();
-        // No signal exists for "the cache looked again": poll, bounded.
-        let end = Instant::now() + Duration::from_secs(10);
-        loop {
-            let body = get(&srv, "/f.txt", "").body;
-            if body == b"version two, longer\n" {
-                break;
+        for (v1, v2) in [&small, &large] {
+            dir.write("f.txt", v1);
+            let srv = Ringside::configured(backend, &cfg);
+            assert!(get(&srv, "/f.txt", "").body == *v1);
+            // Replaced by a new file (new inode), the way deploys do it.
+            dir.write("f.txt.new", v2);
+            std::fs::rename(dir.path().join("f.txt.new"), dir.path().join("f.txt")).unwrap();
+            // No signal exists for "the cache looked again": poll, bounded.
+            let end = Instant::now() + Duration::from_secs(10);
+            loop {
+                let body = get(&srv, "/f.txt", "").body;
+                if body == *v2 {
+                    break;
+                }
+                assert!(body == *v1, "{backend}: neither version");
+                assert!(Instant::now() < end, "{backend}: still stale");
+                std::thread::sleep(Duration::from_millis(50));
             }
-            assert_eq!(body, b"version one\n");
-            assert!(Instant::now() < end, "{backend}: still stale");
-            std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// Files under `dir` that the process `pid` holds open.
+fn open_under(pid: u32, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.starts_with(dir) && p != dir)
+        .collect()
+}
+
+#[test]
+fn large_files_stay_open_up_to_cache_max_open() {
+    let dir = TempDir::new("fds");
+    let cfg = dir.write(
+        "r.toml",
+        format!(
+            "[server]\nroot = {:?}\n[static]\nrevalidate = \"1h\"\ncache_max_open = 2\n",
+            dir.path()
+        )
+        .as_bytes(),
+    );
+    let big = |i: u8| vec![b'a' + i; 100_000 + usize::from(i)];
+    for backend in BACKENDS {
+        for i in 0..4u8 {
+            dir.write(&format!("f{i}.bin"), &big(i));
+        }
+        let srv = Ringside::configured(backend, &cfg);
+        for i in 0..4u8 {
+            let r = get(&srv, &format!("/f{i}.bin"), "");
+            assert_eq!((r.status, r.body == big(i)), (200, true), "{backend} f{i}");
+        }
+        // The two used last are held open; the first two were let go.
+        let mut held = open_under(srv.child.id(), dir.path());
+        held.sort();
+        assert_eq!(
+            held,
+            [dir.path().join("f2.bin"), dir.path().join("f3.bin")],
+            "{backend}"
+        );
+        // Within the revalidation interval a held file is served from its
+        // descriptor, even once deleted (as nginx's open_file_cache does);
+        // one let go is looked up again.
+        std::fs::remove_file(dir.path().join("f3.bin")).unwrap();
+        std::fs::remove_file(dir.path().join("f0.bin")).unwrap();
+        let r = get(&srv, "/f3.bin", "");
+        assert_eq!((r.status, r.body == big(3)), (200, true), "{backend}");
+        assert_eq!(get(&srv, "/f0.bin", "").status, 404, "{backend}");
     }
 }

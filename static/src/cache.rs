@@ -1,4 +1,7 @@
-//! This core's cache of small files: bounded by bytes, least recently used
+//! This core's cache of files: small ones with their bytes, larger ones as
+//! an open descriptor with their metadata (as lighttpd's stat cache and
+//! nginx's open_file_cache keep them), so that a hit opens and stats
+//! nothing. Bounded by bytes and by open descriptors, least recently used
 //! out first, and revalidated with a stat once an entry is older than the
 //! revalidation interval, so a file changed on disk is served fresh.
 //!
@@ -55,7 +58,10 @@ impl Meta {
 /// A cached file.
 pub struct Entry {
     pub meta: Meta,
+    /// The whole file, for a small one; empty when `file` is set.
     pub body: Bytes,
+    /// The open file, for one too large to hold in memory.
+    pub file: Option<Rc<std::fs::File>>,
     pub ctype: Rc<str>,
     /// Precompressed siblings found on disk, as a bit per `Coding` index.
     pub variants: u8,
@@ -70,6 +76,7 @@ impl Entry {
         Entry {
             meta,
             body,
+            file: None,
             ctype,
             variants,
             checked: now,
@@ -77,6 +84,21 @@ impl Entry {
             prev: NIL,
             next: NIL,
         }
+    }
+}
+
+impl Entry {
+    /// An entry for a file sent from its descriptor.
+    pub fn open(
+        meta: Meta,
+        file: Rc<std::fs::File>,
+        ctype: Rc<str>,
+        variants: u8,
+        now: Instant,
+    ) -> Entry {
+        let mut e = Entry::new(meta, Bytes::new(), ctype, variants, now);
+        e.file = Some(file);
+        e
     }
 }
 
@@ -117,21 +139,26 @@ pub struct Cache {
     head: usize,
     tail: usize,
     bytes: u64,
+    /// Entries holding a descriptor.
+    open: usize,
     pub max_bytes: u64,
     pub max_file: u64,
+    pub max_open: usize,
     pub revalidate: Duration,
 }
 
 impl Cache {
-    pub fn new(max_bytes: u64, max_file: u64, revalidate: Duration) -> Cache {
+    pub fn new(max_bytes: u64, max_file: u64, max_open: usize, revalidate: Duration) -> Cache {
         Cache {
             map: HashMap::default(),
             slab: slab::Slab::new(),
             head: NIL,
             tail: NIL,
             bytes: 0,
+            open: 0,
             max_bytes,
             max_file,
+            max_open,
             revalidate,
         }
     }
@@ -161,23 +188,35 @@ impl Cache {
         self.unlink(i);
         let e = self.slab.remove(i);
         self.bytes -= cost(&e);
+        self.open -= usize::from(e.file.is_some());
         self.map.remove(&e.key);
     }
 
     /// Caches `e` under `key`, first evicting the least recently used
-    /// entries until it fits. Files larger than `max_file` are not cached.
+    /// entries until it fits: by bytes, and for a descriptor, the least
+    /// recently used descriptor while `max_open` are held. Bodies larger
+    /// than `max_file` are not cached, nor descriptors when `max_open` is 0.
     pub fn insert(&mut self, key: &[u8], mut e: Entry) -> Option<usize> {
-        if e.body.len() as u64 > self.max_file || cost(&e) > self.max_bytes {
+        if e.body.len() as u64 > self.max_file
+            || cost(&e) > self.max_bytes
+            || (e.file.is_some() && self.max_open == 0)
+        {
             return None;
         }
         if let Some(&old) = self.map.get(key) {
             self.remove(old);
+        }
+        if e.file.is_some() {
+            while self.open >= self.max_open {
+                self.remove(self.oldest_open());
+            }
         }
         while self.bytes + cost(&e) > self.max_bytes && self.tail != NIL {
             self.remove(self.tail);
         }
         e.key = key.into();
         self.bytes += cost(&e);
+        self.open += usize::from(e.file.is_some());
         let i = self.slab.insert(e);
         self.map.insert(key.into(), i);
         self.push_front(i);
@@ -192,6 +231,16 @@ impl Cache {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.slab.len()
+    }
+
+    /// The least recently used entry that holds a descriptor; only called
+    /// while some do. A walk from the tail, on a miss only.
+    fn oldest_open(&self) -> usize {
+        let mut i = self.tail;
+        while self.slab[i].file.is_none() {
+            i = self.slab[i].prev;
+        }
+        i
     }
 
     fn touch(&mut self, i: usize) {
@@ -251,7 +300,7 @@ mod tests {
     #[test]
     fn evicts_least_recently_used_by_bytes() {
         let now = Instant::now();
-        let mut c = Cache::new(3 * (1000 + 256 + 1), 2000, Duration::from_secs(1));
+        let mut c = Cache::new(3 * (1000 + 256 + 1), 2000, 0, Duration::from_secs(1));
         c.insert(b"a", entry(1000, now)).unwrap();
         c.insert(b"b", entry(1000, now)).unwrap();
         c.insert(b"c", entry(1000, now)).unwrap();
@@ -269,7 +318,7 @@ mod tests {
     #[test]
     fn too_large_is_not_cached_and_staleness_follows_the_interval() {
         let now = Instant::now();
-        let mut c = Cache::new(1 << 20, 100, Duration::from_millis(500));
+        let mut c = Cache::new(1 << 20, 100, 0, Duration::from_millis(500));
         assert!(c.insert(b"big", entry(101, now)).is_none());
         let i = c.insert(b"small", entry(10, now)).unwrap();
         assert!(matches!(
@@ -293,10 +342,51 @@ mod tests {
     #[test]
     fn replacing_a_key_keeps_accounting_right() {
         let now = Instant::now();
-        let mut c = Cache::new(1 << 20, 1 << 20, Duration::from_secs(1));
+        let mut c = Cache::new(1 << 20, 1 << 20, 0, Duration::from_secs(1));
         c.insert(b"k", entry(10, now)).unwrap();
         c.insert(b"k", entry(20, now)).unwrap();
         assert_eq!(c.len(), 1);
         assert_eq!(c.bytes(), 20 + 1 + 256);
+    }
+
+    fn open_entry(now: Instant) -> Entry {
+        let st = std::fs::metadata("/").unwrap();
+        let file = Rc::new(std::fs::File::open("/").unwrap());
+        Entry::open(Meta::of(&st), file, "text/plain".into(), 0, now)
+    }
+
+    #[test]
+    fn descriptors_are_bounded_apart_from_bytes() {
+        let now = Instant::now();
+        let mut c = Cache::new(1 << 20, 100, 2, Duration::from_secs(1));
+        c.insert(b"f1", open_entry(now)).unwrap();
+        c.insert(b"small", entry(10, now)).unwrap();
+        c.insert(b"f2", open_entry(now)).unwrap();
+        assert!(matches!(c.lookup(b"f1", now), Lookup::Fresh(_)));
+        c.insert(b"f3", open_entry(now)).unwrap();
+        // f1 was used after f2, so f2 goes; the small entry, used before
+        // both, stays: only descriptors count against max_open.
+        assert!(matches!(c.lookup(b"f2", now), Lookup::Miss));
+        for k in [&b"f1"[..], b"f3", b"small"] {
+            assert!(matches!(c.lookup(k, now), Lookup::Fresh(_)));
+        }
+        assert_eq!(c.open, 2);
+        let i = match c.lookup(b"f3", now) {
+            Lookup::Fresh(i) => i,
+            _ => unreachable!(),
+        };
+        c.remove(i);
+        assert_eq!(c.open, 1);
+        // Replacing a descriptor entry by a small one gives the slot back.
+        c.insert(b"f1", entry(10, now)).unwrap();
+        assert_eq!((c.open, c.len()), (0, 2));
+    }
+
+    #[test]
+    fn no_descriptors_when_max_open_is_zero() {
+        let now = Instant::now();
+        let mut c = Cache::new(1 << 20, 100, 0, Duration::from_secs(1));
+        assert!(c.insert(b"f", open_entry(now)).is_none());
+        assert_eq!((c.open, c.len()), (0, 0));
     }
 }

@@ -99,6 +99,7 @@ impl StaticFiles {
             cache: RefCell::new(Cache::new(
                 cfg.cache.max_bytes,
                 cfg.cache.max_file,
+                cfg.cache.max_open,
                 cfg.cache.revalidate,
             )),
             scratch: RefCell::new(Vec::with_capacity(256)),
@@ -202,7 +203,7 @@ impl StaticFiles {
             }
         }
         let e = cache.get(i);
-        let src = Source::Bytes(e.body.clone());
+        let src = Source::of(e);
         let (meta, ctype) = (e.meta.clone(), e.ctype.clone());
         respond(
             ex,
@@ -238,12 +239,12 @@ impl StaticFiles {
         let result = match hit {
             Some(i) => {
                 let e = cache.get(i);
-                let (meta, body) = (e.meta.clone(), e.body.clone());
+                let (meta, src) = (e.meta.clone(), Source::of(e));
                 Some(respond(
                     ex,
                     &meta,
                     ctype,
-                    Source::Bytes(body),
+                    src,
                     route.cache_control.as_deref(),
                     true,
                     Some(coding),
@@ -363,7 +364,7 @@ impl StaticFiles {
     }
 
     /// Small files are read and cached (and served from memory); larger ones
-    /// are served from the open file.
+    /// are served from the open file, which is cached open.
     #[allow(clippy::too_many_arguments)]
     fn load(
         &self,
@@ -376,6 +377,11 @@ impl StaticFiles {
         now: Instant,
     ) -> io::Result<Source> {
         if meta.len > cache.max_file {
+            let file = Rc::new(file);
+            cache.insert(
+                key,
+                Entry::open(meta.clone(), file.clone(), Rc::from(ctype), variants, now),
+            );
             return Ok(Source::File(file));
         }
         let mut body = vec![0u8; meta.len as usize];

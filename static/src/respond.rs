@@ -1,12 +1,14 @@
 //! One response for a file: validators, conditional requests (RFC 9110 §13),
 //! ranges (§14), and the body from memory or from the file.
 
+use std::fs::File;
 use std::io;
+use std::rc::Rc;
 
 use bytes::Bytes;
 use ringside_runtime::http::Exchange;
 
-use crate::cache::Meta;
+use crate::cache::{Entry, Meta};
 use crate::conditional::{self, Conditions, Precondition};
 use crate::encoding::Coding;
 use crate::range::{self, ByteRange, RangeOutcome};
@@ -15,19 +17,29 @@ use crate::range::{self, ByteRange, RangeOutcome};
 pub enum Source {
     /// Cached bytes, sent with the head in one write.
     Bytes(Bytes),
-    /// An open file, sent without a copy.
-    File(std::fs::File),
+    /// An open file (this core's cached descriptor), sent without a copy.
+    File(Rc<File>),
+}
+
+impl Source {
+    /// The body of a cached entry.
+    pub fn of(e: &Entry) -> Source {
+        match &e.file {
+            Some(f) => Source::File(f.clone()),
+            None => Source::Bytes(e.body.clone()),
+        }
+    }
 }
 
 /// The part of a response that waits on the socket: file bodies.
 pub enum Job {
     File {
-        file: std::fs::File,
+        file: Rc<File>,
         offset: u64,
         len: u64,
     },
     Multi {
-        file: std::fs::File,
+        file: Rc<File>,
         parts: Vec<(Vec<u8>, ByteRange)>,
         closing: Vec<u8>,
     },

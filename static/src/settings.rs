@@ -29,6 +29,10 @@ pub struct CacheConfig {
     /// Files up to this size are cached and sent from memory with the head
     /// in one write; larger ones go from the file without a copy.
     pub max_file: u64,
+    /// Per core: larger files kept open (with their metadata and which
+    /// precompressed siblings exist), so a hit opens and stats nothing; 0
+    /// opens them per request.
+    pub max_open: usize,
     /// How old an entry may be before a stat checks it against the disk.
     pub revalidate: Duration,
 }
@@ -48,6 +52,7 @@ impl Default for CacheConfig {
         CacheConfig {
             max_bytes: 64 << 20,
             max_file: 64 << 10,
+            max_open: 256,
             revalidate: Duration::from_secs(1),
         }
     }

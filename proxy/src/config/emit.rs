@@ -167,6 +167,7 @@ impl Config {
         }
         writeln!(out, "cache_max_bytes = {}", size(st.cache.max_bytes))?;
         writeln!(out, "cache_max_file = {}", size(st.cache.max_file))?;
+        writeln!(out, "cache_max_open = {}", st.cache.max_open)?;
         writeln!(
             out,
             "revalidate = {}",

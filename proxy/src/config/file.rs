@@ -121,6 +121,7 @@ pub struct StaticSection {
     pub mime: Option<Spanned<std::collections::BTreeMap<String, Spanned<String>>>>,
     pub cache_max_bytes: Option<Spanned<SizeValue>>,
     pub cache_max_file: Option<Spanned<SizeValue>>,
+    pub cache_max_open: Option<Spanned<i64>>,
     pub revalidate: Option<Spanned<DurationValue>>,
 }
 

@@ -51,6 +51,7 @@
 //! mime = { wasm = "application/wasm" }
 //! cache_max_bytes = "64m"   # per core
 //! cache_max_file = "64k"    # larger files are sent from disk without a copy
+//! cache_max_open = 256      # per core: larger files kept open; 0: none
 //! revalidate = "1s"
 //!
 //! [[route]]

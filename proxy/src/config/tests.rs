@@ -262,6 +262,8 @@ fn validation_errors() {
          "ringside.toml:2:19: [static] cache_max_bytes: expected a size of at least 65536 bytes (the default cache_max_file), got \"1k\""),
         ("[static]\ncache_max_bytes = \"1k\"\ncache_max_file = \"2k\"\n",
          "ringside.toml:3:18: [static] cache_max_file: expected a size from 0 to 1024 bytes, got \"2k\" (at most cache_max_bytes)"),
+        ("[static]\ncache_max_open = -1\n",
+         "ringside.toml:2:18: [static] cache_max_open: expected an integer from 0 to 1048576, got -1"),
         ("[timeouts]\nheader_read = \"0s\"\n",
          "ringside.toml:2:15: [timeouts] header_read: expected a nonzero duration, got \"0s\""),
         ("[timeouts]\nkeepalive = 0\n",
@@ -566,6 +568,7 @@ precompressed = true
 mime = {{}}
 cache_max_bytes = "64m"
 cache_max_file = "64k"
+cache_max_open = 256
 revalidate = "1s"
 
 [admin]

@@ -51,6 +51,8 @@ pub const MAX_HEAD: u64 = 65535;
 pub const MAX_BACKLOG: i64 = 65535;
 /// A sanity bound: each connection is a file descriptor.
 pub const MAX_CONNECTIONS: i64 = 1 << 24;
+/// A sanity bound on `cache_max_open`: each is a file descriptor, per core.
+pub const MAX_OPEN_FILES: i64 = 1 << 20;
 /// io_uring refuses rings larger than this (IORING_MAX_ENTRIES).
 pub const MAX_RING_ENTRIES: i64 = 32768;
 
@@ -460,6 +462,12 @@ impl Cx<'_> {
             cache: CacheConfig {
                 max_bytes,
                 max_file,
+                max_open: self.or(
+                    &s.cache_max_open,
+                    "[static] cache_max_open",
+                    d.cache.max_open,
+                    |&n| int_in(n, 0, MAX_OPEN_FILES).map(|n| n as usize),
+                )?,
                 revalidate: self.or(
                     &s.revalidate,
                     "[static] revalidate",
