@@ -20,6 +20,12 @@ use crate::backend::on_engine;
 use crate::backend::{self, Backend};
 use crate::tls::{rustls, Need, Session, TlsAcceptor};
 
+/// Linux's MSG_MORE; elsewhere a head is sent at once.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const MSG_MORE: libc::c_int = libc::MSG_MORE;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const MSG_MORE: libc::c_int = 0;
+
 pub struct TcpStream {
     inner: Inner,
     /// The TLS session, once one is started (see [`crate::tls`]).
@@ -228,6 +234,17 @@ impl TcpStream {
     /// [`TcpStream::write_pending`] says so, and the waiting writes
     /// (`send_some`, `write_all`) send them before they return.
     pub fn try_write(&self, buf: &mut BytesMut) -> io::Result<()> {
+        self.try_write_flags(buf, 0)
+    }
+
+    /// [`TcpStream::try_write`] for bytes that more will follow at once (a
+    /// head before its file body): MSG_MORE holds them back to leave in the
+    /// same segment as the body's first bytes, as a corked head does.
+    pub fn try_write_more(&self, buf: &mut BytesMut) -> io::Result<()> {
+        self.try_write_flags(buf, MSG_MORE)
+    }
+
+    fn try_write_flags(&self, buf: &mut BytesMut, flags: libc::c_int) -> io::Result<()> {
         use bytes::Buf;
         if let Some(t) = &self.tls {
             return t.try_write(self.as_raw_fd(), buf);
@@ -239,7 +256,7 @@ impl TcpStream {
                     self.as_raw_fd(),
                     buf.as_ptr().cast(),
                     buf.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL | flags,
                 )
             };
             if n < 0 {

@@ -604,7 +604,7 @@ impl<'a> Exchange<'a> {
         if len == 0 || !self.take_sized(len)? {
             return Ok(());
         }
-        self.flush().await?;
+        self.link.flush_before_file(self.wbuf).await?;
         self.link.send_file(file, offset, len).await
     }
 

@@ -77,10 +77,25 @@ impl Link {
     /// a large or slow write goes through the engine, boxed, so its future
     /// is not part of every connection's.
     pub async fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
+        self.flush_with(wbuf, false).await
+    }
+
+    /// [`Link::flush`] for bytes that a file body follows at once: they may
+    /// wait in the socket to leave with the body's first bytes.
+    pub async fn flush_before_file(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
+        self.flush_with(wbuf, true).await
+    }
+
+    async fn flush_with(&mut self, wbuf: &mut BytesMut, more: bool) -> io::Result<()> {
         if wbuf.is_empty() && !self.stream.write_pending() {
             return Ok(());
         }
-        match self.stream.try_write(wbuf) {
+        let r = if more {
+            self.stream.try_write_more(wbuf)
+        } else {
+            self.stream.try_write(wbuf)
+        };
+        match r {
             Ok(()) if wbuf.is_empty() && !self.stream.write_pending() => {
                 wbuf.clear();
                 return Ok(());
