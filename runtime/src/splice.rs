@@ -31,9 +31,12 @@ pub fn supported_between(from: &TcpStream, to: &TcpStream) -> bool {
     supported() && !from.is_tls() && !to.is_tls()
 }
 
-/// Largest piece moved into the pipe at once (see `fs::SEND_PIECE`).
+/// Largest piece moved into the pipe at once: the whole pipe, as for files
+/// (see `fs::SEND_PIECE`). Measured, 1 MiB bodies from a lighttpd origin,
+/// wrk -c10, 3 rounds: 256 KiB 1,755 req/s at 305 µs per request, 1 MiB
+/// 1,782 at 291; a read takes what the upstream has sent, so it gains less.
 #[cfg(rt_monoio)]
-const PIECE: usize = 256 * 1024;
+const PIECE: usize = crate::fs::pipes::PIPE_SIZE;
 
 /// Moves exactly `len` bytes from `from` to `to`. `progress` runs after
 /// each step that moved bytes (with how many reached `to`, 0 for a read),
