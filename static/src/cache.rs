@@ -85,9 +85,7 @@ impl Entry {
             next: NIL,
         }
     }
-}
 
-impl Entry {
     /// An entry for a file sent from its descriptor.
     pub fn open(
         meta: Meta,

@@ -6,9 +6,10 @@
 //! ranges are answered from the entry, and the body goes out with the head in
 //! one write. A miss opens the file beneath the route's root with
 //! `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`; small files are read
-//! and cached, larger ones are sent from the file without a copy (splice on
-//! io_uring, sendfile on epoll). Precompressed siblings (`.br`, `.zst`,
-//! `.gz`) are chosen by Accept-Encoding and cached like any file.
+//! and cached, larger ones are cached open and sent from the file without a
+//! copy (splice on io_uring, sendfile on epoll). Precompressed siblings
+//! (`.br`, `.zst`, `.gz`) are chosen by Accept-Encoding and cached like any
+//! file.
 
 mod cache;
 pub mod conditional;

@@ -17,7 +17,8 @@ use crate::range::{self, ByteRange, RangeOutcome};
 pub enum Source {
     /// Cached bytes, sent with the head in one write.
     Bytes(Bytes),
-    /// An open file (this core's cached descriptor), sent without a copy.
+    /// An open file, sent without a copy; shared with this core's cache
+    /// when it keeps the file open.
     File(Rc<File>),
 }
 
