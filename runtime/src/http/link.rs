@@ -77,18 +77,25 @@ impl Link {
     /// a large or slow write goes through the engine, boxed, so its future
     /// is not part of every connection's.
     pub async fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
-        self.flush_with(wbuf, false).await
+        if self.try_flush(wbuf, false)? {
+            return Ok(());
+        }
+        Box::pin(self.flush_wait(wbuf)).await
     }
 
     /// [`Link::flush`] for bytes that a file body follows at once: they may
     /// wait in the socket to leave with the body's first bytes.
     pub async fn flush_before_file(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
-        self.flush_with(wbuf, true).await
+        if self.try_flush(wbuf, true)? {
+            return Ok(());
+        }
+        Box::pin(self.flush_wait(wbuf)).await
     }
 
-    async fn flush_with(&mut self, wbuf: &mut BytesMut, more: bool) -> io::Result<()> {
+    /// The direct send of [`Link::flush`]: whether it wrote everything.
+    fn try_flush(&mut self, wbuf: &mut BytesMut, more: bool) -> io::Result<bool> {
         if wbuf.is_empty() && !self.stream.write_pending() {
-            return Ok(());
+            return Ok(true);
         }
         let r = if more {
             self.stream.try_write_more(wbuf)
@@ -98,13 +105,12 @@ impl Link {
         match r {
             Ok(()) if wbuf.is_empty() && !self.stream.write_pending() => {
                 wbuf.clear();
-                return Ok(());
+                Ok(true)
             }
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
+            Ok(()) => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
         }
-        Box::pin(self.flush_wait(wbuf)).await
     }
 
     /// How long the next wait for the client to take bytes may last.
