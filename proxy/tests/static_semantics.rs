@@ -323,17 +323,16 @@ fn traversal_table() {
     }
 }
 
+/// A config serving `dir`, with `lines` in its `[static]` section.
+fn static_config(dir: &TempDir, lines: &str) -> std::path::PathBuf {
+    let text = format!("[server]\nroot = {:?}\n[static]\n{lines}", dir.path());
+    dir.write("r.toml", text.as_bytes())
+}
+
 #[test]
 fn changed_file_is_served_fresh_after_revalidation() {
     let dir = TempDir::new("fresh");
-    let cfg = dir.write(
-        "r.toml",
-        format!(
-            "[server]\nroot = {:?}\n[static]\nrevalidate = \"200ms\"\n",
-            dir.path()
-        )
-        .as_bytes(),
-    );
+    let cfg = static_config(&dir, "revalidate = \"200ms\"\n");
     // A small file is cached with its bytes, a large one (past
     // cache_max_file) as an open descriptor: both must notice.
     let small = (b"version one\n".to_vec(), b"version two, longer\n".to_vec());
@@ -373,14 +372,7 @@ fn open_under(pid: u32, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn large_files_stay_open_up_to_cache_max_open() {
     let dir = TempDir::new("fds");
-    let cfg = dir.write(
-        "r.toml",
-        format!(
-            "[server]\nroot = {:?}\n[static]\nrevalidate = \"1h\"\ncache_max_open = 2\n",
-            dir.path()
-        )
-        .as_bytes(),
-    );
+    let cfg = static_config(&dir, "revalidate = \"1h\"\ncache_max_open = 2\n");
     let big = |i: u8| vec![b'a' + i; 100_000 + usize::from(i)];
     for backend in BACKENDS {
         for i in 0..4u8 {

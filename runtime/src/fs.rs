@@ -36,7 +36,7 @@ const CHUNK: u64 = 64 * 1024;
 const SEND_PIECE: usize = pipes::PIPE_SIZE;
 
 /// Unsent bytes a socket may hold before it stops taking more, set on the
-/// client socket before a large body is spliced or sent into it.
+/// client socket before a large body is sent into it, whichever way.
 ///
 /// Without a bound the sender queues a whole 1 MiB body at once, far beyond
 /// the receiver's window, and the rest goes out later from the receiver's
@@ -52,11 +52,15 @@ const SEND_PIECE: usize = pipes::PIPE_SIZE;
 /// where the server's CPU does, it is neutral. A client that stops reading
 /// now pins at most about this much unsent data in the kernel, not the
 /// whole autotuned send buffer.
-pub(crate) const UNSENT_BOUND: libc::c_int = 64 * 1024;
+const UNSENT_BOUND: libc::c_int = 64 * 1024;
 
-/// Bounds `fd`'s unsent bytes (see [`UNSENT_BOUND`]). Best effort: a
-/// kernel without TCP_NOTSENT_LOWAT only loses the speed-up.
-pub(crate) fn bound_unsent(fd: std::os::fd::RawFd) {
+/// Bounds `fd`'s unsent bytes (see [`UNSENT_BOUND`]) before a body of
+/// `len` bytes, if it is larger than the bound. Best effort: a kernel
+/// without TCP_NOTSENT_LOWAT only loses the speed-up.
+pub(crate) fn bound_unsent(fd: std::os::fd::RawFd, len: u64) {
+    if len <= UNSENT_BOUND as u64 {
+        return;
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: setsockopt on a live socket with a pointer to an int of the
     // size given.
@@ -85,6 +89,7 @@ pub(crate) async fn send_file(
     if len == 0 {
         return Ok(());
     }
+    bound_unsent(stream.as_raw_fd(), len);
     if stream.is_tls() {
         // The bytes must be encrypted in user space (no kTLS; see `tls`).
         return copy_fallback(stream, file, offset, len, progress).await;
@@ -135,9 +140,6 @@ async fn splice_uring(
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
         return Err(io::Error::last_os_error());
-    }
-    if len > UNSENT_BOUND as u64 {
-        bound_unsent(fd);
     }
     let r = splice_through(stream, file, offset, len, progress, &pipe).await;
     // SAFETY: as above; restores the flags read before.
@@ -281,9 +283,6 @@ async fn sendfile_ready(
     len: u64,
     progress: &dyn Fn(u64),
 ) -> io::Result<()> {
-    if len > UNSENT_BOUND as u64 {
-        bound_unsent(stream.as_raw_fd());
-    }
     let mut off = offset as libc::off_t;
     let end = offset + len;
     while (off as u64) < end {
@@ -362,9 +361,6 @@ async fn copy_fallback(
     len: u64,
     progress: &dyn Fn(u64),
 ) -> io::Result<()> {
-    if len > UNSENT_BOUND as u64 {
-        bound_unsent(stream.as_raw_fd());
-    }
     let mut buf = BytesMut::with_capacity(CHUNK as usize);
     let mut pos = offset;
     let end = offset + len;
