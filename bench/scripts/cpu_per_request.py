@@ -421,7 +421,8 @@ def wrk_errors(out):
 
 
 def run_wrk(port, args):
-    """Runs wrk; returns (requests, its output, its own CPU seconds).
+    """Runs the client (wrk, or ringside-bench with --client); returns
+    (requests, its output, its own CPU seconds).
 
     The client's CPU matters where it, not the server, is the bottleneck
     (large files: it copies every byte, and it pays for whatever TCP work
