@@ -1,4 +1,4 @@
-//! The chunked-body decoder (`ringside_runtime::http::chunked`).
+//! The chunked-body decoder (`ringside_http::h1::chunked`).
 //!
 //! Input layout: byte 0 picks `max_body` (below 0x40: that many bytes, so
 //! the 413 path is reached; below 0x80: 1 MiB; else unlimited), bytes 1-2
@@ -18,8 +18,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringside_runtime::http::chunked::{MAX_SIZE_LINE, MAX_TRAILERS};
-use ringside_runtime::http::{ChunkError, ChunkedDecoder};
+use ringside_http::h1::chunked::{MAX_SIZE_LINE, MAX_TRAILERS};
+use ringside_http::h1::{ChunkError, ChunkedDecoder};
 
 #[derive(Debug, PartialEq, Eq)]
 enum End {

@@ -1,5 +1,5 @@
 //! The `Range` header parser and the multipart framing helpers
-//! (`ringside_static::range`).
+//! (`ringside_http::semantics::range`).
 //!
 //! Input layout: bytes 0-7 are the representation's length (little-endian;
 //! inputs shorter than 8 bytes are skipped), the rest is the header value.
@@ -19,7 +19,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringside_static::range::{
+use ringside_http::semantics::range::{
     boundary, content_range, multipart_len, parse_range, write_closing, write_part_head, ByteRange,
     RangeOutcome, CONTENT_RANGE_MAX, MAX_RANGES,
 };

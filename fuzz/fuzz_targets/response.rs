@@ -1,4 +1,4 @@
-//! The upstream response-head parser (`ringside::upstream::response`).
+//! The upstream response-head parser (`ringside_http::h1::response`).
 //!
 //! The input is raw bytes from an upstream. Checked, for a response to GET
 //! and to HEAD, with a roomy and a tight `max_head`:
@@ -18,8 +18,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringside::upstream::response::{
-    parse_response, ConnectionTokens, RespBody, RespError, ResponseHead, MAX_CONTENT_LENGTH,
+use ringside_http::h1::response::{
+    parse_response, RespBody, RespError, ResponseHead, MAX_CONTENT_LENGTH,
 };
 
 /// Parsed into the reused slot first, so that stale fields would show.
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
                     (h.status, h.http10, h.head_len)
                 );
                 assert_eq!(g.declared_length, h.declared_length);
-                assert!(g.headers(data).eq(h.headers(data)));
+                assert!(g.fields.iter(data).eq(h.fields.iter(data)));
             }
             (Ok(Some(_)), other) => panic!("accepted for GET, {other:?} for HEAD"),
             (Ok(None), Ok(None)) | (Err(_), _) => {}
@@ -119,9 +119,9 @@ fn check_head(buf: &[u8], h: &ResponseHead, was_head: bool, max_head: usize) {
     assert!(n <= buf.len() && n <= max_head);
     assert_eq!(buf[n - 1], b'\n');
     assert!((100..=599).contains(&h.status));
-    for (name, value) in h.headers(buf) {
+    for (name, value) in h.fields.iter(buf) {
         assert!(!name.is_empty());
-        assert!(offset(buf, name.as_bytes()) + name.len() <= n);
+        assert!(offset(buf, name) + name.len() <= n);
         assert!(offset(buf, value) + value.len() <= n);
     }
     let bodiless = was_head || (100..200).contains(&h.status) || matches!(h.status, 204 | 304);
@@ -141,7 +141,7 @@ fn check_head(buf: &[u8], h: &ResponseHead, was_head: bool, max_head: usize) {
     if let Some(len) = h.declared_length {
         assert!(len <= MAX_CONTENT_LENGTH);
     }
-    assert!(!ConnectionTokens::from_head(h, buf).overflowed());
+    assert!(!h.connection_tokens(buf).overflowed());
     assert_eq!(
         h.is_interim(),
         (100..200).contains(&h.status) && h.status != 101

@@ -50,13 +50,18 @@ use std::sync::OnceLock;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::fastcgi::{
-    default_index, server_text, socket_path, unix_server, EXTENSION, UNIX_PREFIX,
+use crate::config::addr::{
+    add_listen, server_entry, server_text, socket_path, unix_server, UNIX_PREFIX,
 };
-use crate::config::upstream::{catch_all_route, insert_upstream, route_conflict, server_entry};
-use crate::config::validate::{add_listen, backend, parse_workers, root_dir};
+use crate::config::cx::root_dir;
+use crate::config::fastcgi::{default_index, EXTENSION};
+use crate::config::upstream::{catch_all_route, insert_upstream, route_conflict};
+use crate::config::validate::{backend, parse_workers};
 use crate::config::{Config, ConfigError};
-use crate::upstream::settings::{FastCgiRoute, Protocol, ProxyRoute, ServerSpec, UpstreamConfig};
+use crate::upstream::settings::{
+    FastCgiRoute, FastCgiSettings, Protocol, ProxyRoute, ServerSpec, UpstreamConfig,
+    UpstreamProtocol,
+};
 
 #[derive(Clone, Debug, Parser)]
 #[command(
@@ -253,11 +258,13 @@ fn add_flag_upstream(config: &mut Config, addrs: &[String]) -> Result<(), String
 /// `--fastcgi ADDR`: upstream "fastcgi" over ADDR, and a route for every
 /// path that runs scripts beneath the config's root.
 fn add_flag_fastcgi(config: &mut Config, addr: &str, max_conns: Option<u32>) -> Result<(), String> {
-    let mut up = UpstreamConfig {
-        protocol: Protocol::FastCgi,
+    let up = UpstreamConfig {
+        protocol: UpstreamProtocol::FastCgi(FastCgiSettings {
+            max_conns,
+            ..FastCgiSettings::default()
+        }),
         ..UpstreamConfig::new(FLAG_FASTCGI, vec![fastcgi_addr(addr)?])
     };
-    up.fastcgi.max_conns = max_conns;
     let script = FastCgiRoute {
         root: config.root.clone(),
         extension: EXTENSION.to_owned(),
@@ -311,8 +318,8 @@ fn add_catch_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::fastcgi::MAX_UNIX_PATH;
-    use crate::upstream::settings::{ForwardHeaders, HostHeader, ProxyConfig};
+    use crate::config::addr::MAX_UNIX_PATH;
+    use crate::upstream::settings::{ForwardHeaders, ForwardPath, HostHeader, ProxyConfig};
     use clap::error::ErrorKind;
     use ringside_runtime::config::{BackendChoice, Workers};
     use std::net::SocketAddr;
@@ -490,8 +497,11 @@ mod tests {
                     replace_prefix: None,
                     host: HostHeader::Pass,
                     fastcgi: None,
+                    forward_path: ForwardPath::Normalized,
+                    upgrade: vec![],
                 }],
                 headers: ForwardHeaders::default(),
+                encoded_slash: Default::default(),
             }
         );
         // Nothing else changes.
@@ -582,7 +592,7 @@ mod tests {
     fn fastcgi_proxy(server: ServerSpec, root: &Path) -> ProxyConfig {
         ProxyConfig {
             upstreams: vec![UpstreamConfig {
-                protocol: Protocol::FastCgi,
+                protocol: UpstreamProtocol::FastCgi(FastCgiSettings::default()),
                 ..UpstreamConfig::new("fastcgi", vec![server])
             }],
             routes: vec![ProxyRoute {
@@ -596,8 +606,11 @@ mod tests {
                     extension: ".php".into(),
                     index: "index.php".into(),
                 }),
+                forward_path: ForwardPath::Normalized,
+                upgrade: vec![],
             }],
             headers: ForwardHeaders::default(),
+            encoded_slash: Default::default(),
         }
     }
 

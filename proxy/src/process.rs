@@ -18,8 +18,8 @@ use crate::access_log::writer;
 use crate::cli::{self, Cli, DEFAULT_PID_FILE};
 use crate::config::ops::AdminListen;
 use crate::config::Config;
+use crate::edge::https::HttpsPolicy;
 use crate::edge::Edge;
-use crate::https::HttpsPolicy;
 use crate::metrics::{self, admin};
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
@@ -56,7 +56,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
 /// Refuses HTTPS upstreams on glommio, which has no writability wait for
 /// TLS to use (its TLS listeners are refused by the runtime).
 fn upstream_tls_backend(cfg: &Config, backend: Backend) -> Result<(), String> {
-    match cfg.proxy.upstreams.iter().find(|u| u.tls.is_some()) {
+    match cfg.proxy.upstreams.iter().find(|u| u.tls().is_some()) {
         Some(u) if backend == Backend::Glommio => Err(format!(
             "[upstream.{}] tls = true needs the io-uring or epoll backend, not glommio",
             u.name
@@ -143,7 +143,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         }
     }
     let factory = edge_factory(&cfg, &shared, bound.local_addrs());
-    let mut server = match bound.spawn(factory) {
+    let mut server = match bound.spawn(factory, ringside_http::Http) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
@@ -250,7 +250,7 @@ fn try_reload(
     }
     let fresh = shared::start(&new.proxy.upstreams, shared)?;
     let factory = edge_factory(&new, &fresh, &server.local_addrs);
-    let refused = server.reload(factory, worker::conn_config(&new.server));
+    let refused = server.reload(factory, new.server.conn_config());
     metrics::registry().set_upstreams(&fresh);
     *shared = fresh;
     *live = new;

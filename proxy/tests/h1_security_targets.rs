@@ -27,7 +27,9 @@ const TARGETS: &[Case] = &[
 #[rustfmt::skip]
 const REQUEST_LINE: &[Case] = &[
     case("HTTP/0.9", b"GET /c\r\n\r\n", Refused(400)),
-    case("HTTP/1.2", b"GET /c HTTP/1.2\r\nHost: t\r\n\r\n", Refused(505)),
+    // A later 1.x is served as 1.1 (RFC 9110 §2.5), as nginx and lighttpd do.
+    case("HTTP/1.2", b"GET /c HTTP/1.2\r\nHost: t\r\n\r\n", Passed(b"")),
+    case("HTTP/2.1 over HTTP/1 syntax", b"GET /c HTTP/2.1\r\nHost: t\r\n\r\n", Refused(505)),
     case("HTTP/2.0", b"GET /c HTTP/2.0\r\nHost: t\r\n\r\n", Refused(505)),
     case("lowercase version", b"GET /c http/1.1\r\nHost: t\r\n\r\n", Refused(400)),
     case("two spaces", b"GET  /c HTTP/1.1\r\nHost: t\r\n\r\n", Refused(400)),

@@ -102,12 +102,26 @@ fn combined_lines_say_what_nginx_says() {
     );
     assert_eq!(bad.read(false).unwrap().status, 400);
     drop(bad);
+    // A path no route may be decided on is refused too, but it was a
+    // request: its line names it (a traversal probe is what one looks for).
+    let mut probe = Conn::open(r.addr);
+    probe.send(b"GET /../etc/passwd HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(probe.read(false).unwrap().status, 400);
+    drop(probe);
     r.stop();
     // Each core hands over its own buffer: lines of one connection keep
     // their order, lines of two workers may interleave.
     let (refused, log): (Vec<String>, Vec<String>) = lines(&dir.path().join("access.log"))
         .into_iter()
         .partition(|l| l.contains("] \"-\" "));
+    let (probes, log): (Vec<String>, Vec<String>) =
+        log.into_iter().partition(|l| l.contains("/etc/passwd"));
+    assert_eq!(probes.len(), 1, "{probes:?}");
+    assert!(
+        probes[0].contains(r#"] "GET /../etc/passwd HTTP/1.1" 400 16 "-" "-" "#),
+        "{}",
+        probes[0]
+    );
     assert_eq!(log.len(), 3, "the /quiet/ route is not logged: {log:?}");
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].starts_with("127.0.0.1 - - ["), "{}", refused[0]);

@@ -1,12 +1,52 @@
 //! Validated runtime settings. These are the second of the two config layers
-//! (DESIGN.md §7): the binary's serde layer turns a TOML file into these, and
-//! everything here already has real durations and sizes.
+//! (see ARCHITECTURE.md): the binary's serde layer turns a TOML file into
+//! these, and everything here already has real durations and sizes.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::http::Limits;
 use crate::tls::TlsAcceptor;
+
+/// Header fields a request may carry by default (nginx and lighttpd take
+/// 100); [`Limits::max_headers`] may go higher.
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+
+/// Size limits on one request, applied by whichever protocol reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line, without its CRLF (414 beyond).
+    pub max_request_line: usize,
+    /// Largest head, including leading empty lines and the final empty line
+    /// (431 beyond). Values above 65 535 are treated as 65 535.
+    pub max_head: usize,
+    /// Most header fields (431 beyond).
+    pub max_headers: usize,
+    /// Largest body a `Content-Length` may declare (413 beyond).
+    pub max_body: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_line: 8192,
+            max_head: 16384,
+            max_headers: DEFAULT_MAX_HEADERS,
+            max_body: 1024 * 1024,
+        }
+    }
+}
+
+/// What a connection needs to know, shared by all connections of a worker
+/// and replaced with its handler on reload.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+    /// Open client connections per worker at most.
+    pub max_connections: usize,
+    /// Per listener index: its TLS settings (see `ServerConfig::tls`).
+    pub tls: Vec<Option<TlsAcceptor>>,
+}
 
 /// How many workers to start: one per core by default.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +119,7 @@ pub struct Timeouts {
     pub shutdown_grace: Duration,
     /// Bytes per second a request body or a response must average while
     /// the server waits on the client, beyond `body_read`/`send` of grace
-    /// (see `http::meter`); 0 turns it off.
+    /// (see `meter`); 0 turns it off.
     pub min_rate: u64,
 }
 
@@ -110,6 +150,18 @@ pub struct ServerConfig {
     /// Per listener, by its index in `listen`: its TLS settings, or `None`
     /// (or no entry) for plain HTTP.
     pub tls: Vec<Option<TlsAcceptor>>,
+}
+
+impl ServerConfig {
+    /// The settings each connection of this server section reads.
+    pub fn conn_config(&self) -> ConnConfig {
+        ConnConfig {
+            limits: self.limits,
+            timeouts: self.timeouts,
+            max_connections: self.max_connections,
+            tls: self.tls.clone(),
+        }
+    }
 }
 
 impl Default for ServerConfig {

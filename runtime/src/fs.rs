@@ -77,6 +77,14 @@ pub(crate) fn bound_unsent(fd: std::os::fd::RawFd, len: u64) {
     let _ = fd;
 }
 
+/// Sends `len` bytes of `file` from `offset` to the socket without copying
+/// them through user space, where the engine allows it:
+/// - io_uring: splice file → pipe → socket (moves the file's offset);
+/// - epoll, kqueue, devpoll: sendfile(2) on the non-blocking socket;
+/// - glommio: has neither, so it falls back to pread + write in 64 KiB
+///   chunks (a copy, documented as such).
+///
+/// Give each transfer its own open file: the io_uring path seeks it.
 /// `progress` is called after each step that moved bytes, with how many
 /// reached the socket in that step.
 pub(crate) async fn send_file(

@@ -1,9 +1,11 @@
-//! ringside-runtime: one single-threaded runtime per core, each with its own
-//! `SO_REUSEPORT` listener, buffers and counters, and the HTTP/1.1 codec that
-//! runs on them.
+//! ringside-runtime: the engine. One single-threaded runtime per core, each
+//! with its own `SO_REUSEPORT` listeners, buffers, connection table and
+//! counters. It knows no protocol: each accepted connection goes, as a
+//! [`link::Link`], to the protocol driver the server was started with
+//! ([`link::Driver`]; ringside-http's HTTP/1 today).
 //!
 //! The rest of the workspace sees the small API of this crate ([`net`],
-//! [`task`], [`fs`], [`worker`], [`http`]) and never names monoio or glommio.
+//! [`task`], [`fs`], [`worker`], [`link`]) and never names monoio or glommio.
 //! Which engine runs a worker is chosen at start from those built in (see
 //! [`backend`]). TLS, where a listener or an upstream has it, lives inside
 //! the stream ([`tls`]), so the same API serves both.
@@ -52,8 +54,10 @@ pub mod capacity;
 pub mod coalesce;
 pub mod config;
 pub mod conns;
+pub mod context;
 pub mod fs;
-pub mod http;
+pub mod link;
+mod meter;
 pub mod net;
 pub mod reload;
 pub mod shutdown;

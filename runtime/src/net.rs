@@ -386,23 +386,6 @@ impl TcpStream {
         socket2::SockRef::from(self).shutdown(std::net::Shutdown::Write)
     }
 
-    /// Sends `len` bytes of `file` from `offset` to the socket without copying
-    /// them through user space, where the engine allows it:
-    /// - io_uring: splice file → pipe → socket (moves the file's offset);
-    /// - epoll, kqueue, devpoll: sendfile(2) on the non-blocking socket;
-    /// - glommio: has neither, so it falls back to pread + write in 64 KiB
-    ///   chunks (a copy, documented as such).
-    ///
-    /// Give each transfer its own open file: the io_uring path seeks it.
-    pub async fn send_file(
-        &mut self,
-        file: &std::fs::File,
-        offset: u64,
-        len: u64,
-    ) -> io::Result<()> {
-        crate::fs::send_file(self, file, offset, len, &|_| {}).await
-    }
-
     /// For a pooled idle connection: whether it is still usable, that is the
     /// peer sent nothing (no bytes, no EOF, no error) since. Over TLS the
     /// peer's post-handshake messages (a session ticket, a key update) are

@@ -25,8 +25,8 @@ use std::rc::Rc;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::http::ConnConfig;
-use crate::worker::WorkerContext;
+use crate::config::ConnConfig;
+use crate::context::WorkerContext;
 
 /// Builds a worker's handler; on reload it is given the handler it
 /// replaces, whose per-core state (pools) it may carry over.

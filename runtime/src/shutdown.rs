@@ -85,7 +85,7 @@ pub fn busy() -> usize {
 }
 
 /// Marks a connection busy for as long as the guard lives.
-pub(crate) struct BusyGuard(());
+pub struct BusyGuard(());
 
 impl BusyGuard {
     pub(crate) fn new() -> BusyGuard {

@@ -11,25 +11,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::backend::{self, Backend, BackendError};
-use crate::config::{Affinity, RuntimeConfig, ServerConfig, Workers};
+use crate::config::{Affinity, ConnConfig, RuntimeConfig, ServerConfig, Workers};
 use crate::conns;
-use crate::http::{ConnConfig, Handler};
+pub use crate::context::WorkerContext;
+use crate::link::{Driver, Link};
 use crate::net::{bind_reuseport, TcpListener};
 use crate::reload::{self, Current, Factory, ReloadInbox, Reloader};
 use crate::shutdown::{self, LocalEvent, ShutdownHandle, ShutdownSignal};
 use crate::stats::WorkerStats;
 use crate::task;
-
-/// What a handler factory learns about the worker it builds for.
-#[derive(Clone, Debug)]
-pub struct WorkerContext {
-    pub index: usize,
-    pub workers: usize,
-    pub cpu: Option<usize>,
-    pub backend: Backend,
-    /// This worker's connection counters.
-    pub stats: Arc<WorkerStats>,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -116,37 +106,16 @@ fn placement(rt: &RuntimeConfig) -> Result<(usize, Vec<Option<usize>>), StartErr
 }
 
 /// Binds every listener (so port 0 resolves once and errors come back before
-/// any thread starts), then starts the workers and waits until each is
-/// accepting.
-pub fn start<H, F>(
-    rt: &RuntimeConfig,
-    srv: &ServerConfig,
-    make_handler: F,
-) -> Result<Server<H>, StartError>
-where
-    H: Handler,
-    F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
-{
-    start_reloadable(rt, srv, Arc::new(move |ctx, _| Ok(make_handler(ctx))))
-}
-
-/// The connection settings of a server section.
-pub fn conn_config(srv: &ServerConfig) -> ConnConfig {
-    ConnConfig {
-        limits: srv.limits,
-        timeouts: srv.timeouts,
-        max_connections: srv.max_connections,
-        tls: srv.tls.clone(),
-    }
-}
-
-/// [`start`] with a factory that [`Server::reload`] can later replace.
-pub fn start_reloadable<H: Handler>(
+/// any thread starts), then starts the workers, each serving its
+/// connections with `driver` and a handler from `factory` (which
+/// [`Server::reload`] can later replace), and waits until each is accepting.
+pub fn start<H: 'static, D: Driver<H>>(
     rt: &RuntimeConfig,
     srv: &ServerConfig,
     factory: Factory<H>,
+    driver: D,
 ) -> Result<Server<H>, StartError> {
-    bind(rt, srv)?.spawn(factory)
+    bind(rt, srv)?.spawn(factory, driver)
 }
 
 /// Listeners bound and workers placed, none started yet: the moment to drop
@@ -211,7 +180,11 @@ impl Bound {
     }
 
     /// Starts the workers and waits until each is accepting.
-    pub fn spawn<H: Handler>(self, factory: Factory<H>) -> Result<Server<H>, StartError> {
+    pub fn spawn<H: 'static, D: Driver<H>>(
+        self,
+        factory: Factory<H>,
+        driver: D,
+    ) -> Result<Server<H>, StartError> {
         let Bound {
             backend,
             n,
@@ -232,12 +205,13 @@ impl Bound {
             ring_entries,
             coalesce_wait,
             factory,
+            driver,
         )
     }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn spawn<H: Handler>(
+fn spawn<H: 'static, D: Driver<H>>(
     backend: Backend,
     n: usize,
     pins: Vec<Option<usize>>,
@@ -247,10 +221,11 @@ fn spawn<H: Handler>(
     ring_entries: u32,
     coalesce_wait: Duration,
     factory: Factory<H>,
+    driver: D,
 ) -> Result<Server<H>, StartError> {
     let (shutdown, signals) = shutdown::pair(n)?;
     let (reloader, inboxes) = reload::channels::<H>(n)?;
-    let conn_cfg = conn_config(srv);
+    let conn_cfg = srv.conn_config();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), StartError>>();
     let mut threads = Vec::with_capacity(n);
     for (index, (((listeners, signal), inbox), cpu)) in per_worker
@@ -290,6 +265,7 @@ fn spawn<H: Handler>(
                     conn_cfg,
                     grace,
                     ready_tx,
+                    driver,
                 );
                 if let Err(cause) = run_engine(ctx.backend, ring_entries, fut) {
                     let _ = ready.send(Err(StartError::Worker {
@@ -331,7 +307,7 @@ fn spawn<H: Handler>(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn worker_main<H: Handler>(
+async fn worker_main<H: 'static, D: Driver<H>>(
     ctx: WorkerContext,
     listeners: Vec<std::net::TcpListener>,
     signal: ShutdownSignal,
@@ -340,6 +316,7 @@ async fn worker_main<H: Handler>(
     conn_cfg: ConnConfig,
     grace: Duration,
     ready: mpsc::Sender<Result<(), StartError>>,
+    driver: D,
 ) {
     let mut owned = Vec::with_capacity(listeners.len());
     for l in listeners {
@@ -370,7 +347,14 @@ async fn worker_main<H: Handler>(
     let current = Rc::new(Current::new(handler, conn_cfg));
     let stop = Rc::new(LocalEvent::default());
     for (i, l) in owned.into_iter().enumerate() {
-        task::spawn(accept_loop(l, i, current.clone(), stop.clone(), ctx.index));
+        task::spawn(accept_loop(
+            l,
+            i,
+            current.clone(),
+            stop.clone(),
+            ctx.index,
+            driver,
+        ));
     }
     task::spawn(conns::sweeper());
     task::spawn(inbox.serve(ctx.clone(), current.clone()));
@@ -410,12 +394,13 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// At most one warning about failed accepts this often.
 const ACCEPT_WARN_EVERY: Duration = Duration::from_secs(5);
 
-async fn accept_loop<H: Handler>(
+async fn accept_loop<H: 'static, D: Driver<H>>(
     l: TcpListener,
     index: usize,
     current: Rc<Current<H>>,
     stop: Rc<LocalEvent>,
     worker: usize,
+    driver: D,
 ) {
     let mut failures: u64 = 0;
     let mut last_warned: Option<Instant> = None;
@@ -445,10 +430,11 @@ async fn accept_loop<H: Handler>(
         };
         match accepted {
             Ok((stream, _peer)) => {
-                // Read per connection: a reload's new certificates apply
-                // to the next handshake.
-                let tls = current.conn().tls.get(index).cloned().flatten();
-                task::spawn(crate::http::serve(stream, current.clone(), tls))
+                // Settings read per connection: a reload's new
+                // certificates apply to the next handshake.
+                if let Some(link) = Link::accepted(stream, current.conn(), index) {
+                    task::spawn(driver.serve(link, current.clone()))
+                }
             }
             Err(e) => {
                 // EMFILE and the like: the connection stays queued, and

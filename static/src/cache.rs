@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::conditional::ETag;
+use ringside_http::semantics::conditional::ETag;
 
 /// What the response needs to know about a file.
 #[derive(Clone)]
@@ -36,7 +36,7 @@ impl Meta {
         let mtime_ns = i128::from(st.mtime()) * 1_000_000_000 + i128::from(st.mtime_nsec());
         let mtime = st.mtime().max(0) as u64;
         let mut last_modified = [0u8; 29];
-        ringside_runtime::http::date::format_imf_fixdate(mtime, &mut last_modified);
+        ringside_http::date::format_imf_fixdate(mtime, &mut last_modified);
         Meta {
             len: st.len(),
             ino: st.ino(),

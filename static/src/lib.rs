@@ -12,13 +12,10 @@
 //! file.
 
 mod cache;
-pub mod conditional;
-pub mod encoding;
 pub mod listing;
 pub mod mime;
 pub mod open;
 mod path;
-pub mod range;
 mod respond;
 mod settings;
 
@@ -29,10 +26,10 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use ringside_runtime::http::{Exchange, Handler, Method};
+use ringside_http::semantics::negotiation::{self as encoding, Coding};
+use ringside_http::{Error, Exchange, Handler, Method};
 
 use crate::cache::{Cache, Entry, Lookup, Meta};
-use crate::encoding::Coding;
 pub use crate::path::{decode_path, PathError};
 use crate::respond::{respond, Job, Source};
 pub use crate::settings::{CacheConfig, RouteConfig, StaticConfig};
@@ -110,25 +107,19 @@ impl StaticFiles {
         })
     }
 
-    /// The route for a decoded path (no leading slash): the longest prefix
-    /// that ends at a segment boundary, so `/priv` does not take `/private`
-    /// and `/%61ssets/` finds the `/assets/` route.
-    fn route(&self, rel: &[u8]) -> &Route {
+    /// The route for a request's normalized path: the longest prefix that
+    /// matches whole segments, by the rule the router uses too, so `/priv`
+    /// does not take `/private` and `/%61ssets/` finds the `/assets/` route.
+    fn route(&self, path: &[u8]) -> &Route {
         self.routes
             .iter()
-            .find(|r| {
-                let p = r.prefix.strip_prefix(b"/").unwrap_or(&r.prefix);
-                rel.starts_with(p)
-                    && (p.is_empty()
-                        || p.ends_with(b"/")
-                        || rel.get(p.len()).is_none_or(|&b| b == b'/'))
-            })
+            .find(|r| r.prefix.is_empty() || ringside_http::path::prefix_matches(path, &r.prefix))
             .expect("the last route matches every path")
     }
     /// Answers everything that needs no waiting, and returns the transfer
     /// that does. Synchronous so that none of its locals become part of the
     /// connection's future, which every idle connection holds.
-    fn prepare(&self, ex: &mut Exchange<'_>) -> io::Result<Option<Job>> {
+    fn prepare(&self, ex: &mut Exchange<'_>) -> Result<Option<Job>, Error> {
         if !matches!(ex.method(), Method::Get | Method::Head) {
             ex.send(
                 405,
@@ -145,7 +136,7 @@ impl StaticFiles {
             Err(PathError::Hidden) => return status(ex, 404),
             Err(PathError::Invalid) => return status(ex, 400),
         }
-        let route = self.route(&scratch[1..]);
+        let route = self.route(ex.route_path());
         scratch[0] = route.id;
         let now = Instant::now();
         let mut cache = self.cache.borrow_mut();
@@ -191,7 +182,7 @@ impl StaticFiles {
         route: &Route,
         scratch: &mut Vec<u8>,
         now: Instant,
-    ) -> io::Result<Option<Job>> {
+    ) -> Result<Option<Job>, Error> {
         let variants = cache.get(i).variants;
         if variants != 0 {
             let available = available(variants);
@@ -227,7 +218,7 @@ impl StaticFiles {
         scratch: &mut Vec<u8>,
         coding: Coding,
         now: Instant,
-    ) -> io::Result<Option<Option<Job>>> {
+    ) -> Result<Option<Option<Job>>, Error> {
         let base_len = scratch.len();
         scratch.extend_from_slice(coding.suffix().as_bytes());
         scratch[0] |= VARIANT_KEY;
@@ -287,7 +278,7 @@ impl StaticFiles {
         route: &Route,
         scratch: &mut Vec<u8>,
         now: Instant,
-    ) -> io::Result<Option<Job>> {
+    ) -> Result<Option<Job>, Error> {
         let rel = rel_path(scratch).to_owned();
         let file = match open::open_beneath(&route.root, &rel) {
             Ok(f) => f,
@@ -312,7 +303,7 @@ impl StaticFiles {
         file: std::fs::File,
         st: &std::fs::Metadata,
         now: Instant,
-    ) -> io::Result<Option<Job>> {
+    ) -> Result<Option<Job>, Error> {
         let meta = Meta::of(st);
         let rel = rel_path(scratch);
         let ctype = self.mime.for_path(rel);
@@ -418,7 +409,7 @@ impl StaticFiles {
         route: &Route,
         scratch: &mut Vec<u8>,
         now: Instant,
-    ) -> io::Result<Option<Job>> {
+    ) -> Result<Option<Job>, Error> {
         if !ex.path().ends_with(b"/") {
             let mut loc = ex.path().to_vec();
             loc.push(b'/');
@@ -524,7 +515,7 @@ fn open_error_status(e: &io::Error) -> u16 {
     }
 }
 
-fn status(ex: &mut Exchange<'_>, code: u16) -> io::Result<Option<Job>> {
+fn status(ex: &mut Exchange<'_>, code: u16) -> Result<Option<Job>, Error> {
     let body: &[u8] = match code {
         400 => b"400 Bad Request\n",
         403 => b"403 Forbidden\n",
@@ -535,7 +526,7 @@ fn status(ex: &mut Exchange<'_>, code: u16) -> io::Result<Option<Job>> {
 }
 
 impl Handler for StaticFiles {
-    async fn handle(&self, ex: &mut Exchange<'_>) -> io::Result<()> {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
         match self.prepare(ex)? {
             None => Ok(()),
             // Boxed: only file transfers pay for their future.

@@ -48,6 +48,8 @@
 //! should check them with [`is_valid_media_type`] first, since they go
 //! straight into a response header.
 
+use ringside_http::grammar::is_token;
+
 /// What unknown and extension-less names are served as.
 pub const OCTET_STREAM: &str = "application/octet-stream";
 
@@ -196,17 +198,12 @@ pub fn is_valid_media_type(s: &str) -> bool {
     let Some((ty, sub)) = essence.trim_end_matches([' ', '\t']).split_once('/') else {
         return false;
     };
-    let token = |t: &str| !t.is_empty() && t.bytes().all(is_tchar);
+    let token = |t: &str| is_token(t.as_bytes());
     token(ty)
         && token(sub)
         && params
             .bytes()
             .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-}
-
-/// RFC 9110 §5.6.2 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The built-in table with the config's overrides in front of it.

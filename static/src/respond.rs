@@ -2,16 +2,15 @@
 //! ranges (§14), and the body from memory or from the file.
 
 use std::fs::File;
-use std::io;
 use std::rc::Rc;
 
 use bytes::Bytes;
-use ringside_runtime::http::Exchange;
+use ringside_http::semantics::conditional::{self, Conditions, Precondition};
+use ringside_http::semantics::negotiation::Coding;
+use ringside_http::semantics::range::{self, ByteRange, RangeOutcome};
+use ringside_http::{Error, Exchange};
 
 use crate::cache::{Entry, Meta};
-use crate::conditional::{self, Conditions, Precondition};
-use crate::encoding::Coding;
-use crate::range::{self, ByteRange, RangeOutcome};
 
 /// Where the body comes from.
 pub enum Source {
@@ -47,7 +46,7 @@ pub enum Job {
 }
 
 impl Job {
-    pub async fn run(self, ex: &mut Exchange<'_>) -> io::Result<()> {
+    pub async fn run(self, ex: &mut Exchange<'_>) -> Result<(), Error> {
         match self {
             Job::File { file, offset, len } => ex.write_file(&file, offset, len).await,
             Job::Multi {
@@ -124,7 +123,7 @@ pub fn respond(
     cache_control: Option<&[u8]>,
     vary: bool,
     coding: Option<Coding>,
-) -> io::Result<Option<Job>> {
+) -> Result<Option<Job>, Error> {
     // Validators and caching headers go on 200, 206 and 304 alike.
     let mut h = Headers::new();
     h.push("ETag", meta.etag.as_bytes());
@@ -238,7 +237,7 @@ fn body(
     src: Source,
     offset: u64,
     len: u64,
-) -> io::Result<Option<Job>> {
+) -> Result<Option<Job>, Error> {
     match src {
         Source::Bytes(bytes) => {
             ex.send(

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ringside_runtime::config::{Affinity, BackendChoice, RuntimeConfig, ServerConfig, Workers};
-use ringside_runtime::worker;
+
 use ringside_static::{StaticConfig, StaticFiles};
 
 struct Counting;
@@ -62,7 +62,7 @@ fn allocations_per_hit(backend: BackendChoice, file: &str, size: usize) {
         ..ServerConfig::default()
     };
     let cfg = StaticConfig::new(root.clone());
-    let server = worker::start(&rt, &srv, move |_| {
+    let server = ringside_http::start(&rt, &srv, move |_| {
         // Built on the worker thread: count everything this thread allocates.
         COUNTED.with(|c| c.set(true));
         StaticFiles::from_config(&cfg).unwrap()

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ringside_runtime::http::date::civil_from_days;
+use ringside_http::date::civil_from_days;
 
 /// What a line says about one request.
 pub struct Entry<'a> {

@@ -21,13 +21,17 @@ use std::fmt::{self, Write};
 
 use ringside_runtime::config::{Affinity, Workers};
 
-use super::fastcgi::{protocol_name, server_text};
+use super::addr::server_text;
+use super::fastcgi::protocol_name;
 use super::size::{format_duration, format_size};
-use super::tls::{min_version_text, unknown_name_text, CertPaths, TlsConfig};
+use super::tls::{min_version_text, unknown_name_text, TlsConfig};
 use super::upstream::{balance_name, hash_key_text, proxy_host_text, RETRY_ON};
 use super::validate::backend_name;
 use super::Config;
-use crate::upstream::settings::{Balance, Protocol, ProxyConfig, UpstreamConfig};
+use ringside_http::EncodedSlash;
+
+use crate::tls::certs::CertPaths;
+use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, Underscores, UpstreamConfig};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
@@ -246,6 +250,17 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
         Some(via) => writeln!(out, "via = {}", quote(via))?,
         None => writeln!(out, "via = false")?,
     }
+    let slash = match p.encoded_slash {
+        EncodedSlash::Reject => "reject",
+        EncodedSlash::Pass => "pass",
+    };
+    writeln!(out, "encoded_slash = {}", quote(slash))?;
+    let underscores = match h.underscores {
+        Underscores::Drop => "drop",
+        Underscores::Pass => "pass",
+        Underscores::Reject => "reject",
+    };
+    writeln!(out, "underscores_in_headers = {}", quote(underscores))?;
     for u in &p.upstreams {
         write_upstream(out, u)?;
     }
@@ -254,7 +269,11 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
 
 fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
     writeln!(out, "\n[upstream.{}]", table_key(&u.name))?;
-    writeln!(out, "protocol = {}", quote(protocol_name(u.protocol)))?;
+    writeln!(
+        out,
+        "protocol = {}",
+        quote(protocol_name(u.protocol_kind()))
+    )?;
     let servers: Vec<String> = u
         .servers
         .iter()
@@ -268,8 +287,7 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         })
         .collect();
     writeln!(out, "servers = [{}]", servers.join(", "))?;
-    if u.protocol == Protocol::FastCgi {
-        let f = &u.fastcgi;
+    if let Some(f) = u.fastcgi() {
         if let Some(n) = f.max_conns {
             writeln!(out, "max_conns = {n}")?;
         }
@@ -277,8 +295,8 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         writeln!(out, "queue_timeout = {}", dur(f.queue_timeout))?;
         writeln!(out, "keep_conn = {}", f.keep_conn)?;
     } else {
-        writeln!(out, "tls = {}", u.tls.is_some())?;
-        if let Some(t) = &u.tls {
+        writeln!(out, "tls = {}", u.tls().is_some())?;
+        if let Some(t) = u.tls() {
             writeln!(out, "tls_verify = {}", t.verify)?;
             if let Some(ca) = &t.ca {
                 writeln!(out, "tls_ca = {}", quote(&ca.to_string_lossy()))?;
@@ -316,7 +334,7 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         }
         None => writeln!(out, "max_fails = 0")?,
     }
-    if let Some(a) = &u.active {
+    if let Some(a) = u.active() {
         writeln!(out, "health_path = {}", quote(&a.path))?;
         writeln!(out, "health_interval = {}", dur(a.interval))?;
         writeln!(out, "health_timeout = {}", dur(a.timeout))?;
@@ -341,6 +359,9 @@ fn write_proxy_routes(out: &mut String, p: &ProxyConfig, unlogged: &[usize]) -> 
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;
         }
+        if r.forward_path == ForwardPath::Raw {
+            writeln!(out, "forward_path = \"raw\"")?;
+        }
         if let Some(f) = &r.fastcgi {
             writeln!(out, "root = {}", quote(&f.root.to_string_lossy()))?;
             writeln!(out, "extension = {}", quote(&f.extension))?;
@@ -353,6 +374,10 @@ fn write_proxy_routes(out: &mut String, p: &ProxyConfig, unlogged: &[usize]) -> 
             None => {}
         }
         writeln!(out, "proxy_host = {}", quote(proxy_host_text(&r.host)))?;
+        if !r.upgrade.is_empty() {
+            let tokens: Vec<String> = r.upgrade.iter().map(|t| quote(t)).collect();
+            writeln!(out, "upgrade = [{}]", tokens.join(", "))?;
+        }
     }
     Ok(())
 }

@@ -13,7 +13,8 @@
 //! A FastCGI server may listen on a unix socket: `"unix:/run/php/php.sock"`,
 //! a relative path being taken from the config file's directory. The path is
 //! made absolute but not opened: php-fpm may well start after ringside. It
-//! must fit in `sockaddr_un` (107 bytes on Linux, 103 elsewhere).
+//! must fit in `sockaddr_un` (107 bytes on Linux, 103 elsewhere). Such
+//! entries are parsed in `addr.rs`, with the other server addresses.
 //!
 //! A route to a FastCGI upstream runs scripts beneath its `root` (the
 //! `[server] root` unless it names one), made absolute and free of symlinks
@@ -23,17 +24,14 @@
 //! SCRIPT_NAME is the request's own path, so `strip_prefix`,
 //! `replace_prefix` and `proxy_host` are refused there.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use toml::Spanned;
 
+use super::cx::{duration, first_given, int_in, join, root_dir, Cx};
 use super::error::ConfigError;
 use super::file::{RouteSection, UpstreamSection};
-use super::upstream::host_port;
-use super::validate::{duration, int_in, join, root_dir, Cx};
-use crate::upstream::settings::{
-    FastCgiRoute, FastCgiSettings, Protocol, ServerSpec, UpstreamConfig,
-};
+use crate::upstream::settings::{FastCgiRoute, FastCgiSettings, Protocol, UpstreamConfig};
 
 /// `protocol` names, with what each chooses.
 pub const PROTOCOLS: [(&str, Protocol); 2] =
@@ -44,16 +42,6 @@ pub const MAX_QUEUE: i64 = 1_000_000;
 
 /// A route's script extension when it names none.
 pub const EXTENSION: &str = ".php";
-
-/// How a `servers` entry names a unix socket.
-pub const UNIX_PREFIX: &str = "unix:";
-
-/// The longest socket path `sockaddr_un` holds, without its NUL.
-pub const MAX_UNIX_PATH: usize = if cfg!(any(target_os = "linux", target_os = "android")) {
-    107
-} else {
-    103
-};
 
 /// `protocol = "http" | "fastcgi"`.
 pub fn protocol(name: &str) -> Result<Protocol, String> {
@@ -71,65 +59,6 @@ pub fn protocol_name(p: Protocol) -> &'static str {
         .find(|&&(_, q)| q == p)
         .map(|&(n, _)| n)
         .expect("every Protocol has a name")
-}
-
-/// A `unix:PATH` server's socket: `base` joined to a relative path, made
-/// absolute (without touching the file system). `None` when `text` does
-/// not start with `unix:`.
-pub fn unix_socket(text: &str, base: &Path) -> Option<Result<PathBuf, String>> {
-    let path = text.strip_prefix(UNIX_PREFIX)?;
-    if path.starts_with("//") {
-        return Some(Err(format!(
-            "expected \"unix:\" and a path like \"unix:/run/php/php-fpm.sock\", got {text:?} (write \"unix:/{}\")",
-            path.trim_start_matches('/')
-        )));
-    }
-    Some(socket_path(path, base).map_err(|m| format!("{m} (in {text:?})")))
-}
-
-/// A socket path as written after `unix:` (or given to `--fastcgi`).
-pub fn socket_path(path: &str, base: &Path) -> Result<PathBuf, String> {
-    if path.is_empty() {
-        return Err(
-            "expected a socket path after \"unix:\", like \"unix:/run/php/php-fpm.sock\"".into(),
-        );
-    }
-    if path.contains('\0') {
-        return Err("a socket path may not contain NUL".into());
-    }
-    if path.ends_with('/') {
-        return Err(format!(
-            "expected the path of a socket file, got the directory {path:?}"
-        ));
-    }
-    let joined = join(base, path);
-    let abs =
-        std::path::absolute(&joined).map_err(|e| format!("cannot make {path:?} absolute: {e}"))?;
-    let len = abs.as_os_str().len();
-    if len > MAX_UNIX_PATH {
-        return Err(format!(
-            "the socket path {abs:?} is {len} bytes; a unix socket path may have at most {MAX_UNIX_PATH}"
-        ));
-    }
-    Ok(abs)
-}
-
-/// A unix-socket server: its path as `host`, port 0.
-pub fn unix_server(path: PathBuf, weight: u32) -> ServerSpec {
-    ServerSpec {
-        host: path.to_string_lossy().into_owned(),
-        port: 0,
-        weight,
-        unix: Some(path),
-    }
-}
-
-/// A server as a `servers` entry writes it: `unix:/PATH` or `HOST:PORT`.
-pub fn server_text(s: &ServerSpec) -> String {
-    match &s.unix {
-        Some(path) => format!("{UNIX_PREFIX}{}", path.to_string_lossy()),
-        None => host_port(&s.host, s.port),
-    }
 }
 
 /// A script extension: '.', then letters, digits, '_', '-' or '.'.
@@ -167,14 +96,6 @@ pub fn script_index(n: &str, ext: &str) -> Result<String, String> {
 /// The index a route runs when it names none: `index` and its extension.
 pub fn default_index(ext: &str) -> String {
     format!("index{ext}")
-}
-
-/// The first of `keys` that is given, with its span.
-pub(super) fn first_given(
-    keys: &[(&'static str, Option<std::ops::Range<usize>>)],
-) -> Option<(&'static str, std::ops::Range<usize>)> {
-    keys.iter()
-        .find_map(|(k, s)| s.as_ref().map(|s| (*k, s.clone())))
 }
 
 impl Cx<'_> {

@@ -7,12 +7,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::fastcgi::{extension, script_index, MAX_UNIX_PATH};
+use super::addr::MAX_UNIX_PATH;
+use super::fastcgi::{extension, script_index};
 use super::proxy_tests::{route, server};
 use super::{Config, ConfigError};
 use crate::upstream::settings::{
     Balance, FastCgiRoute, FastCgiSettings, HashKey, HostHeader, Protocol, ProxyRoute, RetryOn,
-    ServerSpec, UpstreamConfig,
+    ServerSpec, UpstreamConfig, UpstreamProtocol,
 };
 
 const NAME: &str = "ringside.toml";
@@ -37,7 +38,7 @@ fn unix(path: impl Into<PathBuf>, weight: u32) -> ServerSpec {
 
 fn fastcgi(name: &str, servers: Vec<ServerSpec>) -> UpstreamConfig {
     UpstreamConfig {
-        protocol: Protocol::FastCgi,
+        protocol: UpstreamProtocol::FastCgi(FastCgiSettings::default()),
         ..UpstreamConfig::new(name, servers)
     }
 }
@@ -113,7 +114,7 @@ upstream = "web"
             unix(cwd.join("rel.sock"), 3),
         ],
     );
-    php.fastcgi = FastCgiSettings {
+    *php.fastcgi_mut() = FastCgiSettings {
         max_conns: Some(16),
         queue_size: 0,
         queue_timeout: Duration::from_millis(1500),
@@ -152,13 +153,13 @@ fn fastcgi_upstream_keys() {
     #[rustfmt::skip]
     let cases: &[(&str, Edit)] = &[
         ("", |_| {}),
-        ("max_conns = 1", |u| u.fastcgi.max_conns = Some(1)),
-        ("max_conns = 65535", |u| u.fastcgi.max_conns = Some(65535)),
-        ("queue_size = 0", |u| u.fastcgi.queue_size = 0),
-        ("queue_size = 1000000", |u| u.fastcgi.queue_size = 1_000_000),
-        ("queue_timeout = \"250ms\"", |u| u.fastcgi.queue_timeout = Duration::from_millis(250)),
-        ("queue_timeout = 3", |u| u.fastcgi.queue_timeout = Duration::from_secs(3)),
-        ("keep_conn = false", |u| u.fastcgi.keep_conn = false),
+        ("max_conns = 1", |u| u.fastcgi_mut().max_conns = Some(1)),
+        ("max_conns = 65535", |u| u.fastcgi_mut().max_conns = Some(65535)),
+        ("queue_size = 0", |u| u.fastcgi_mut().queue_size = 0),
+        ("queue_size = 1000000", |u| u.fastcgi_mut().queue_size = 1_000_000),
+        ("queue_timeout = \"250ms\"", |u| u.fastcgi_mut().queue_timeout = Duration::from_millis(250)),
+        ("queue_timeout = 3", |u| u.fastcgi_mut().queue_timeout = Duration::from_secs(3)),
+        ("keep_conn = false", |u| u.fastcgi_mut().keep_conn = false),
         ("keep_conn = true", |_| {}),
         ("balance = \"hash\"\nhash_key = \"cookie:PHPSESSID\"", |u| u.balance = Balance::Hash(HashKey::Cookie("PHPSESSID".into()))),
         ("balance = \"hash\"\nhash_key = \"header:X-User\"", |u| u.balance = Balance::Hash(HashKey::Header("x-user".into()))),
@@ -460,7 +461,11 @@ fn documented_fastcgi_examples_are_valid() {
             .unwrap_or_else(|e| panic!("{source}: {e}"))
             .proxy;
         assert_eq!(p.upstreams.len(), 1, "{source}");
-        assert_eq!(p.upstreams[0].protocol, Protocol::FastCgi, "{source}");
+        assert_eq!(
+            p.upstreams[0].protocol_kind(),
+            Protocol::FastCgi,
+            "{source}"
+        );
         assert_eq!(p.routes.len(), 1, "{source}");
         assert!(p.routes[0].fastcgi.is_some(), "{source}");
     }

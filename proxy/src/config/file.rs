@@ -1,5 +1,5 @@
-//! The file layer (DESIGN.md §7): what a TOML config file may say, as serde
-//! reads it, before any validation.
+//! The file layer, the first of the two (see `super`): what a TOML config
+//! file may say, as serde reads it, before any validation.
 //!
 //! Every table refuses unknown keys (`deny_unknown_fields`), every table and
 //! key is optional, and every value is wrapped in `toml::Spanned` so that the
@@ -146,6 +146,11 @@ pub struct RouteSection {
     pub index: Option<Spanned<String>>,
     /// `false`: this route's requests are not access-logged.
     pub access_log: Option<Spanned<bool>>,
+    // Proxy routes: `"normalized"` (the default) or `"raw"`.
+    pub forward_path: Option<Spanned<String>>,
+    // Routes to an HTTP upstream: Upgrade protocols passed on besides
+    // websocket.
+    pub upgrade: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -155,6 +160,10 @@ pub struct ProxySection {
     pub x_forwarded: Option<Spanned<bool>>,
     pub forwarded: Option<Spanned<bool>>,
     pub via: Option<Spanned<ViaValue>>,
+    /// `"reject"` (the default) or `"pass"`.
+    pub encoded_slash: Option<Spanned<String>>,
+    /// `"drop"` (the default), `"pass"` or `"reject"`.
+    pub underscores_in_headers: Option<Spanned<String>>,
 }
 
 /// `[upstream.NAME]`: a group of servers and how requests reach them.

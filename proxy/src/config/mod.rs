@@ -1,4 +1,4 @@
-//! Configuration, in two layers (DESIGN.md §7).
+//! Configuration, in two layers: what the file says, then what the server runs.
 //!
 //! 1. The file layer ([`file`]): serde structs mirroring the TOML file, with
 //!    `deny_unknown_fields`, every key optional, and every value wrapped in
@@ -30,7 +30,7 @@
 //! [limits]
 //! max_request_line = "8k"   # integer bytes, or k/m/g (powers of 1024)
 //! max_head = "16k"
-//! max_headers = 64
+//! max_headers = 100       # at most 16384
 //! max_body = "1m"
 //! max_connections = 16384   # per worker; at the cap it stops accepting
 //!
@@ -64,6 +64,8 @@
 //! x_forwarded = true        # X-Forwarded-For/-Proto/-Host
 //! forwarded = false         # RFC 7239 Forwarded
 //! via = "ringside"          # pseudonym in Via; false or "" for none
+//! encoded_slash = "reject"  # "reject" (400) | "pass": %2F kept for the backend
+//! underscores_in_headers = "drop"  # "drop" | "pass" | "reject" (400)
 //!
 //! [upstream.app]            # name: [A-Za-z0-9_-]+
 //! servers = ["127.0.0.1:9000", "[::1]:9000", { addr = "app2.internal:9000", weight = 3 }]
@@ -95,6 +97,8 @@
 //! host = ["api.example.com", "*.example.com"]  # optional; any host otherwise
 //! strip_prefix = true       # or replace_prefix = "/v1/"
 //! proxy_host = "pass"       # "pass" | "upstream" | "HOST[:PORT]"
+//! forward_path = "normalized"  # "normalized" (the path routed on) | "raw"
+//! upgrade = ["my-proto"]    # Upgrade protocols passed on besides websocket
 //! ```
 //!
 //! TLS (see [`tls`]) adds the table form of a `listen` entry, a `[tls]`
@@ -123,7 +127,9 @@
 //! index = "index.php"       # must end in extension; default: "index" + extension
 //! ```
 
+pub mod addr;
 mod cpus;
+pub mod cx;
 mod emit;
 pub mod error;
 pub mod fastcgi;
@@ -141,9 +147,9 @@ use ringside_runtime::config::{RuntimeConfig, ServerConfig};
 use ringside_static::StaticConfig;
 
 use crate::upstream::settings::ProxyConfig;
+use file::FileConfig;
 
 pub use error::ConfigError;
-pub use validate::Document;
 
 /// The validated configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +192,16 @@ impl Default for Config {
     }
 }
 
+/// A parsed file with what is needed to report on it: its text (for line
+/// and column) and its path (for the name, and as the base of a relative
+/// `root`). Validated into a [`Config`] by its `TryFrom` impl, in
+/// [`validate`].
+pub struct Document<'a> {
+    pub file: FileConfig,
+    pub text: &'a str,
+    pub path: &'a Path,
+}
+
 impl Config {
     /// Sets the served directory (the `--root` flag). Routes to a FastCGI
     /// upstream that ran scripts from the old one follow it.
@@ -212,7 +228,7 @@ impl Config {
     /// Validates `text` as if read from `path`: errors name `path`, and a
     /// relative `root` is taken from `path`'s directory.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let file: file::FileConfig =
+        let file: FileConfig =
             toml::from_str(text).map_err(|e| ConfigError::from_toml(path, text, &e))?;
         Config::try_from(Document { file, text, path })
     }

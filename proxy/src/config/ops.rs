@@ -26,10 +26,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::addr::resolve_listen;
+use super::cx::{duration, join, size_in, Cx};
+use super::error::ConfigError;
 use super::file::FileConfig;
 use super::size::format_duration;
-use super::validate::{duration, join, resolve_listen, size_in, Cx};
-use super::ConfigError;
 
 /// Where the admin listener is.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,11 +5,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::upstream::{proxy_host, route_host, server_addr};
+use super::addr::{route_host, server_addr};
+use super::upstream::proxy_host;
 use super::{Config, ConfigError};
 use crate::upstream::settings::{
-    ActiveHealth, Balance, ForwardHeaders, HashKey, HostHeader, PassiveHealth, PoolSettings,
-    ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec, UpstreamConfig, UpstreamTimeouts,
+    ActiveHealth, Balance, ForwardHeaders, ForwardPath, HashKey, HostHeader, PassiveHealth,
+    PoolSettings, ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec, Underscores,
+    UpstreamConfig, UpstreamTimeouts,
 };
 
 const NAME: &str = "ringside.toml";
@@ -43,6 +45,8 @@ pub(super) fn route(prefix: &str, upstream: usize) -> ProxyRoute {
         replace_prefix: None,
         host: HostHeader::Pass,
         fastcgi: None,
+        forward_path: ForwardPath::Normalized,
+        upgrade: Vec::new(),
     }
 }
 
@@ -57,6 +61,7 @@ fn no_proxy_sections_is_the_default() {
             x_forwarded: true,
             forwarded: false,
             via: Some("ringside".into()),
+            underscores: Underscores::Drop,
         }
     );
     // Static routes stay where they were.
@@ -155,7 +160,7 @@ strip_prefix = false
         window: s(20),
         cooldown: s(60),
     });
-    app.active = Some(ActiveHealth {
+    app.http_mut().active = Some(ActiveHealth {
         path: "/healthz".into(),
         interval: s(10),
         timeout: s(3),
@@ -185,7 +190,9 @@ strip_prefix = false
             x_forwarded: false,
             forwarded: true,
             via: Some("edge-1".into()),
+            underscores: Underscores::Drop,
         },
+        encoded_slash: Default::default(),
     };
     assert_eq!(config.proxy, want);
     // The static route is the static layer's alone.
@@ -220,13 +227,13 @@ fn upstream_keys() {
         ("max_fails = 0", |u| u.passive = None),
         ("max_fails = 5", |u| u.passive.as_mut().unwrap().max_fails = 5),
         ("health_path = \"/up?full=1\"", |u| {
-            u.active = Some(ActiveHealth {
+            u.http_mut().active = Some(ActiveHealth {
                 path: "/up?full=1".into(), interval: Duration::from_secs(5), timeout: Duration::from_secs(2),
                 expect_status: 200, fall: 2, rise: 2,
             })
         }),
         ("health_path = \"/\"\nhealth_interval = \"2s\"", |u| {
-            u.active = Some(ActiveHealth {
+            u.http_mut().active = Some(ActiveHealth {
                 path: "/".into(), interval: Duration::from_secs(2), timeout: Duration::from_secs(2),
                 expect_status: 200, fall: 2, rise: 2,
             })
@@ -259,6 +266,7 @@ fn proxy_section_keys() {
                 x_forwarded,
                 forwarded,
                 via: via.map(str::to_owned),
+                underscores: Underscores::Drop,
             },
             "{text}"
         );
@@ -473,7 +481,7 @@ fn documented_examples_are_valid() {
         let p = parse(&text).unwrap_or_else(|e| panic!("{source}: {e}"));
         assert_eq!(p.proxy.upstreams.len(), 1, "{source}");
         assert_eq!(p.proxy.routes.len(), 1, "{source}");
-        assert!(p.proxy.upstreams[0].active.is_some(), "{source}");
+        assert!(p.proxy.upstreams[0].active().is_some(), "{source}");
     }
 }
 

@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ringside_runtime::config::Limits;
 use ringside_runtime::config::{
     Affinity, BackendChoice, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
-use ringside_runtime::http::Limits;
 
 use super::cpus::allowed_cpus;
 use super::error::Position;
@@ -249,9 +249,9 @@ fn validation_errors() {
         ("[limits]\nmax_head = \"big\"\n",
          "ringside.toml:2:12: [limits] max_head: expected a size like 8192, \"16k\" or \"1m\", got \"big\""),
         ("[limits]\nmax_headers = 0\n",
-         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 100, got 0"),
-        ("[limits]\nmax_headers = 101\n",
-         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 100, got 101"),
+         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 16384, got 0"),
+        ("[limits]\nmax_headers = 16385\n",
+         "ringside.toml:2:15: [limits] max_headers: expected an integer from 1 to 16384, got 16385"),
         ("[limits]\nmax_body = \"0k\"\n",
          "ringside.toml:2:12: [limits] max_body: expected a size of at least 1 bytes, got \"0k\""),
         ("[limits]\nmax_body = 1.5\n",
@@ -549,7 +549,7 @@ root = {root}
 [limits]
 max_request_line = "8k"
 max_head = "16k"
-max_headers = 64
+max_headers = 100
 max_body = "1m"
 max_connections = 16384
 
@@ -578,6 +578,8 @@ revalidate = "1s"
 x_forwarded = true
 forwarded = false
 via = "ringside"
+encoded_slash = "reject"
+underscores_in_headers = "drop"
 "#
     );
     assert_eq!(text, want);
@@ -596,6 +598,8 @@ fn to_toml_writes_upstreams_and_proxy_routes() {
 x_forwarded = true
 forwarded = false
 via = "ringside"
+encoded_slash = "reject"
+underscores_in_headers = "drop"
 
 [upstream.app]
 protocol = "http"

@@ -61,20 +61,12 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
+use super::addr::route_host;
+use super::cx::{first_given, header_value, join, Cx};
 use super::error::ConfigError;
-use super::fastcgi::first_given;
 use super::file::{CertSection, FileConfig, UpstreamSection};
-use super::upstream::route_host;
-use super::validate::{header_value, join, Cx};
-use crate::tls::certs::{load_certified_key, load_roots, CertPart};
+use crate::tls::certs::{load_certified_key, load_roots, CertPart, CertPaths};
 use crate::upstream::settings::{Protocol, UpstreamTls};
-
-/// A certificate chain and its key, both PEM files, absolute paths.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct CertPaths {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
 
 /// One `[[vhost]]`.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

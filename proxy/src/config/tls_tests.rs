@@ -8,9 +8,9 @@ use std::fs;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::tls::{CertPaths, TlsConfig, TlsVersion, UnknownName, Vhost};
+use super::tls::{TlsConfig, TlsVersion, UnknownName, Vhost};
 use super::{Config, ConfigError};
-use crate::tls::certs::system_bundle;
+use crate::tls::certs::{system_bundle, CertPaths};
 use crate::tls::test_certs::{path_text, TestDir};
 use crate::upstream::settings::UpstreamTls;
 
@@ -172,7 +172,7 @@ tls = false
     assert_eq!(c.tls.listener(9), None);
     let ups = &c.proxy.upstreams;
     assert_eq!(
-        ups[0].tls,
+        ups[0].tls().cloned(),
         Some(UpstreamTls {
             verify: true,
             ca: Some(f.path("ca.pem")),
@@ -180,14 +180,14 @@ tls = false
         })
     );
     assert_eq!(
-        ups[1].tls,
+        ups[1].tls().cloned(),
         Some(UpstreamTls {
             verify: false,
             ca: None,
             sni: None,
         })
     );
-    assert_eq!(ups[2].tls, None);
+    assert_eq!(ups[2].tls(), None);
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn good_values() {
         let c = f.ok(&format!(
             "[upstream.u]\nservers = [\"a:1\"]\ntls = true\ntls_verify = false\ntls_sni = {s:?}\n"
         ));
-        c.proxy.upstreams[0].tls.clone().unwrap().sni.unwrap()
+        c.proxy.upstreams[0].tls().cloned().unwrap().sni.unwrap()
     };
     assert_eq!(sni("API.Internal"), "api.internal");
     assert_eq!(sni("api.internal."), "api.internal");
@@ -330,7 +330,7 @@ fn good_values() {
     let text = "[upstream.u]\nservers = [\"a:1\"]\ntls = true\n";
     match system_bundle() {
         Some(_) => assert_eq!(
-            f.ok(text).proxy.upstreams[0].tls,
+            f.ok(text).proxy.upstreams[0].tls().cloned(),
             Some(UpstreamTls {
                 verify: true,
                 ca: None,
@@ -621,7 +621,7 @@ fn documented_tls_examples_are_valid() {
         assert!(!c.tls.vhosts.is_empty(), "{source}");
         assert!(c.tls.vhosts[0].cert.is_some(), "{source}");
         assert!(
-            c.proxy.upstreams.iter().any(|u| u.tls.is_some()),
+            c.proxy.upstreams.iter().any(|u| u.tls().is_some()),
             "{source}"
         );
     }

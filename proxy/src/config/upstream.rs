@@ -24,26 +24,26 @@
 //! in `tls.rs`, which also reads `tls_ca` (or the system bundle).
 //!
 //! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`,
-//! and for FastCGI `unix:PATH`);
+//! and for FastCGI `unix:PATH`; parsed in `addr.rs`);
 //! DNS names are resolved by the proxy at run time, every `resolve_every`,
 //! so a config naming a host that does not resolve yet still loads. IP
 //! literals are kept in canonical form without brackets, DNS names in lower
 //! case.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::time::Duration;
 
+use ringside_http::EncodedSlash;
 use toml::Spanned;
 
+use super::addr::{port_number, route_host, server_entry, server_text};
+use super::cx::{duration, int_in, Cx};
 use super::error::ConfigError;
-use super::fastcgi::{server_text, unix_server, unix_socket, UNIX_PREFIX};
 use super::file::{FileConfig, RouteSection, ServerValue, UpstreamSection, ViaValue};
-use super::validate::{duration, int_in, Cx};
 use crate::upstream::settings::{
-    ActiveHealth, Balance, FastCgiRoute, ForwardHeaders, HashKey, HostHeader, PassiveHealth,
-    PoolSettings, Protocol, ProxyConfig, ProxyRoute, RetryOn, RetryPolicy, ServerSpec,
-    UpstreamConfig, UpstreamTimeouts,
+    ActiveHealth, Balance, FastCgiRoute, ForwardHeaders, ForwardPath, HashKey, HostHeader,
+    HttpSettings, PassiveHealth, PoolSettings, Protocol, ProxyConfig, ProxyRoute, RetryOn,
+    RetryPolicy, ServerSpec, Underscores, UpstreamConfig, UpstreamProtocol, UpstreamTimeouts,
 };
 
 /// Active health check defaults, for when `health_path` turns them on.
@@ -58,6 +58,13 @@ pub const MAX_IDLE: i64 = 65535;
 pub const MAX_RETRIES: i64 = 100;
 pub const MAX_FAILS: i64 = 1000;
 pub const MAX_FALL_RISE: i64 = 100;
+
+/// `[proxy] encoded_slash` values.
+pub const ENCODED_SLASH: [&str; 2] = ["reject", "pass"];
+/// `[proxy] underscores_in_headers` values.
+pub const UNDERSCORES: [&str; 3] = ["drop", "pass", "reject"];
+/// `[[route]] forward_path` values.
+pub const FORWARD_PATHS: [&str; 2] = ["normalized", "raw"];
 
 /// `balance` names.
 pub const BALANCES: [&str; 4] = ["round_robin", "least_conn", "p2c", "hash"];
@@ -74,10 +81,6 @@ pub const RETRY_ON: [(&str, RetryFlag); 6] = [
     ("http_503", |r| &mut r.http_503),
     ("http_504", |r| &mut r.http_504),
 ];
-
-/// What a server address must look like, for error messages.
-pub const ADDR_EXPECTED: &str =
-    "HOST:PORT like \"127.0.0.1:9000\", \"[::1]:9000\" or \"app.internal:9000\"";
 
 impl Cx<'_> {
     /// `[proxy]`, `[upstream.*]` and the proxy routes. Runs after the static
@@ -121,6 +124,16 @@ impl Cx<'_> {
             upstreams,
             routes,
             headers,
+            encoded_slash: self.or(
+                &f.proxy.encoded_slash,
+                "[proxy] encoded_slash",
+                EncodedSlash::Reject,
+                |v| match v.as_str() {
+                    "reject" => Ok(EncodedSlash::Reject),
+                    "pass" => Ok(EncodedSlash::Pass),
+                    other => Err(one_of(ENCODED_SLASH.iter().copied(), other)),
+                },
+            )?,
         })
     }
 
@@ -139,6 +152,17 @@ impl Cx<'_> {
                     "expected a pseudonym of letters, digits and !#$%&'*+-.^_`|~ (RFC 9110 §7.6.3), got {n:?}"
                 )),
             })?,
+            underscores: self.or(
+                &p.underscores_in_headers,
+                "[proxy] underscores_in_headers",
+                d.underscores,
+                |v| match v.as_str() {
+                    "drop" => Ok(Underscores::Drop),
+                    "pass" => Ok(Underscores::Pass),
+                    "reject" => Ok(Underscores::Reject),
+                    other => Err(one_of(UNDERSCORES.iter().copied(), other)),
+                },
+            )?,
         })
     }
 
@@ -152,9 +176,14 @@ impl Cx<'_> {
         let key = |k: &str| format!("{table} {k}");
         let u = s.get_ref();
         let d = UpstreamConfig::new(name, Vec::new());
-        let protocol = self.protocol(u, &key)?;
-        let fastcgi = self.fastcgi_settings(u, &key, protocol)?;
-        let tls = self.upstream_tls(u, &key, protocol, base)?;
+        let kind = self.protocol(u, &key)?;
+        let fastcgi = self.fastcgi_settings(u, &key, kind)?;
+        let tls = self.upstream_tls(u, &key, kind, base)?;
+        let active = self.active(u, &key)?;
+        let protocol = match kind {
+            Protocol::Http => UpstreamProtocol::Http(HttpSettings { tls, active }),
+            Protocol::FastCgi => UpstreamProtocol::FastCgi(fastcgi),
+        };
 
         let servers = match &u.servers {
             None => {
@@ -165,7 +194,7 @@ impl Cx<'_> {
                         .into(),
                 ))
             }
-            Some(list) => self.servers(list, &key("servers"), protocol, base)?,
+            Some(list) => self.servers(list, &key("servers"), kind, base)?,
         };
 
         let balance = match &u.balance {
@@ -238,7 +267,6 @@ impl Cx<'_> {
         Ok(UpstreamConfig {
             name: name.to_owned(),
             protocol,
-            fastcgi,
             servers,
             balance,
             resolve_every: self.or(
@@ -251,8 +279,6 @@ impl Cx<'_> {
             timeouts,
             retry,
             passive: self.passive(u, &key, d.passive)?,
-            active: self.active(u, &key)?,
-            tls,
         })
     }
 
@@ -458,6 +484,8 @@ impl Cx<'_> {
                 r.replace_prefix.as_ref().map(Spanned::span),
             ),
             ("proxy_host", r.proxy_host.as_ref().map(Spanned::span)),
+            ("forward_path", r.forward_path.as_ref().map(Spanned::span)),
+            ("upgrade", r.upgrade.as_ref().map(Spanned::span)),
         ];
         if let Some((k, Some(span))) = proxy_only.into_iter().find(|(_, s)| s.is_some()) {
             return Err(self.err(
@@ -507,7 +535,7 @@ impl Cx<'_> {
                 })
         })?;
         let u = &upstreams[upstream];
-        let fastcgi = u.protocol == Protocol::FastCgi;
+        let fastcgi = u.protocol_kind() == Protocol::FastCgi;
         let static_only = [
             ("cache_control", r.cache_control.as_ref().map(Spanned::span)),
             ("listing", r.listing.as_ref().map(Spanned::span)),
@@ -584,6 +612,42 @@ impl Cx<'_> {
             HostHeader::Pass,
             |h| proxy_host(h),
         )?;
+        let forward_path = self.or(
+            &r.forward_path,
+            "[[route]] forward_path",
+            ForwardPath::Normalized,
+            |v| match v.as_str() {
+                "normalized" => Ok(ForwardPath::Normalized),
+                "raw" => Ok(ForwardPath::Raw),
+                other => Err(one_of(FORWARD_PATHS.iter().copied(), other)),
+            },
+        )?;
+        let upgrade = match &r.upgrade {
+            None => Vec::new(),
+            Some(list) if fastcgi => {
+                return Err(self.err(
+                    list.span(),
+                    "[[route]] upgrade",
+                    format!(
+                        "only for a route to an HTTP upstream; upstream {:?} speaks FastCGI",
+                        up.get_ref()
+                    ),
+                ))
+            }
+            Some(list) => {
+                let mut tokens: Vec<String> = Vec::new();
+                for t in list.get_ref() {
+                    tokens.push(self.check(t, "[[route]] upgrade", |t| {
+                        let t = upgrade_token(t)?;
+                        if tokens.contains(&t) {
+                            return Err(format!("{t:?} is listed twice"));
+                        }
+                        Ok(t)
+                    })?);
+                }
+                tokens
+            }
+        };
         Ok(ProxyRoute {
             hosts,
             prefix,
@@ -591,6 +655,8 @@ impl Cx<'_> {
             replace_prefix,
             host,
             fastcgi: script,
+            forward_path,
+            upgrade,
         })
     }
 }
@@ -655,6 +721,8 @@ pub fn catch_all_route(upstream: usize, fastcgi: Option<FastCgiRoute>) -> ProxyR
         replace_prefix: None,
         host: HostHeader::Pass,
         fastcgi,
+        forward_path: ForwardPath::Normalized,
+        upgrade: Vec::new(),
     }
 }
 
@@ -745,12 +813,38 @@ fn path_chars(p: &str) -> bool {
 }
 
 /// A route prefix: a path.
-fn route_prefix(p: &str) -> Result<String, String> {
-    if p.starts_with('/') {
-        Ok(p.to_owned())
-    } else {
-        Err(format!("expected a path starting with \"/\", got {p:?}"))
+/// A route's prefix: a path as requests are matched, normalized (see
+/// `ringside_http::path`), so a prefix that could never equal a request's
+/// path is refused where it is written.
+pub fn route_prefix(p: &str) -> Result<String, String> {
+    if !p.starts_with('/') {
+        return Err(format!("expected a path starting with \"/\", got {p:?}"));
     }
+    let mut normal = Vec::new();
+    match ringside_http::path::normalize_into(p.as_bytes(), EncodedSlash::Reject, &mut normal) {
+        Ok(false) => Ok(p.to_owned()),
+        Ok(true) => Err(format!(
+            "requests are matched on their normalized path, which is spelled {:?}; write that",
+            String::from_utf8_lossy(&normal)
+        )),
+        Err(e) => Err(format!(
+            "{e}: expected a path as requests are matched (spaces, non-ASCII and the like as %XX), got {p:?}"
+        )),
+    }
+}
+
+/// An `upgrade` protocol a route passes on besides `websocket`.
+fn upgrade_token(t: &str) -> Result<String, String> {
+    let name = t.to_ascii_lowercase();
+    if name == "h2c" {
+        return Err("h2c is never passed on: RFC 9113 dropped it, and a proxy that tunnels it lets HTTP/2 pass unchecked".into());
+    }
+    if !ringside_http::grammar::is_token(name.as_bytes()) {
+        return Err(format!(
+            "expected a protocol name (a token like \"websocket\"), got {t:?}"
+        ));
+    }
+    Ok(name)
 }
 
 fn health_path(p: &str) -> Result<String, String> {
@@ -761,162 +855,6 @@ fn health_path(p: &str) -> Result<String, String> {
             "expected a path starting with \"/\" (visible ASCII, no spaces), got {p:?}"
         ))
     }
-}
-
-/// `host:port` with IPv6 hosts in brackets.
-pub fn host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-/// A server address: `HOST:PORT` or `[V6]:PORT`, with `HOST` an IPv4
-/// literal or a DNS name. Returns the host (IPv6 without brackets, names in
-/// lower case) and the port.
-pub fn server_addr(text: &str) -> Result<(String, u16), String> {
-    if let Some((scheme, rest)) = text.split_once("://") {
-        let rest = rest.split('/').next().unwrap_or(rest);
-        return Err(format!(
-            "expected {ADDR_EXPECTED} without a scheme, got {text:?} (write {rest:?}; {scheme}:// is not needed)"
-        ));
-    }
-    let shape = || format!("expected {ADDR_EXPECTED}, got {text:?}");
-    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']').ok_or_else(shape)?;
-        let ip: Ipv6Addr = inside
-            .parse()
-            .map_err(|_| format!("{inside:?} is not an IPv6 address (in {text:?})"))?;
-        let port = after.strip_prefix(':').ok_or_else(|| {
-            format!("expected a port after the address, like \"[{ip}]:9000\", got {text:?}")
-        })?;
-        (ip.to_string(), port)
-    } else {
-        let (host, port) = text
-            .rsplit_once(':')
-            .ok_or_else(|| format!("{} (no port)", shape()))?;
-        if host.contains(':') {
-            let hint = match host.parse::<Ipv6Addr>() {
-                Ok(ip) => format!("\"[{ip}]:{port}\""),
-                Err(_) => "\"[::1]:9000\"".to_owned(),
-            };
-            return Err(format!(
-                "{}: an IPv6 address takes brackets, like {hint}",
-                shape()
-            ));
-        }
-        (
-            dns_or_ipv4(host).map_err(|m| format!("{m} (in {text:?})"))?,
-            port,
-        )
-    };
-    Ok((
-        host,
-        port_number(port).map_err(|m| format!("{m} (in {text:?})"))?,
-    ))
-}
-
-/// One `servers` entry's address, for an upstream speaking `protocol`:
-/// `HOST:PORT`, or for FastCGI `unix:PATH` (a relative path taken from
-/// `base`). Its weight is 1.
-pub fn server_entry(text: &str, protocol: Protocol, base: &Path) -> Result<ServerSpec, String> {
-    if let Some(path) = unix_socket(text, base) {
-        if protocol != Protocol::FastCgi {
-            return Err(format!(
-                "a unix socket server is only for protocol = \"fastcgi\", got {text:?}"
-            ));
-        }
-        return path.map(|p| unix_server(p, 1));
-    }
-    if text.starts_with('/') {
-        return Err(format!(
-            "expected {ADDR_EXPECTED}, got {text:?} (a FastCGI unix socket is written \"{UNIX_PREFIX}{text}\")"
-        ));
-    }
-    let (host, port) = server_addr(text)?;
-    Ok(ServerSpec {
-        host,
-        port,
-        weight: 1,
-        unix: None,
-    })
-}
-
-/// 1..=65535 in decimal digits.
-fn port_number(port: &str) -> Result<u16, String> {
-    match port.parse::<u16>() {
-        Ok(p) if p >= 1 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
-        _ => Err(format!("expected a port from 1 to 65535, got {port:?}")),
-    }
-}
-
-/// An IPv4 literal, or a DNS name (RFC 1123 §2.1, with '_' allowed as
-/// container and service names use it), in lower case.
-fn dns_or_ipv4(host: &str) -> Result<String, String> {
-    if let Ok(ip) = host.parse::<Ipv4Addr>() {
-        return Ok(ip.to_string());
-    }
-    let bad = |why: &str| format!("{host:?} is not a host name: {why}");
-    if host.is_empty() {
-        return Err("expected a host name or IP address before the port".to_owned());
-    }
-    let name = host.strip_suffix('.').unwrap_or(host);
-    if name.len() > 253 {
-        return Err(bad("longer than 253 characters"));
-    }
-    for label in name.split('.') {
-        if label.is_empty() || label.len() > 63 {
-            return Err(bad("each dot-separated label needs 1 to 63 characters"));
-        }
-        if !label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(bad("expected letters, digits, '-', '_' and '.'"));
-        }
-        if label.starts_with('-') || label.ends_with('-') {
-            return Err(bad("a label may not start or end with '-'"));
-        }
-    }
-    if name.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return Err(format!("{host:?} is not an IPv4 address"));
-    }
-    let last = name.rsplit('.').next().unwrap_or(name);
-    if last.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad("its last label may not be all digits"));
-    }
-    Ok(host.to_ascii_lowercase())
-}
-
-/// A route's `host` entry: a name, `*.` and a name, an IPv4 literal or a
-/// bracketed IPv6 literal, without a port; in lower case.
-pub fn route_host(h: &str) -> Result<String, String> {
-    if let Some(inside) = h.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-        return inside
-            .parse::<Ipv6Addr>()
-            .map(|ip| format!("[{ip}]"))
-            .map_err(|_| format!("{inside:?} is not an IPv6 address"));
-    }
-    let (wild, name) = match h.strip_prefix("*.") {
-        Some(rest) => ("*.", rest),
-        None => ("", h),
-    };
-    if name.contains('*') {
-        return Err(format!(
-            "a wildcard is only allowed as a leading \"*.\", like \"*.example.com\", got {h:?}"
-        ));
-    }
-    if name.contains(':') {
-        return Err(format!(
-            "expected a host name without a port (routes match any port), got {h:?}"
-        ));
-    }
-    let name = dns_or_ipv4(name)?;
-    if !wild.is_empty() && name.parse::<Ipv4Addr>().is_ok() {
-        return Err(format!("a wildcard needs a name after \"*.\", got {h:?}"));
-    }
-    Ok(format!("{wild}{}", name.trim_end_matches('.')))
 }
 
 /// `proxy_host = "pass" | "upstream" | "HOST[:PORT]"`.

@@ -1,5 +1,6 @@
-//! The validating layer (DESIGN.md §7): `TryFrom<Document>` turns the file
-//! layer into [`Config`], with real durations, sizes and socket addresses.
+//! The validating layer, the second of the two (see `super`):
+//! `TryFrom<Document>` turns the file layer into [`Config`], with real
+//! durations, sizes and socket addresses.
 //!
 //! Every value is checked against what the runtime can really do, and a
 //! refused value is reported at its own span: the file layer keeps a
@@ -9,7 +10,10 @@
 //! against the default `max_request_line`.
 //!
 //! The checks on single values are plain functions returning the message
-//! alone, so the command-line overrides (`cli.rs`) share them.
+//! alone, so the command-line overrides (`cli.rs`) share them. Those that
+//! more than one section uses live in `cx.rs` (with `Cx`) and `addr.rs`
+//! (addresses and host names), which the sections import instead of this
+//! module: this one imports the sections, to assemble them.
 //!
 //! The proxy's sections (`[proxy]`, `[upstream.NAME]`, routes with
 //! `upstream`) are validated in `upstream.rs` (FastCGI's keys in
@@ -20,33 +24,33 @@
 //! listener's table, and the validated [`TlsConfig`](super::tls::TlsConfig)
 //! keeps one entry per listen address, parallel to `ServerConfig::listen`.
 
-use std::collections::HashSet;
-use std::fs;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use ringside_runtime::config::{
-    Affinity, BackendChoice, RuntimeConfig, ServerConfig, Timeouts, Workers,
+    Affinity, BackendChoice, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
-use ringside_runtime::http::head::MAX_HEADERS;
-use ringside_runtime::http::Limits;
 use ringside_static::{CacheConfig, RouteConfig, StaticConfig};
 use toml::Spanned;
 
+use super::addr::add_listen;
 use super::cpus::{allowed_cpus, check_cpu};
-use super::error::{io_reason, ConfigError};
+use super::cx::{duration, header_value, int_in, join, root_dir, size_in, Cx};
+use super::error::ConfigError;
 use super::file::{
-    AffinityValue, DurationValue, FileConfig, ListenValue, SizeValue, WorkersValue,
-    WORKERS_EXPECTED,
+    AffinityValue, DurationValue, FileConfig, ListenValue, WorkersValue, WORKERS_EXPECTED,
 };
-use super::size::{parse_duration, parse_size, DURATION_EXPECTED, SIZE_EXPECTED};
-use super::tls::{CertAt, CertPaths};
-use super::Config;
+use super::size::parse_duration;
+use super::tls::CertAt;
+use super::{Config, Document};
+use crate::tls::certs::CertPaths;
 
 /// The largest `max_head` the HTTP codec supports.
 pub const MAX_HEAD: u64 = 65535;
+/// The most header fields `max_headers` may allow: more than a head of
+/// `MAX_HEAD` bytes could hold of the shortest fields anyway.
+pub const MAX_HEADERS: i64 = 16384;
 /// The largest `listen(2)` backlog accepted.
 pub const MAX_BACKLOG: i64 = 65535;
 /// A sanity bound: each connection is a file descriptor.
@@ -65,15 +69,6 @@ pub const BACKENDS: [(&str, BackendChoice); 6] = [
     ("devpoll", BackendChoice::Devpoll),
     ("glommio", BackendChoice::Glommio),
 ];
-
-/// A parsed file with what is needed to report on it: its text (for line
-/// and column) and its path (for the name, and as the base of a relative
-/// `root`).
-pub struct Document<'a> {
-    pub file: FileConfig,
-    pub text: &'a str,
-    pub path: &'a Path,
-}
 
 impl TryFrom<Document<'_>> for Config {
     type Error = ConfigError;
@@ -113,57 +108,7 @@ fn key(k: &str) -> Option<String> {
     Some(k.to_owned())
 }
 
-/// `rel` taken from `base`, the config file's directory (`rel` as it is
-/// when absolute, or when `base` is empty).
-pub(super) fn join(base: &Path, rel: &str) -> PathBuf {
-    if base.as_os_str().is_empty() {
-        PathBuf::from(rel)
-    } else {
-        base.join(rel)
-    }
-}
-
-/// What the checks need to report on a file: its text and its name.
-pub(super) struct Cx<'a> {
-    text: &'a str,
-    path: &'a Path,
-}
-
 impl Cx<'_> {
-    pub(super) fn err(&self, span: Range<usize>, key: &str, message: String) -> ConfigError {
-        ConfigError::at(
-            self.path,
-            self.text,
-            Some(span),
-            Some(key.to_owned()),
-            message,
-        )
-    }
-
-    /// Checks a given value, reporting at its span.
-    pub(super) fn check<T, U>(
-        &self,
-        value: &Spanned<T>,
-        key: &str,
-        check: impl FnOnce(&T) -> Result<U, String>,
-    ) -> Result<U, ConfigError> {
-        check(value.get_ref()).map_err(|m| self.err(value.span(), key, m))
-    }
-
-    /// Checks a value if given, else takes `default`.
-    pub(super) fn or<T, U>(
-        &self,
-        value: &Option<Spanned<T>>,
-        key: &str,
-        default: U,
-        check: impl FnOnce(&T) -> Result<U, String>,
-    ) -> Result<U, ConfigError> {
-        match value {
-            Some(v) => self.check(v, key, check),
-            None => Ok(default),
-        }
-    }
-
     fn runtime(&self, f: &FileConfig) -> Result<RuntimeConfig, ConfigError> {
         let r = &f.runtime;
         let d = RuntimeConfig::default();
@@ -315,7 +260,7 @@ impl Cx<'_> {
                 &l.max_headers,
                 "[limits] max_headers",
                 d.max_headers,
-                |&n| int_in(n, 1, MAX_HEADERS as i64).map(|n| n as usize),
+                |&n| int_in(n, 1, MAX_HEADERS).map(|n| n as usize),
             )?,
             max_body: self.or(&l.max_body, "[limits] max_body", d.max_body, |v| {
                 size_in(v, 1, u64::MAX)
@@ -425,9 +370,7 @@ impl Cx<'_> {
         for r in f.routes.iter().filter(|r| r.get_ref().upstream.is_none()) {
             let r = r.get_ref();
             let prefix = self.check(&r.prefix, "[[route]] prefix", |p| {
-                if !p.starts_with('/') {
-                    return Err(format!("expected a path starting with \"/\", got {p:?}"));
-                }
+                super::upstream::route_prefix(p)?;
                 if routes.iter().any(|o| &o.prefix == p) {
                     return Err(format!("{p:?} is already a route"));
                 }
@@ -490,20 +433,6 @@ fn index_name(n: &str) -> Result<String, String> {
     Ok(n.to_owned())
 }
 
-/// A header value: visible ASCII and spaces only, so it can never split a head.
-pub(super) fn header_value(v: &str) -> Result<String, String> {
-    if v.is_empty()
-        || !v
-            .bytes()
-            .all(|b| b == b' ' || b == b'\t' || (0x21..0x7f).contains(&b))
-    {
-        return Err(format!(
-            "expected a non-empty header value of visible ASCII, got {v:?}"
-        ));
-    }
-    Ok(v.to_owned())
-}
-
 /// A media type like `text/plain; charset=utf-8`.
 fn media_type(t: &str) -> Result<String, String> {
     if !ringside_static::mime::is_valid_media_type(t) {
@@ -512,15 +441,6 @@ fn media_type(t: &str) -> Result<String, String> {
         ));
     }
     Ok(t.to_owned())
-}
-
-/// `n` within `lo..=hi`.
-pub(super) fn int_in(n: i64, lo: i64, hi: i64) -> Result<i64, String> {
-    if (lo..=hi).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("expected an integer from {lo} to {hi}, got {n}"))
-    }
 }
 
 /// `workers`: "auto" or at least 1.
@@ -566,24 +486,6 @@ pub fn backend_name(choice: BackendChoice) -> &'static str {
         .expect("every BackendChoice has a name")
 }
 
-/// A size in `lo..=hi` bytes.
-pub fn size_in(v: &SizeValue, lo: u64, hi: u64) -> Result<u64, String> {
-    let n = match v {
-        SizeValue::Bytes(n) => {
-            u64::try_from(*n).map_err(|_| format!("expected {SIZE_EXPECTED}, got {n}"))?
-        }
-        SizeValue::Text(s) => parse_size(s)?,
-    };
-    if (lo..=hi).contains(&n) {
-        return Ok(n);
-    }
-    Err(if hi == u64::MAX {
-        format!("expected a size of at least {lo} bytes, got {v}")
-    } else {
-        format!("expected a size from {lo} to {hi} bytes, got {v}")
-    })
-}
-
 /// The longest coalesced wait allowed: beyond a few milliseconds it is a
 /// stall, not a batch.
 pub const MAX_COALESCE_WAIT: Duration = Duration::from_millis(10);
@@ -599,63 +501,4 @@ pub fn coalesce_wait(v: &DurationValue) -> Result<Duration, String> {
         return Err(format!("expected at most \"10ms\", got {v}"));
     }
     Ok(d)
-}
-
-/// A nonzero duration.
-pub fn duration(v: &DurationValue) -> Result<Duration, String> {
-    let d = match v {
-        DurationValue::Seconds(n) => u64::try_from(*n)
-            .map(Duration::from_secs)
-            .map_err(|_| format!("expected {DURATION_EXPECTED}, got {n}"))?,
-        DurationValue::Text(s) => parse_duration(s)?,
-    };
-    if d.is_zero() {
-        return Err(format!("expected a nonzero duration, got {v}"));
-    }
-    Ok(d)
-}
-
-/// Resolves one listen address and adds what it names to `out`, refusing
-/// addresses already there. A host name adds every address it resolves to.
-pub fn add_listen(out: &mut Vec<SocketAddr>, text: &str) -> Result<(), String> {
-    let addrs = resolve_listen(text)?;
-    if let Some(dup) = addrs.iter().find(|a| out.contains(a)) {
-        return Err(format!("{dup} is listed twice"));
-    }
-    out.extend(addrs);
-    Ok(())
-}
-
-/// `127.0.0.1:8080`, `[::1]:8080` or `localhost:8080`.
-pub fn resolve_listen(text: &str) -> Result<Vec<SocketAddr>, String> {
-    if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(vec![addr]);
-    }
-    let shaped = text
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-    if !shaped {
-        return Err(format!(
-            "expected HOST:PORT like \"127.0.0.1:8080\", \"[::1]:8080\" or \"localhost:8080\", got {text:?}"
-        ));
-    }
-    let resolved = text
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {text:?}: {}", io_reason(&e)))?;
-    let mut seen = HashSet::new();
-    let addrs: Vec<SocketAddr> = resolved.filter(|a| seen.insert(*a)).collect();
-    if addrs.is_empty() {
-        return Err(format!("{text:?} resolves to no address"));
-    }
-    Ok(addrs)
-}
-
-/// An existing directory, made absolute and free of symlinks.
-pub fn root_dir(path: &Path) -> Result<PathBuf, String> {
-    let canonical =
-        fs::canonicalize(path).map_err(|e| format!("cannot open {path:?}: {}", io_reason(&e)))?;
-    if !canonical.is_dir() {
-        return Err(format!("{path:?} is not a directory"));
-    }
-    Ok(canonical)
 }

@@ -44,9 +44,8 @@
 //! server's); they are kept in the list, and [`is_hop_by_hop`] tells the
 //! caller which to drop.
 
-use std::fmt;
-
-pub use ringside_runtime::http::Span;
+use ringside_http::grammar::{is_tchar, parse_length};
+use ringside_http::head::{Fields, Span};
 
 /// Header fields kept for one head (`Status` not counted); more is
 /// [`CgiHeadError::TooManyHeaders`].
@@ -56,7 +55,7 @@ pub const MAX_CGI_HEADERS: usize = 100;
 pub const MAX_CONTENT_LENGTH: u64 = 1 << 62;
 
 /// A parsed CGI response head. Spans refer to the parsed buffer.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgiHead {
     /// From `Status`, else 302 with a `Location`, else 200.
     pub status: u16,
@@ -66,8 +65,7 @@ pub struct CgiHead {
     pub head_len: usize,
     /// The script's valid `Content-Length`, if it sent one.
     pub content_length: Option<u64>,
-    headers: [(Span, Span); MAX_CGI_HEADERS],
-    header_count: u8,
+    fields: Fields,
 }
 
 impl CgiHead {
@@ -78,44 +76,26 @@ impl CgiHead {
             reason: Span::default(),
             head_len: 0,
             content_length: None,
-            headers: [(Span::default(), Span::default()); MAX_CGI_HEADERS],
-            header_count: 0,
+            fields: Fields::with_capacity(MAX_CGI_HEADERS),
         }
     }
 
     /// Header fields in order, `Status` left out, as (name as sent, value
     /// without surrounding whitespace).
     pub fn headers<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        self.headers[..self.header_count as usize]
-            .iter()
-            .map(move |(n, v)| (n.get(buf), v.get(buf)))
+        self.fields.iter(buf)
     }
 
     /// Value of the first header named `name` (ASCII case-insensitive).
     #[cfg(test)]
     pub fn header<'a>(&self, buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
-        self.headers[..self.header_count as usize]
-            .iter()
-            .find(|(n, _)| n.get(buf).eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| v.get(buf))
+        self.fields.get(buf, name)
     }
 
     /// The reason phrase from `Status`; empty if none.
     #[cfg(test)]
     pub fn reason<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
         self.reason.get(buf)
-    }
-}
-
-impl fmt::Debug for CgiHead {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CgiHead")
-            .field("status", &self.status)
-            .field("reason", &self.reason)
-            .field("head_len", &self.head_len)
-            .field("content_length", &self.content_length)
-            .field("headers", &&self.headers[..self.header_count as usize])
-            .finish()
     }
 }
 
@@ -144,12 +124,7 @@ pub enum CgiHeadError {
 
 use CgiHeadError::*;
 
-/// A token character (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-pub use crate::upstream::hop::is_hop_by_hop;
+pub use ringside_http::hop::is_hop_by_hop;
 
 fn span(start: usize, end: usize) -> Span {
     Span {
@@ -181,15 +156,6 @@ fn parse_status(v: &[u8]) -> Option<(u16, usize)> {
     }
 }
 
-/// `Content-Length`: 1*DIGIT, at most [`MAX_CONTENT_LENGTH`].
-fn parse_length(v: &[u8]) -> Option<u64> {
-    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let n = v.iter().fold(0u64, |n, d| n * 10 + (d - b'0') as u64);
-    (n <= MAX_CONTENT_LENGTH).then_some(n)
-}
-
 /// Parses the CGI response head at the start of `buf` into `out`.
 ///
 /// `Ok(false)`: the head is not complete yet (read more and call again with
@@ -201,7 +167,7 @@ pub fn parse_cgi_head(buf: &[u8], max: usize, out: &mut CgiHead) -> Result<bool,
     let window = &buf[..buf.len().min(max)];
     out.reason = Span::default();
     out.content_length = None;
-    out.header_count = 0;
+    out.fields.clear();
     let mut status = None;
     let mut location = false;
     let mut fields = 0usize;
@@ -268,18 +234,17 @@ pub fn parse_cgi_head(buf: &[u8], max: usize, out: &mut CgiHead) -> Result<bool,
             }
             location = true;
         } else if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_length(value).ok_or(BadContentLength)?;
+            let n = parse_length(value, MAX_CONTENT_LENGTH).ok_or(BadContentLength)?;
             if out.content_length.is_some_and(|m| m != n) {
                 return Err(BadContentLength);
             }
             out.content_length = Some(n);
         }
-        let i = out.header_count as usize;
-        if i == MAX_CGI_HEADERS {
+        if out.fields.len() == MAX_CGI_HEADERS {
             return Err(TooManyHeaders);
         }
-        out.headers[i] = (span(start, start + colon), span(vstart, vend));
-        out.header_count += 1;
+        out.fields
+            .push(span(start, start + colon), span(vstart, vend));
     }
 }
 

@@ -9,29 +9,29 @@ use std::time::Duration;
 use bytes::BytesMut;
 
 use super::record;
-use crate::upstream::settings::UpstreamConfig;
-use crate::upstream::shared::PeerAddr;
+use crate::upstream::addr::PeerAddr;
+use crate::upstream::settings::FastCgiSettings;
 
 /// Used when the config gives none and the server does not say.
 pub const DEFAULT_CAPACITY: u32 = 8;
 
 const ASK_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub fn capacity(cfg: &UpstreamConfig, addr: &PeerAddr) -> u32 {
-    if let Some(n) = cfg.fastcgi.max_conns {
+pub fn capacity(upstream: &str, cfg: &FastCgiSettings, addr: &PeerAddr) -> u32 {
+    if let Some(n) = cfg.max_conns {
         return n;
     }
     match ask(addr) {
         Ok(Some(n)) if n > 0 => {
-            tracing::info!(upstream = %cfg.name, server = %addr, max_conns = n, "FastCGI capacity learned from the server (FCGI_MAX_CONNS)");
+            tracing::info!(upstream, server = %addr, max_conns = n, "FastCGI capacity learned from the server (FCGI_MAX_CONNS)");
             n
         }
         Ok(_) => {
-            tracing::warn!(upstream = %cfg.name, server = %addr, max_conns = DEFAULT_CAPACITY, "FastCGI server did not give FCGI_MAX_CONNS; set max_conns");
+            tracing::warn!(upstream, server = %addr, max_conns = DEFAULT_CAPACITY, "FastCGI server did not give FCGI_MAX_CONNS; set max_conns");
             DEFAULT_CAPACITY
         }
         Err(e) => {
-            tracing::warn!(upstream = %cfg.name, server = %addr, error = %e, max_conns = DEFAULT_CAPACITY, "cannot ask the FastCGI server its capacity; set max_conns");
+            tracing::warn!(upstream, server = %addr, error = %e, max_conns = DEFAULT_CAPACITY, "cannot ask the FastCGI server its capacity; set max_conns");
             DEFAULT_CAPACITY
         }
     }

@@ -90,7 +90,7 @@ fn answer(mut c: TcpStream) -> io::Result<()> {
 }
 
 fn respond(c: &mut TcpStream, status: u16, ctype: &str, body: &str, head: bool) -> io::Result<()> {
-    let reason = ringside_runtime::http::response::reason(status);
+    let reason = ringside_http::status::reason(status);
     let mut out = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()

@@ -9,6 +9,11 @@
 //! (`CertifiedKey::keys_match`), so a certificate renewed with a new key
 //! but only half-copied into place is caught at `ringside check` time, not
 //! at the first handshake.
+//!
+//! [`CertPaths`], the pair of files the config names, is defined here
+//! rather than beside the config's TLS section (`config::tls`), which
+//! imports this module to check each pair: this way that section depends
+//! on the loader and not the other way round.
 
 use std::fmt;
 use std::fs;
@@ -22,7 +27,6 @@ use rustls::sign::CertifiedKey;
 use rustls::{Error as TlsError, InconsistentKeys, RootCertStore};
 
 use crate::config::error::io_reason;
-use crate::config::tls::CertPaths;
 
 /// Where the system's bundle of trusted roots is looked for, in order.
 pub const SYSTEM_BUNDLES: [&str; 3] = [
@@ -30,6 +34,13 @@ pub const SYSTEM_BUNDLES: [&str; 3] = [
     "/etc/pki/tls/certs/ca-bundle.crt",
     "/etc/ssl/cert.pem",
 ];
+
+/// A certificate chain and its key, both PEM files, absolute paths.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct CertPaths {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
 
 /// Which file of a pair an error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

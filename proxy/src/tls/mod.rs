@@ -47,9 +47,9 @@ use rustls::sign::CertifiedKey;
 use rustls::version::{TLS12, TLS13};
 use rustls::{ClientConfig, ServerConfig, SupportedProtocolVersion};
 
-use crate::config::tls::{CertPaths, TlsConfig, TlsVersion};
+use crate::config::tls::{TlsConfig, TlsVersion};
 use crate::upstream::settings::UpstreamTls;
-use certs::{load_certified_key, load_roots};
+use certs::{load_certified_key, load_roots, CertPaths};
 use sni::{SniResolver, VhostCerts};
 
 /// The only application protocol offered and accepted.

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::certs::load_certified_key;
-use crate::config::tls::{CertPaths, TlsConfig, UnknownName};
+use super::certs::{load_certified_key, CertPaths};
+use crate::config::tls::{TlsConfig, UnknownName};
 
 /// A vhost as SNI sees it: its certificate, if it has its own.
 type Entry = Option<Arc<CertifiedKey>>;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
-use crate::config::tls::CertPaths;
+use super::certs::CertPaths;
 
 /// A fresh directory under the system temp dir, removed on drop.
 pub(crate) struct TestDir(pub PathBuf);

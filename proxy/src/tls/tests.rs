@@ -11,11 +11,11 @@ use rustls::{
     ClientConfig, ClientConnection, HandshakeKind, ProtocolVersion, ServerConfig, ServerConnection,
 };
 
-use super::certs::{load_certified_key, load_roots, read_certs};
+use super::certs::{load_certified_key, load_roots, read_certs, CertPaths};
 use super::sni::{SniResolver, VhostCerts};
 use super::test_certs::{Ca, TestDir};
 use super::{client_config, provider, server_configs, server_name};
-use crate::config::tls::{CertPaths, TlsConfig, TlsVersion, UnknownName, Vhost};
+use crate::config::tls::{TlsConfig, TlsVersion, UnknownName, Vhost};
 use crate::upstream::settings::UpstreamTls;
 
 /// A CA, a default certificate and three vhosts: `a.example` with its own

@@ -121,3 +121,66 @@ impl std::ops::DerefMut for Buf {
         &mut self.0
     }
 }
+
+/// A value taken from this core's pool of its kind and given back when
+/// dropped: a response head, whose field list would otherwise be
+/// allocated anew for every try.
+pub struct Pooled<T: Poolable>(Option<Box<T>>);
+
+/// What [`Pooled`] can hold: a type with a pool of its own on each core
+/// ([`poolable!`](crate::poolable) writes one).
+pub trait Poolable: Sized + 'static {
+    fn with_pool<R>(f: impl FnOnce(&mut Vec<Box<Self>>) -> R) -> R;
+    fn fresh() -> Self;
+}
+
+impl<T: Poolable> Pooled<T> {
+    pub fn take() -> Pooled<T> {
+        let b = T::with_pool(|p| p.pop()).unwrap_or_else(|| Box::new(T::fresh()));
+        Pooled(Some(b))
+    }
+}
+
+impl<T: Poolable> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        if let Some(b) = self.0.take() {
+            T::with_pool(|p| {
+                if p.len() < 256 {
+                    p.push(b);
+                }
+            });
+        }
+    }
+}
+
+impl<T: Poolable> std::ops::Deref for Pooled<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0.as_deref().expect("held until dropped")
+    }
+}
+
+impl<T: Poolable> std::ops::DerefMut for Pooled<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0.as_deref_mut().expect("held until dropped")
+    }
+}
+
+/// Makes `$t` [`Poolable`], each core's pool made with `$fresh`.
+#[macro_export]
+macro_rules! poolable {
+    ($t:ty, $fresh:expr) => {
+        impl $crate::upstream::io::Poolable for $t {
+            fn with_pool<R>(f: impl FnOnce(&mut Vec<Box<Self>>) -> R) -> R {
+                thread_local! {
+                    static POOL: std::cell::RefCell<Vec<Box<$t>>> =
+                        const { std::cell::RefCell::new(Vec::new()) };
+                }
+                POOL.with(|p| f(&mut p.borrow_mut()))
+            }
+            fn fresh() -> Self {
+                $fresh
+            }
+        }
+    };
+}

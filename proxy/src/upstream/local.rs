@@ -1,24 +1,26 @@
-//! One core's view of an upstream: its peers with their idle pools, in-flight
-//! counts and passive health, and its balancer. Lives in a `RefCell` owned by
-//! the core; borrowed only between awaits, never across one.
+//! One core's view of an upstream: its peers with their idle pools, pool
+//! policies, in-flight counts and passive health, and its balancer. Lives
+//! in a `RefCell` owned by the core; borrowed only between awaits, never
+//! across one.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use ringside_runtime::net::TcpStream;
 
+use super::addr::PeerAddr;
 use super::balance::Balancer;
+use super::policy::{Grant, Policy};
 use super::pool::Pool;
-use super::settings::Protocol;
-use super::shared::{PeerAddr, PeerSpec, Shared};
-use crate::fastcgi::capacity::{Grant, Slots};
+use super::settings::UpstreamProtocol;
+use super::shared::{PeerSpec, Shared};
+use crate::fastcgi::capacity::{self, Slots};
 use crate::metrics::{CoreStats, ServerStats};
 
 pub struct Peer {
     pub spec: PeerSpec,
     pub pool: Pool,
-    /// FastCGI: this core's share of the server's connections.
-    slots: Option<Slots>,
+    policy: Policy,
     fails: u32,
     first_fail: Instant,
     down_until: Option<Instant>,
@@ -82,16 +84,19 @@ impl Local {
 
     fn peer(&self, spec: PeerSpec) -> Peer {
         let cfg = &self.shared.cfg;
-        let slots = (cfg.protocol == Protocol::FastCgi).then(|| {
-            let global = self.shared.fastcgi_global(&spec.addr, spec.capacity);
-            Slots::new(
-                spec.capacity,
-                self.core.0,
-                self.core.1,
-                &global,
-                cfg.fastcgi.queue_size,
-            )
-        });
+        let policy = match &cfg.protocol {
+            UpstreamProtocol::Http(_) => Policy::Lifo,
+            UpstreamProtocol::FastCgi(f) => {
+                let global = self.shared.fastcgi_global(&spec.addr, spec.capacity);
+                Policy::Slots(Slots::new(
+                    spec.capacity,
+                    self.core.0,
+                    self.core.1,
+                    &global,
+                    f.queue_size,
+                ))
+            }
+        };
         let stats = self.metrics.server(&cfg.name, &spec.addr.to_string());
         // A peer made again (after a reload or a DNS change) starts with
         // no connections of this core's.
@@ -101,7 +106,7 @@ impl Local {
         Peer {
             spec,
             pool: Pool::default(),
-            slots,
+            policy,
             fails: 0,
             first_fail: Instant::now(),
             down_until: None,
@@ -166,40 +171,95 @@ impl Local {
         }
     }
 
-    /// A pooled connection to the chosen peer, if `pooled` allows one and
-    /// one is idle and sound. Counts the request as in flight either way
-    /// (see [`Local::done`]).
-    pub fn checkout(&mut self, c: &Chosen, pooled: bool, check: bool) -> Option<TcpStream> {
-        let i = self.find(c)?;
+    /// What the chosen peer's policy grants a try: a pooled connection
+    /// (if `pooled` allows one and one is idle and sound; `check` peeks it
+    /// first), a new one, a place in the queue, or a refusal. Counts the
+    /// request as in flight unless refused; end it with [`Local::release`]
+    /// or [`Local::abandon`].
+    pub fn take(&mut self, c: &Chosen, pooled: bool, check: bool) -> Grant {
+        let Some(i) = self.find(c) else {
+            return Grant::Gone;
+        };
         self.in_flight[i] += 1;
+        let idle = self.shared.cfg.pool.idle_timeout;
         let p = &mut self.peers[i];
         p.stats.active.add(1);
-        if !pooled {
-            return None;
+        if pooled {
+            let (s, dropped) = p.pool.take(idle, check);
+            if let Policy::Slots(slots) = &mut p.policy {
+                (0..dropped).for_each(|_| slots.closed());
+            }
+            p.idle_changed();
+            if let Some(s) = s {
+                p.stats.reused.add(1);
+                return Grant::Pooled(s);
+            }
         }
-        let idle = self.shared.cfg.pool.idle_timeout;
-        let (s, _) = p.pool.take(idle, check);
-        if s.is_some() {
-            p.stats.reused.add(1);
+        let grant = match &mut p.policy {
+            Policy::Lifo => return Grant::Open,
+            Policy::Slots(slots) => slots.acquire(),
+        };
+        match grant {
+            capacity::Grant::Open => Grant::Open,
+            capacity::Grant::Wait(w) => Grant::Wait(w),
+            capacity::Grant::Full => {
+                self.in_flight[i] -= 1;
+                p.stats.active.sub(1);
+                Grant::Full
+            }
         }
-        p.idle_changed();
-        s
     }
 
-    /// Ends the try: gives back a connection fit for reuse, and records
-    /// whether the peer failed.
-    pub fn done(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
+    /// Ends a try: a connection fit for reuse goes to the first waiter or
+    /// the pool; `None` (closed, or never opened) frees what it held.
+    /// Records whether the peer failed.
+    pub fn release(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
         let Some(i) = self.find(c) else { return };
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+        let max = self.shared.cfg.pool.max_idle;
         let p = &mut self.peers[i];
         p.stats.active.sub(1);
-        if let Some(s) = keep {
-            let max = self.shared.cfg.pool.max_idle;
-            drop(p.pool.put(s, max));
-            p.idle_changed();
+        match (&mut p.policy, keep) {
+            (Policy::Lifo, Some(s)) => drop(p.pool.put(s, max)),
+            (Policy::Lifo, None) => {}
+            (Policy::Slots(slots), Some(s)) if slots.may_keep() => {
+                if let Some(s) = slots.hand_over(s) {
+                    if let Some(extra) = p.pool.put(s, max) {
+                        drop(extra);
+                        slots.closed();
+                    }
+                }
+            }
+            (Policy::Slots(slots), _) => slots.closed(),
         }
+        p.idle_changed();
         if failed {
             self.fail(i);
+        }
+    }
+
+    /// A try that gave up waiting, holding nothing.
+    pub fn abandon(&mut self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            self.in_flight[i] = self.in_flight[i].saturating_sub(1);
+            self.peers[i].stats.active.sub(1);
+        }
+    }
+
+    /// Whether the chosen peer's slots come from the process-wide count.
+    pub fn borrowing(&self, c: &Chosen) -> bool {
+        self.find(c).is_some_and(|i| match &self.peers[i].policy {
+            Policy::Slots(s) => s.is_borrowing(),
+            Policy::Lifo => false,
+        })
+    }
+
+    /// Lets a waiter of a borrowing core take a slot another core freed.
+    pub fn poll(&mut self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            if let Policy::Slots(s) = &mut self.peers[i].policy {
+                s.poll_global();
+            }
         }
     }
 
@@ -238,93 +298,9 @@ impl Local {
             }
             let closed = p.pool.reap(idle, now);
             p.idle_changed();
-            if let Some(slots) = &mut p.slots {
+            if let Policy::Slots(slots) = &mut p.policy {
                 (0..closed).for_each(|_| slots.closed());
                 slots.poll_global();
-            }
-        }
-    }
-
-    /// FastCGI: a pooled connection (`Ok`), or what the core's capacity
-    /// allows (`Err`): open one, wait, or refuse. Counts the request as in
-    /// flight unless refused; end it with `fcgi_release` or `fcgi_abandon`.
-    pub fn fcgi_take(&mut self, c: &Chosen, pooled: bool, check: bool) -> Result<TcpStream, Grant> {
-        let Some(i) = self.find(c) else {
-            return Err(Grant::Full);
-        };
-        self.in_flight[i] += 1;
-        let idle = self.shared.cfg.pool.idle_timeout;
-        let p = &mut self.peers[i];
-        p.stats.active.add(1);
-        let slots = p.slots.as_mut().expect("a FastCGI peer");
-        if pooled {
-            let (s, dropped) = p.pool.take(idle, check);
-            (0..dropped).for_each(|_| slots.closed());
-            p.stats.idle.set(p.pool.len() as u64);
-            if let Some(s) = s {
-                p.stats.reused.add(1);
-                return Ok(s);
-            }
-        }
-        let grant = slots.acquire();
-        if matches!(grant, Grant::Full) {
-            self.in_flight[i] -= 1;
-            p.stats.active.sub(1);
-        }
-        Err(grant)
-    }
-
-    /// FastCGI: ends a request. A connection fit for reuse goes to the
-    /// first waiter or the pool; `None` (closed, or never opened) frees its
-    /// slot.
-    pub fn fcgi_release(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
-        let Some(i) = self.find(c) else { return };
-        self.in_flight[i] = self.in_flight[i].saturating_sub(1);
-        let max = self.shared.cfg.pool.max_idle;
-        let p = &mut self.peers[i];
-        p.stats.active.sub(1);
-        let slots = p.slots.as_mut().expect("a FastCGI peer");
-        match keep {
-            Some(s) if slots.may_keep() => {
-                if let Some(s) = slots.hand_over(s) {
-                    if let Some(extra) = p.pool.put(s, max) {
-                        drop(extra);
-                        slots.closed();
-                    }
-                }
-            }
-            Some(s) => {
-                drop(s);
-                slots.closed();
-            }
-            None => slots.closed(),
-        }
-        p.stats.idle.set(p.pool.len() as u64);
-        if failed {
-            self.fail(i);
-        }
-    }
-
-    /// FastCGI: a request that gave up waiting, holding nothing.
-    pub fn fcgi_abandon(&mut self, c: &Chosen) {
-        if let Some(i) = self.find(c) {
-            self.in_flight[i] = self.in_flight[i].saturating_sub(1);
-            self.peers[i].stats.active.sub(1);
-        }
-    }
-
-    /// Whether the chosen peer's slots come from the process-wide count.
-    pub fn fcgi_borrowing(&self, c: &Chosen) -> bool {
-        self.find(c)
-            .and_then(|i| self.peers[i].slots.as_ref())
-            .is_some_and(|s| s.is_borrowing())
-    }
-
-    /// Lets a waiter of a borrowing core take a slot another core freed.
-    pub fn fcgi_poll(&mut self, c: &Chosen) {
-        if let Some(i) = self.find(c) {
-            if let Some(s) = &mut self.peers[i].slots {
-                s.poll_global();
             }
         }
     }

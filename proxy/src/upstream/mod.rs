@@ -1,14 +1,18 @@
-//! Upstreams: per-core connection pools, balancing, health, and the
-//! forwarding of one request.
+//! Upstreams: per-core connection pools and their policies, balancing,
+//! health, the one forward loop and the codecs it runs (HTTP/1 here,
+//! FastCGI in `crate::fastcgi`), the header policy, and tunnels.
 
+pub mod acquire;
+pub mod addr;
 pub mod balance;
+pub mod codec;
 pub mod forward;
-pub mod hop;
+pub mod h1;
+pub mod headers;
 pub mod io;
 pub mod local;
+pub mod policy;
 pub mod pool;
-pub mod request;
-pub mod response;
 pub mod settings;
 pub mod shared;
 pub mod tunnel;

@@ -2,7 +2,8 @@
 //!
 //! LIFO: the connection used last is reused first, so it is the one most
 //! likely still open and warm, and the ones at the bottom age out. Nothing
-//! here is shared with another core (DESIGN.md §8).
+//! here is shared with another core: each core's pools are its own, so
+//! lending a connection takes no lock.
 //!
 //! A connection the server closed while it sat idle is dropped, not lent:
 //! the check before lending is a non-blocking one-byte `MSG_PEEK`, which

@@ -12,14 +12,18 @@ pub struct ProxyConfig {
     /// Routes that go to an upstream. Static routes stay in `StaticConfig`.
     pub routes: Vec<ProxyRoute>,
     pub headers: ForwardHeaders,
+    /// What a request path's encoded slashes (`%2F`) do: refused (400)
+    /// unless passed on, for backends that need them (routing still
+    /// decides on the path with them decoded).
+    pub encoded_slash: ringside_http::EncodedSlash,
 }
 
 /// `[upstream.NAME]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamConfig {
     pub name: String,
-    pub protocol: Protocol,
-    pub fastcgi: FastCgiSettings,
+    /// What the servers speak, with the settings only that protocol has.
+    pub protocol: UpstreamProtocol,
     pub servers: Vec<ServerSpec>,
     pub balance: Balance,
     /// How often DNS names among `servers` are resolved again.
@@ -28,9 +32,23 @@ pub struct UpstreamConfig {
     pub timeouts: UpstreamTimeouts,
     pub retry: RetryPolicy,
     pub passive: Option<PassiveHealth>,
-    pub active: Option<ActiveHealth>,
-    /// `tls = true`: connections to the servers speak TLS (HTTP only).
+}
+
+/// An upstream's protocol, each with the settings only it has, so that a
+/// setting of the other protocol cannot be given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    Http(HttpSettings),
+    FastCgi(FastCgiSettings),
+}
+
+/// What only an HTTP upstream has.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// `tls = true`: connections to the servers speak TLS.
     pub tls: Option<UpstreamTls>,
+    /// Active health checks, on when `health_path` is given.
+    pub active: Option<ActiveHealth>,
 }
 
 /// TLS to an upstream's servers (`tls = true`, `tls_verify`, `tls_ca`,
@@ -60,7 +78,7 @@ pub struct ServerSpec {
     pub unix: Option<std::path::PathBuf>,
 }
 
-/// What an upstream speaks.
+/// What an upstream speaks, by name (the config's `protocol` key).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Protocol {
     #[default]
@@ -214,6 +232,23 @@ pub struct ProxyRoute {
     pub host: HostHeader,
     /// Set exactly when the upstream is FastCGI.
     pub fastcgi: Option<FastCgiRoute>,
+    /// Which path goes upstream.
+    pub forward_path: ForwardPath,
+    /// Upgrade protocols passed on besides `websocket` (lower case); never
+    /// `h2c`.
+    pub upgrade: Vec<String>,
+}
+
+/// The path a route sends upstream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ForwardPath {
+    /// The normalized path the route was chosen on: the backend cannot see
+    /// another resource than the router decided on.
+    #[default]
+    Normalized,
+    /// The path as the client spelled it, for a backend that needs its
+    /// bytes; the backend must then decide on it as ringside did.
+    Raw,
 }
 
 /// The Host header sent upstream.
@@ -235,6 +270,22 @@ pub struct ForwardHeaders {
     pub forwarded: bool,
     /// The pseudonym in Via (`1.1 ringside`); `None` adds no Via.
     pub via: Option<String>,
+    /// Request header names with `_`.
+    pub underscores: Underscores,
+}
+
+/// What becomes of a request header whose name has `_` (nginx's
+/// `underscores_in_headers`, Envoy's `headers_with_underscores_action`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Underscores {
+    /// Not passed on (the default): a backend that reads `_` as `-` would
+    /// take `X_Forwarded_For` for the proxy's own field.
+    #[default]
+    Drop,
+    /// Passed on, but for look-alikes of framing and hop-by-hop fields.
+    Pass,
+    /// The request is refused with 400.
+    Reject,
 }
 
 impl Default for ForwardHeaders {
@@ -243,6 +294,7 @@ impl Default for ForwardHeaders {
             x_forwarded: true,
             forwarded: false,
             via: Some("ringside".into()),
+            underscores: Underscores::Drop,
         }
     }
 }
@@ -294,8 +346,7 @@ impl UpstreamConfig {
     pub fn new(name: &str, servers: Vec<ServerSpec>) -> UpstreamConfig {
         UpstreamConfig {
             name: name.to_owned(),
-            protocol: Protocol::Http,
-            fastcgi: FastCgiSettings::default(),
+            protocol: UpstreamProtocol::Http(HttpSettings::default()),
             servers,
             balance: Balance::RoundRobin,
             resolve_every: Duration::from_secs(30),
@@ -307,8 +358,62 @@ impl UpstreamConfig {
                 window: Duration::from_secs(10),
                 cooldown: Duration::from_secs(10),
             }),
-            active: None,
-            tls: None,
         }
+    }
+
+    /// The protocol's name.
+    pub fn protocol_kind(&self) -> Protocol {
+        match self.protocol {
+            UpstreamProtocol::Http(_) => Protocol::Http,
+            UpstreamProtocol::FastCgi(_) => Protocol::FastCgi,
+        }
+    }
+
+    pub fn http(&self) -> Option<&HttpSettings> {
+        match &self.protocol {
+            UpstreamProtocol::Http(h) => Some(h),
+            UpstreamProtocol::FastCgi(_) => None,
+        }
+    }
+
+    pub fn fastcgi(&self) -> Option<&FastCgiSettings> {
+        match &self.protocol {
+            UpstreamProtocol::FastCgi(f) => Some(f),
+            UpstreamProtocol::Http(_) => None,
+        }
+    }
+
+    /// An FastCGI upstream's own settings, to change in tests.
+    #[cfg(test)]
+    pub fn fastcgi_mut(&mut self) -> &mut FastCgiSettings {
+        match &mut self.protocol {
+            UpstreamProtocol::FastCgi(f) => f,
+            UpstreamProtocol::Http(_) => panic!("not a FastCGI upstream"),
+        }
+    }
+
+    /// An HTTP upstream's own settings, to change in tests.
+    #[cfg(test)]
+    pub fn http_mut(&mut self) -> &mut HttpSettings {
+        match &mut self.protocol {
+            UpstreamProtocol::Http(h) => h,
+            UpstreamProtocol::FastCgi(_) => panic!("not an HTTP upstream"),
+        }
+    }
+
+    /// TLS to the servers (HTTP upstreams with `tls = true`).
+    pub fn tls(&self) -> Option<&UpstreamTls> {
+        self.http().and_then(|h| h.tls.as_ref())
+    }
+
+    /// Active health checks (HTTP upstreams with `health_path`).
+    pub fn active(&self) -> Option<&ActiveHealth> {
+        self.http().and_then(|h| h.active.as_ref())
+    }
+
+    /// How long a request may wait for a connection to a server (FastCGI's
+    /// queue); HTTP requests never wait.
+    pub fn queue_timeout(&self) -> Duration {
+        self.fastcgi().map_or(Duration::ZERO, |f| f.queue_timeout)
     }
 }

@@ -14,25 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use ringside_http::h1::encode::{write_header, write_request_line};
+use ringside_http::h1::response::{parse_response, ResponseHead};
 use ringside_runtime::tls::rustls;
 
-use super::settings::{ActiveHealth, Protocol, UpstreamConfig};
-
-/// Where a server listens: TCP, or (FastCGI) a unix socket.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum PeerAddr {
-    Inet(SocketAddr),
-    Unix(Arc<std::path::Path>),
-}
-
-impl std::fmt::Display for PeerAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PeerAddr::Inet(a) => a.fmt(f),
-            PeerAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-        }
-    }
-}
+use super::addr::PeerAddr;
+use super::settings::{ActiveHealth, UpstreamConfig, UpstreamProtocol};
 
 /// One address to send requests to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,14 +90,13 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
             continue;
         }
         let mut peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
-        if cfg.protocol == Protocol::FastCgi {
+        if let UpstreamProtocol::FastCgi(f) = &cfg.protocol {
             for p in &mut peers {
-                p.capacity = crate::fastcgi::probe::capacity(cfg, &p.addr);
+                p.capacity = crate::fastcgi::probe::capacity(&cfg.name, f, &p.addr);
             }
         }
         let tls = cfg
-            .tls
-            .as_ref()
+            .tls()
             .map(crate::tls::client_config)
             .transpose()
             .map_err(|e| format!("upstream {}: {e}", cfg.name))?;
@@ -126,7 +112,7 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
     }
     let watched: Vec<Weak<Shared>> = fresh
         .iter()
-        .filter(|s| s.cfg.active.is_some() || has_names(&s.cfg))
+        .filter(|s| s.cfg.active().is_some() || has_names(&s.cfg))
         .map(Arc::downgrade)
         .collect();
     if !watched.is_empty() {
@@ -219,7 +205,7 @@ fn monitor(watched: Vec<Weak<Shared>>) {
                 }
                 wake = wake.min(next_resolve[i]);
             }
-            if let Some(active) = &s.cfg.active {
+            if let Some(active) = s.cfg.active() {
                 if now >= next_probe[i] {
                     next_probe[i] = now + active.interval;
                     probe_all(i, &s, active, &mut streaks);
@@ -297,7 +283,7 @@ pub fn tls_for(
     let cfg = s.tls.as_ref()?;
     let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
     // The name was checked when the config was loaded.
-    let name = crate::tls::server_name(s.cfg.tls.as_ref()?, host).ok()?;
+    let name = crate::tls::server_name(s.cfg.tls()?, host).ok()?;
     Some((cfg.clone(), name))
 }
 
@@ -324,27 +310,40 @@ fn probe(
             }
             None => Box::new(tcp),
         };
-        write!(
-            c,
-            "GET {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: ringside-health\r\nConnection: close\r\n\r\n",
-            active.path
-        )?;
-        let mut head = [0u8; 16];
-        let mut got = 0;
-        while got < 12 {
-            let n = c.read(&mut head[got..])?;
+        let mut req = bytes::BytesMut::with_capacity(256);
+        write_request_line(&mut req, b"GET", &[active.path.as_bytes()], None);
+        write_header(&mut req, b"Host", authority.as_bytes());
+        write_header(&mut req, b"User-Agent", b"ringside-health");
+        write_header(&mut req, b"Connection", b"close");
+        req.extend_from_slice(b"\r\n");
+        c.write_all(&req)?;
+        // The same strict parser as forwarded responses: a server that
+        // answers garbage is not healthy, whatever its first bytes say.
+        let mut buf = Vec::with_capacity(1024);
+        let mut head = ResponseHead::empty();
+        let mut chunk = [0u8; 1024];
+        loop {
+            match parse_response(&buf, false, MAX_PROBE_HEAD, &mut head) {
+                Ok(true) if head.is_interim() => {
+                    buf.drain(..head.head_len);
+                    continue;
+                }
+                Ok(true) => return Ok(head.status == active.expect_status),
+                Ok(false) => {}
+                Err(_) => return Ok(false),
+            }
+            let n = c.read(&mut chunk)?;
             if n == 0 {
                 return Ok(false);
             }
-            got += n;
+            buf.extend_from_slice(&chunk[..n]);
         }
-        let status = std::str::from_utf8(&head[9..12])
-            .ok()
-            .and_then(|s| s.parse::<u16>().ok());
-        Ok(head.starts_with(b"HTTP/1.") && status == Some(active.expect_status))
     };
     run().unwrap_or(false)
 }
+
+/// The longest health-check response head read.
+const MAX_PROBE_HEAD: usize = 16 * 1024;
 
 trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}

@@ -14,12 +14,45 @@ use std::pin::pin;
 use std::task::Poll;
 
 use bytes::BytesMut;
+use ringside_http::Upgraded;
 use ringside_runtime::net::TcpStream;
+
+/// One end of a tunnel: the client's side after a protocol switch, or the
+/// upstream's socket.
+trait End {
+    async fn read(&self, buf: &mut BytesMut) -> io::Result<usize>;
+    async fn send_some(&self, buf: &mut BytesMut) -> io::Result<()>;
+    fn shutdown_write(&self) -> io::Result<()>;
+}
+
+impl End for TcpStream {
+    async fn read(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        TcpStream::read(self, buf).await
+    }
+    async fn send_some(&self, buf: &mut BytesMut) -> io::Result<()> {
+        TcpStream::send_some(self, buf).await
+    }
+    fn shutdown_write(&self) -> io::Result<()> {
+        TcpStream::shutdown_write(self)
+    }
+}
+
+impl End for Upgraded<'_> {
+    async fn read(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        Upgraded::read(self, buf).await
+    }
+    async fn send_some(&self, buf: &mut BytesMut) -> io::Result<()> {
+        Upgraded::send_some(self, buf).await
+    }
+    fn shutdown_write(&self) -> io::Result<()> {
+        Upgraded::shutdown_write(self)
+    }
+}
 
 /// Relays until both directions ended; `a_pending` and `b_pending` hold
 /// bytes already read from `a` and `b`, to be written to the other first.
 pub async fn tunnel(
-    a: &TcpStream,
+    a: &Upgraded<'_>,
     a_pending: &mut BytesMut,
     b: &TcpStream,
     b_pending: &mut BytesMut,
@@ -55,7 +88,7 @@ pub async fn tunnel(
     }
 }
 
-async fn one_way(from: &TcpStream, to: &TcpStream, buf: &mut BytesMut) -> io::Result<()> {
+async fn one_way(from: &impl End, to: &impl End, buf: &mut BytesMut) -> io::Result<()> {
     loop {
         while !buf.is_empty() {
             to.send_some(buf).await?;

@@ -1,0 +1,485 @@
+//! One request and its response, as a handler sees them, whatever protocol
+//! carries them.
+//!
+//! The head is parsed already and its path normalized (see [`crate::path`]);
+//! the body is read on demand as a stream ([`Exchange::read_body`]); the
+//! response is either buffered whole ([`Exchange::send`]), sent from a file
+//! without a copy ([`Exchange::send_file`]), or written in pieces after
+//! [`Exchange::start_sized`], [`Exchange::start_stream`] or
+//! [`Exchange::start_from`]. Framing, Date, Server and connection handling
+//! are the protocol's to write, never the handler's, so a handler cannot
+//! frame a response wrongly.
+//!
+//! The response's progress (nothing yet, a sized body with so many bytes to
+//! go, a stream, done, upgraded) is kept here; how each step looks on the
+//! wire is the protocol's ([`Wire`]). A second protocol adds a variant there
+//! and drives the same handlers unchanged.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use ringside_runtime::net::TcpStream;
+
+use crate::error::{Error, Kind};
+use crate::head::{BodyKind, Method, RequestHead, Version};
+use crate::message::{Body, Framing, HeaderLine};
+use crate::status::{digits, no_content, reason};
+use crate::upgraded::Upgraded;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    None,
+    Done,
+    Stream,
+    /// A sized body with this many bytes still to write.
+    Sized(u64),
+    /// 101 sent: the connection belongs to a tunnel now.
+    Upgraded,
+}
+
+/// The protocol an exchange runs on.
+pub(crate) enum Wire<'a> {
+    H1(crate::h1::wire::Wire<'a>),
+}
+
+macro_rules! wire {
+    ($self:ident, $w:ident => $e:expr) => {
+        match &mut $self.wire {
+            Wire::H1($w) => $e,
+        }
+    };
+    (ref $self:ident, $w:ident => $e:expr) => {
+        match &$self.wire {
+            Wire::H1($w) => $e,
+        }
+    };
+}
+
+pub struct Exchange<'a> {
+    pub(crate) wire: Wire<'a>,
+    head: &'a RequestHead,
+    head_bytes: &'a [u8],
+    /// The normalized path: what routing decides on and what goes upstream.
+    path: &'a [u8],
+    /// The path routes are matched on: `path`, or with encoded slashes
+    /// kept (`encoded_slash = "pass"`), `path` with them decoded.
+    route_path: &'a [u8],
+    out: Out,
+    /// A 1xx/204/304 answered a streamed or sized start, or the request was
+    /// HEAD: body writes are dropped.
+    drop_body: bool,
+    /// The final status sent, 0 before one; for logs and metrics.
+    status: u16,
+    /// Body bytes of the response handed to the connection.
+    body_bytes: u64,
+    /// The handler's own note about this request, for `Handler::done`.
+    tag: u32,
+    /// A thin pointer: the exchange is part of every connection's future.
+    added: Option<Rc<HeaderLine>>,
+}
+
+impl<'a> Exchange<'a> {
+    pub(crate) fn new(
+        wire: Wire<'a>,
+        head: &'a RequestHead,
+        head_bytes: &'a [u8],
+        path: &'a [u8],
+        route_path: &'a [u8],
+    ) -> Self {
+        Exchange {
+            wire,
+            head,
+            head_bytes,
+            path,
+            route_path,
+            out: Out::None,
+            drop_body: head.method == Method::Head,
+            status: 0,
+            body_bytes: 0,
+            tag: 0,
+            added: None,
+        }
+    }
+
+    /// Notes a number for [`crate::Handler::done`] to read back (which
+    /// route took the request, say), so it need not be worked out twice.
+    #[inline]
+    pub fn set_tag(&mut self, tag: u32) {
+        self.tag = tag;
+    }
+
+    #[inline]
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// The final status of the response, 0 while none was started.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Body bytes of the response so far (without head or framing).
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
+    /// Length of the request head as received.
+    pub fn head_len(&self) -> usize {
+        self.head.head_len
+    }
+
+    pub fn method(&self) -> Method {
+        self.head.method
+    }
+    pub fn method_bytes(&self) -> &[u8] {
+        self.head.method_span.get(self.head_bytes)
+    }
+    pub fn is_head(&self) -> bool {
+        self.head.method == Method::Head
+    }
+    pub fn version(&self) -> Version {
+        self.head.version
+    }
+    /// The request-target as sent.
+    pub fn target(&self) -> &[u8] {
+        self.head.target.get(self.head_bytes)
+    }
+    /// The normalized path (see [`crate::path`]): unreserved characters
+    /// decoded, dot segments resolved, slashes merged. Every routing and
+    /// access decision is made on it, and it is what goes upstream.
+    pub fn path(&self) -> &[u8] {
+        self.path
+    }
+    /// The path routes match: [`Exchange::path`], except that with encoded
+    /// slashes passed on, they are decoded here.
+    pub fn route_path(&self) -> &[u8] {
+        self.route_path
+    }
+    /// The path as the client spelled it, for a backend that needs its
+    /// bytes (`forward_path = "raw"`).
+    pub fn raw_path(&self) -> &[u8] {
+        self.head.raw_path(self.head_bytes)
+    }
+    pub fn query(&self) -> Option<&[u8]> {
+        self.head.query(self.head_bytes)
+    }
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.head.header(self.head_bytes, name)
+    }
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
+        self.head.headers(self.head_bytes)
+    }
+    pub fn host(&self) -> Option<&[u8]> {
+        self.head.host.map(|s| s.get(self.head_bytes))
+    }
+    /// The client's address.
+    pub fn peer(&self) -> std::io::Result<SocketAddr> {
+        wire!(ref self, w => w.link.stream.peer_addr())
+    }
+    /// The address the client connected to.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        wire!(ref self, w => w.link.stream.local_addr())
+    }
+    /// Whether the client connection speaks TLS.
+    #[inline]
+    pub fn is_tls(&self) -> bool {
+        wire!(ref self, w => w.link.stream.is_tls())
+    }
+    pub fn body_kind(&self) -> BodyKind {
+        self.head.body
+    }
+
+    /// Adds `line` to whatever response this request gets.
+    pub fn add_header(&mut self, line: Rc<HeaderLine>) {
+        self.added = Some(line);
+    }
+
+    /// Whether a body can go from `from` to this client without a copy
+    /// ([`Exchange::write_from_socket`]).
+    pub fn can_splice_from(&self, from: &TcpStream) -> bool {
+        wire!(ref self, w => w.can_splice_from(from))
+    }
+    /// Whether a streamed body is under way.
+    pub fn streaming(&self) -> bool {
+        self.out == Out::Stream
+    }
+    /// Ends the client's connection after this response (what follows a
+    /// CONNECT on it is not a request).
+    pub fn set_close(&mut self) {
+        wire!(self, w => w.keep_alive = false)
+    }
+    pub fn responded(&self) -> bool {
+        self.out != Out::None
+    }
+    pub(crate) fn upgraded(&self) -> bool {
+        self.out == Out::Upgraded
+    }
+    /// True when a body was started and not finished: the connection must
+    /// then end without a clean end, so it never passes for complete.
+    pub(crate) fn unfinished(&self) -> bool {
+        matches!(self.out, Out::Stream | Out::Sized(_))
+    }
+    /// Whether the client waits for `100 Continue` before sending its body.
+    pub fn expects_continue(&self) -> bool {
+        wire!(ref self, w => w.expects_continue())
+    }
+
+    /// The next piece of the request body, `None` at its end. Asks the
+    /// client for it first where it waits to be asked (`100 Continue`).
+    /// An error says the status the request is refused with: return it,
+    /// and the driver answers it (the connection cannot go on either way).
+    pub async fn read_body(&mut self) -> Result<Option<Bytes>, Error> {
+        let responded = self.responded();
+        wire!(self, w => w.read_body(responded).await)
+    }
+
+    /// Refuses the request after the handler failed on the client's side
+    /// (its body, say): the status, then the connection ends.
+    pub(crate) fn refuse(&mut self, status: u16) {
+        self.body_bytes = wire!(self, w => w.write_refusal(status));
+        self.status = status;
+        self.out = Out::Done;
+    }
+
+    fn check_first(&self) -> Result<(), Error> {
+        if self.out != Out::None {
+            return Err(Error::internal("response already started"));
+        }
+        Ok(())
+    }
+
+    fn write_head<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        framing: Framing,
+    ) {
+        self.status = status;
+        let added = self.added.as_deref();
+        wire!(self, w => w.write_head(status, headers, added, framing));
+    }
+
+    /// Starts a response whose headers come from elsewhere (a proxied
+    /// response). They must not include framing, Connection, Date or
+    /// Server: those stay the protocol's to write.
+    pub fn start_from<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: Body,
+    ) -> Result<(), Error> {
+        self.check_first()?;
+        if no_content(status) {
+            self.drop_body = true;
+            self.write_head(status, headers, Framing::None);
+            self.out = Out::Done;
+            return Ok(());
+        }
+        match body {
+            Body::Sized(len) => {
+                self.write_head(status, headers, Framing::Length(len));
+                self.out = if self.is_head() || len == 0 {
+                    Out::Done
+                } else {
+                    Out::Sized(len)
+                };
+            }
+            Body::Stream => {
+                self.write_head(status, headers, Framing::Stream);
+                self.out = if self.is_head() {
+                    Out::Done
+                } else {
+                    Out::Stream
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn pairs<'h>(headers: &'h [(&str, &'h [u8])]) -> impl Iterator<Item = (&'h [u8], &'h [u8])> {
+        headers.iter().map(|(n, v)| (n.as_bytes(), *v))
+    }
+
+    /// Sends an interim (1xx) response now, before the final one.
+    pub async fn send_interim<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<(), Error> {
+        if !crate::status::is_interim(status) {
+            return Err(Error::internal("not an interim status"));
+        }
+        self.check_first()?;
+        wire!(self, w => w.write_interim(status, headers).await)
+    }
+
+    /// Answers `101 Switching Protocols` with `headers` (which carry
+    /// Connection and Upgrade) and hands over the client's side of the
+    /// connection, with the bytes it already sent. The exchange ends when
+    /// the handler returns.
+    pub async fn upgrade<'h>(
+        &mut self,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<Upgraded<'_>, Error> {
+        self.check_first()?;
+        self.status = 101;
+        self.out = Out::Upgraded;
+        wire!(self, w => w.upgrade(headers).await)
+    }
+
+    /// Answers `status` with a short plain-text page (`502 Bad Gateway`),
+    /// the connection kept as for any other response. No allocation.
+    pub fn send_status(&mut self, status: u16) -> Result<(), Error> {
+        let reason = reason(status);
+        let mut body = [0u8; 64];
+        let mut n = 0;
+        for part in [digits(status).as_slice(), b" ", reason.as_bytes(), b"\n"] {
+            let take = part.len().min(body.len() - n);
+            body[n..n + take].copy_from_slice(&part[..take]);
+            n += take;
+        }
+        self.send(
+            status,
+            &[("Content-Type", b"text/plain; charset=utf-8")],
+            &body[..n],
+        )
+    }
+
+    /// Buffers a whole response; the connection writes it (with any pipelined
+    /// neighbours) when the handler returns.
+    pub fn send(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        body: &[u8],
+    ) -> Result<(), Error> {
+        self.check_first()?;
+        let framing = if no_content(status) {
+            Framing::None
+        } else {
+            Framing::Length(body.len() as u64)
+        };
+        self.write_head(status, Self::pairs(headers), framing);
+        self.out = Out::Done;
+        if !self.drop_body && !no_content(status) {
+            self.body_bytes += body.len() as u64;
+            wire!(self, w => w.wbuf.extend_from_slice(body));
+        }
+        Ok(())
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the body, without copying
+    /// them through user space where the engine allows.
+    pub async fn send_file(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        self.start_sized(status, headers, len)?;
+        self.write_file(file, offset, len).await
+    }
+
+    /// Starts a body of exactly `len` bytes, to be written in pieces with
+    /// [`Exchange::write_body`] and [`Exchange::write_file`]. A body left
+    /// short ends the connection, so it never passes for complete.
+    pub fn start_sized(
+        &mut self,
+        status: u16,
+        headers: &[(&str, &[u8])],
+        len: u64,
+    ) -> Result<(), Error> {
+        self.start_from(status, Self::pairs(headers), Body::Sized(len))
+    }
+
+    /// Starts a streamed body, its length known only at its end
+    /// ([`Exchange::finish`]).
+    pub fn start_stream(&mut self, status: u16, headers: &[(&str, &[u8])]) -> Result<(), Error> {
+        self.start_from(status, Self::pairs(headers), Body::Stream)
+    }
+
+    /// Counts `n` bytes of a sized body; false when they are dropped.
+    fn take_sized(&mut self, n: u64) -> Result<bool, Error> {
+        match self.out {
+            Out::Done if self.drop_body => Ok(false),
+            Out::Sized(left) if n <= left => {
+                self.body_bytes += n;
+                self.out = if n == left {
+                    Out::Done
+                } else {
+                    Out::Sized(left - n)
+                };
+                Ok(true)
+            }
+            Out::Sized(_) => Err(Error::internal("body longer than its declared length")),
+            _ => Err(Error::internal("body written without a started response")),
+        }
+    }
+
+    /// Appends bytes to the body: a sized one (within its length) or a
+    /// stream.
+    pub async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if self.out == Out::Stream {
+            self.body_bytes += data.len() as u64;
+            return wire!(self, w => w.write_stream(data).await);
+        }
+        if !self.take_sized(data.len() as u64)? {
+            return Ok(());
+        }
+        wire!(self, w => w.write_sized(data).await)
+    }
+
+    /// Appends a file range to a sized body, without a copy.
+    pub async fn write_file(
+        &mut self,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        if len == 0 || !self.take_sized(len)? {
+            return Ok(());
+        }
+        wire!(self, w => w.write_file(file, offset, len).await)
+    }
+
+    /// Appends `len` bytes read from `from` to a sized body, spliced from
+    /// socket to socket where the engine can ([`Exchange::can_splice_from`];
+    /// check first, as a refusal here has used up the length). An error is
+    /// the source's when it ended short ([`Kind::InvalidResponse`]), else
+    /// the client's.
+    pub async fn write_from_socket(
+        &mut self,
+        from: &TcpStream,
+        len: u64,
+        on_progress: &dyn Fn(),
+    ) -> Result<(), Error> {
+        if len == 0 || !self.take_sized(len)? {
+            return Ok(());
+        }
+        let r = wire!(self, w => w.splice_from(from, len, on_progress).await);
+        r.map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::new(Kind::InvalidResponse, "body ended short").because(e)
+            }
+            _ => Error::client_gone("relaying a body", e),
+        })
+    }
+
+    /// Ends the body: a stream gets its end marker; a sized body must have
+    /// been written whole.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        match self.out {
+            Out::Stream => wire!(self, w => w.finish_stream()),
+            Out::Done => {}
+            _ => return Err(Error::internal("finish without a whole body")),
+        }
+        self.out = Out::Done;
+        Ok(())
+    }
+}

@@ -1,0 +1,399 @@
+//! The HTTP/1 connection driver: waits for a request without holding
+//! buffers, reads and checks its head, normalizes its path, runs the
+//! handler, answers its error if it failed, and keeps the connection,
+//! pipelines the next request or closes.
+//!
+//! ```text
+//! idle ──readable──▶ head ──complete──▶ path ──normal──▶ handler ──▶ after
+//!  ▲  (no buffers)    │ malformed/limit: status + close     │ keep-alive: next
+//!  │                  │ header timeout: 408 + close         │ close: flush, end
+//!  └──────────── rbuf empty: flush, give buffers back ◀─────┘ rbuf not empty: head
+//! ```
+//!
+//! Responses to pipelined requests collect in the write buffer and go out in
+//! one write, before the driver next waits for the socket.
+
+use std::io;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ringside_runtime::link::Link;
+use ringside_runtime::reload::Current;
+
+use super::parse::parse_head_into;
+use super::wire::{Wire as H1Wire, DISCARD_MAX};
+use crate::error::{Error, Side};
+use crate::exchange::{Exchange, Wire};
+use crate::head::{Method, RequestHead};
+use crate::path::{decode_slashes_into, has_encoded_slash, normalize_into, EncodedSlash};
+use crate::Handler;
+
+/// Size of a read or write buffer; large enough for a default-limit head.
+const BUF_SIZE: usize = 16 * 1024;
+
+fn new_buf() -> BytesMut {
+    BytesMut::with_capacity(BUF_SIZE)
+}
+
+/// Buffers, head storage and path scratch of a connection inside a
+/// request; pooled per core so that idle connections own none of it, and
+/// memory follows the number of busy connections rather than of open ones.
+struct Active {
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    head: RequestHead,
+    /// The normalized path, where it differs from the one sent.
+    path: Vec<u8>,
+    /// The path routes match, where it differs from `path`.
+    route_path: Vec<u8>,
+}
+
+thread_local! {
+    // Boxed so a connection holds one pointer, and taking or returning one
+    // moves 8 bytes rather than the whole slot.
+    #[allow(clippy::vec_box)]
+    static ACTIVE_POOL: std::cell::RefCell<Vec<Box<Active>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn acquire() -> Box<Active> {
+    ACTIVE_POOL
+        .with(|p| p.borrow_mut().pop())
+        .unwrap_or_else(|| {
+            Box::new(Active {
+                rbuf: new_buf(),
+                wbuf: new_buf(),
+                head: RequestHead::empty(),
+                path: Vec::with_capacity(256),
+                route_path: Vec::new(),
+            })
+        })
+}
+
+fn release(mut a: Box<Active>) {
+    a.rbuf.clear();
+    a.wbuf.clear();
+    // Buffers still shared with a body piece the handler kept are replaced.
+    if !a.rbuf.try_reclaim(BUF_SIZE) {
+        a.rbuf = new_buf();
+    }
+    if !a.wbuf.try_reclaim(BUF_SIZE) {
+        a.wbuf = new_buf();
+    }
+    ACTIVE_POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 256 {
+            p.push(a);
+        }
+    });
+}
+
+enum Next {
+    KeepAlive,
+    Close,
+    /// Close after reading what the client still sends for a while, so that
+    /// our last response is not destroyed by a reset.
+    Linger,
+}
+
+/// Serves one HTTP/1 connection until it closes.
+///
+/// A plain fn returning an `async move` block rather than an `async fn`:
+/// an async fn keeps each argument twice in its future (once captured, once
+/// moved into the body), and every idle connection holds this future.
+#[allow(clippy::manual_async_fn)]
+pub(crate) fn serve<H: Handler>(
+    mut link: Link,
+    current: Rc<Current<H>>,
+) -> impl std::future::Future<Output = ()> {
+    async move {
+        // Boxed: only TLS connections carry its future, and only until the
+        // handshake is over.
+        if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
+            return;
+        }
+        let mut active: Option<Box<Active>> = None;
+        let mut first = true;
+        let next = loop {
+            let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
+            if !buffered {
+                if let Some(a) = active.take() {
+                    release(a);
+                }
+                if link.draining() {
+                    break Next::Close;
+                }
+                let t = &link.cfg.timeouts;
+                let idle = if first {
+                    t.header_read
+                } else {
+                    t.keepalive_idle
+                };
+                link.set_idle(true);
+                let ready = link.readable_until(Instant::now() + idle).await;
+                link.set_idle(false);
+                if ready.is_err() || link.expired() || link.draining() {
+                    break Next::Close;
+                }
+            }
+            first = false;
+            let a = active.get_or_insert_with(acquire);
+            let _busy = link.busy();
+            // Taken per request: a reload reaches keep-alive connections at
+            // their next request, never in the middle of one.
+            let (handler, cfg) = current.get();
+            link.cfg = cfg;
+            match one_request(&mut link, a, &*handler).await {
+                Next::KeepAlive => {
+                    let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
+                    if flush_now && link.flush(&mut a.wbuf).await.is_err() {
+                        break Next::Close;
+                    }
+                }
+                other => {
+                    let _ = link.flush(&mut a.wbuf).await;
+                    break other;
+                }
+            }
+        };
+        if let Next::Linger = next {
+            Box::pin(linger(&link, active.as_mut().map(|a| &mut a.rbuf))).await;
+        }
+        if let Some(a) = active.take() {
+            release(a);
+        }
+    }
+}
+
+/// Runs the client connection's TLS handshake within the header timeout
+/// (a client stalling mid-handshake is a slowloris too).
+async fn handshake(link: &Link) -> io::Result<()> {
+    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let r = link.handshake(deadline).await;
+    if let Err(e) = &r {
+        tracing::debug!(error = %e, "TLS handshake failed");
+    }
+    r
+}
+
+/// Reads one head, runs the handler and settles the body. Responses are
+/// left in `a.wbuf` for the caller to flush.
+async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
+    // The head goes straight into the pooled slot: a RequestHead local here
+    // would stay in this future (and every idle connection's) for good.
+    if let Err(refusal) = read_head(link, a).await {
+        return match refusal {
+            Some(e) => refuse(link, &mut a.wbuf, handler, e),
+            None => Next::Close,
+        };
+    }
+    let Active {
+        rbuf,
+        wbuf,
+        head,
+        path,
+        route_path,
+    } = a;
+    let mut head_bytes = rbuf.split_to(head.head_len);
+    let normal = normalize(head, &head_bytes, handler.encoded_slash(), path, route_path);
+    link.sending.set(Default::default());
+    let started = Instant::now();
+    let (p, rp) = paths(head, &head_bytes, path, route_path);
+    let wire = Wire::H1(H1Wire::new(link, head, rbuf, wbuf));
+    let mut ex = Exchange::new(wire, head, &head_bytes, p, rp);
+    let next = match normal {
+        Ok(()) => {
+            let result = handler.handle(&mut ex).await;
+            settle(&mut ex, result).await
+        }
+        // A path no route may be decided on: refused before any handler
+        // sees it, but logged with its target like any request.
+        Err(e) => settle(&mut ex, Err(e)).await,
+    };
+    handler.done(&ex, started);
+    drop(ex);
+    head_bytes.clear();
+    drop(head_bytes);
+    next
+}
+
+/// A request refused before any handler ran: its status, then close.
+fn refuse<H: Handler>(link: &mut Link, wbuf: &mut BytesMut, handler: &H, e: Error) -> Next {
+    tracing::debug!(error = %e, "bad request");
+    let status = e.status();
+    let body = super::encode::write_error(wbuf, status);
+    handler.refused(status, body, &|| link.stream.peer_addr().ok());
+    Next::Linger
+}
+
+/// Normalizes the head's path into the slot's scratch, where it needs it.
+/// `*` and CONNECT's authority have no path to normalize.
+fn normalize(
+    head: &RequestHead,
+    head_bytes: &[u8],
+    slash: EncodedSlash,
+    path: &mut Vec<u8>,
+    route_path: &mut Vec<u8>,
+) -> Result<(), Error> {
+    path.clear();
+    route_path.clear();
+    let raw = head.raw_path(head_bytes);
+    if head.method == Method::Connect || raw == b"*" {
+        return Ok(());
+    }
+    if !normalize_into(raw, slash, path)? {
+        path.clear();
+    }
+    if slash == EncodedSlash::Pass {
+        let normal = if path.is_empty() { raw } else { &path[..] };
+        if has_encoded_slash(normal) {
+            decode_slashes_into(normal, route_path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The normalized path and the route path, each the raw path where the
+/// scratch holds nothing.
+fn paths<'b>(
+    head: &RequestHead,
+    head_bytes: &'b [u8],
+    path: &'b [u8],
+    route_path: &'b [u8],
+) -> (&'b [u8], &'b [u8]) {
+    let p = if path.is_empty() {
+        head.raw_path(head_bytes)
+    } else {
+        path
+    };
+    let rp = if route_path.is_empty() { p } else { route_path };
+    (p, rp)
+}
+
+/// After the handler: answer its error if it failed before responding,
+/// drop a small unread body, and decide whether the connection goes on.
+async fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) -> Next {
+    if let Err(e) = result {
+        match e.answer() {
+            Some(status) if !ex.responded() && e.side() == Side::Client => {
+                tracing::debug!(error = %e, "request refused");
+                ex.refuse(status);
+                return Next::Linger;
+            }
+            Some(status) if !ex.responded() => {
+                tracing::debug!(status, error = %e, "error response");
+                let _ = ex.send_status(status);
+            }
+            _ => {
+                tracing::debug!(peer = ?ex.peer().ok(), error = %e, "handler failed; closing");
+                return Next::Close;
+            }
+        }
+    }
+    if ex.upgraded() || ex.unfinished() {
+        // A body that was never ended must not look complete.
+        return Next::Close;
+    }
+    if !ex.responded() {
+        let _ = ex.send(
+            500,
+            &[("Content-Type", b"text/plain")],
+            b"500 Internal Server Error\n",
+        );
+    }
+    let Wire::H1(w) = &ex.wire;
+    if !w.keep_alive {
+        // A client that asked to close and sent nothing more can be closed
+        // on. Otherwise the server chose to close (draining, an unread
+        // body) and the client may have sent more already: closing with
+        // unread bytes resets the connection and can destroy the response
+        // in flight, so linger as nginx does.
+        let client_closes = !w.head.keep_alive;
+        return if client_closes && w.body_done() && w.rbuf.is_empty() {
+            Next::Close
+        } else {
+            Next::Linger
+        };
+    }
+    if w.body_done() {
+        return Next::KeepAlive;
+    }
+    // Small unread body: read and drop it so the next request lines up.
+    // Boxed, being rare, so its future does not grow every connection's.
+    Box::pin(discard_body(ex)).await
+}
+
+async fn discard_body(ex: &mut Exchange<'_>) -> Next {
+    loop {
+        match ex.read_body().await {
+            Ok(Some(_)) => {}
+            Ok(None) => return Next::KeepAlive,
+            Err(_) => return Next::Close,
+        }
+    }
+}
+
+/// Reads until a complete head is parsed into `a.head`. `Err(Some(e))`:
+/// refuse the request with `e`; `Err(None)`: the client closed.
+async fn read_head(link: &mut Link, a: &mut Active) -> Result<(), Option<Error>> {
+    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    loop {
+        match parse_head_into(&a.rbuf, &link.cfg.limits, &mut a.head) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(Some(e.into())),
+        }
+        loop {
+            match link.stream.try_read(&mut a.rbuf) {
+                Ok(0) if link.expired() && !a.rbuf.is_empty() => {
+                    return Err(Some(Error::new(
+                        crate::error::Kind::ClientTimeout,
+                        "request head too slow",
+                    )))
+                }
+                Ok(0) => return Err(None),
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Never wait on the client while it waits on us.
+                    if !a.wbuf.is_empty() && Box::pin(link.flush(&mut a.wbuf)).await.is_err() {
+                        return Err(None);
+                    }
+                    if link.readable_until(deadline).await.is_err() {
+                        return Err(None);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(None),
+            }
+        }
+    }
+}
+
+/// Half-closes, then reads and drops what the client still sends, for a
+/// bounded time and amount, so that the response already sent is read
+/// before the kernel answers further data with a reset.
+async fn linger(link: &Link, rbuf: Option<&mut BytesMut>) {
+    const LINGER_TIME: Duration = Duration::from_secs(2);
+    const LINGER_BYTES: usize = 256 * 1024;
+    if link.stream.shutdown_write().is_err() {
+        return;
+    }
+    let mut scratch = BytesMut::new();
+    let buf = rbuf.unwrap_or(&mut scratch);
+    let deadline = Instant::now() + LINGER_TIME;
+    let mut total = 0;
+    while total < LINGER_BYTES {
+        buf.clear();
+        match link.stream.try_read(buf) {
+            Ok(0) => return,
+            Ok(n) => total += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if link.readable_until(deadline).await.is_err() || link.expired() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}

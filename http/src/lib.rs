@@ -1,0 +1,114 @@
+//! ringside-http: the HTTP layer every protocol speaks into and every
+//! handler reads from.
+//!
+//! - [`Exchange`]: one request and its response, with nothing of the wire
+//!   in its API. HTTP/1 drives it today ([`h1`]); a second protocol adds a
+//!   driver and a wire variant, and the static, proxy and FastCGI handlers
+//!   run on it unchanged.
+//! - [`Error`]: one error type for the request path; the status a failure
+//!   is answered with is decided there.
+//! - [`path`]: the one normalized path every routing and access decision is
+//!   made on, and that goes upstream.
+//! - [`head`], [`grammar`], [`hop`], [`status`], [`date`]: the pieces of
+//!   HTTP semantics that do not depend on the protocol.
+//! - [`semantics`]: conditional requests, ranges and content negotiation,
+//!   for the static files and anything else that serves representations.
+//!
+//! The engine (`ringside-runtime`) accepts connections and hands each, as a
+//! `Link`, to [`Http`], the driver the server was started with.
+
+pub mod date;
+pub mod error;
+pub mod exchange;
+pub mod grammar;
+pub mod h1;
+pub mod head;
+pub mod hop;
+pub mod message;
+pub mod path;
+pub mod semantics;
+pub mod status;
+pub mod upgraded;
+
+use std::rc::Rc;
+use std::time::Instant;
+
+pub use error::{Error, Kind, Side};
+pub use exchange::Exchange;
+pub use head::{BodyKind, Fields, Method, RequestHead, Span, Version};
+pub use message::{Body, HeaderLine};
+pub use path::EncodedSlash;
+pub use ringside_runtime::config::{Limits, DEFAULT_MAX_HEADERS};
+pub use upgraded::Upgraded;
+
+use ringside_runtime::config::{RuntimeConfig, ServerConfig};
+use ringside_runtime::context::WorkerContext;
+use ringside_runtime::link::{Driver, Link};
+use ringside_runtime::reload::Current;
+use ringside_runtime::worker::{self, Server, StartError};
+
+/// Answers requests. One value per worker, shared by its connections.
+#[allow(async_fn_in_trait)] // workers are single-threaded: no Send bound wanted
+pub trait Handler: 'static {
+    /// Handles one request. Returning without a response answers 500; an
+    /// error is answered as [`Error`] says (or ends the connection when
+    /// the response had started).
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error>;
+
+    /// Called once per request after its response is settled, with when its
+    /// head was complete: the place for access logs and metrics.
+    #[inline]
+    fn done(&self, _ex: &Exchange<'_>, _started: Instant) {}
+
+    /// Called for a request refused before any handler ran (a malformed or
+    /// oversized head, a path that may not be served, a head timeout), with
+    /// the status and body length sent and a way to learn the client's
+    /// address.
+    #[inline]
+    fn refused(
+        &self,
+        _status: u16,
+        _body_bytes: u64,
+        _peer: &dyn Fn() -> Option<std::net::SocketAddr>,
+    ) {
+    }
+
+    /// What a path's encoded slashes do (see [`path`]): refused unless this
+    /// handler's routes were configured to pass them on.
+    #[inline]
+    fn encoded_slash(&self) -> EncodedSlash {
+        EncodedSlash::Reject
+    }
+}
+
+/// The HTTP driver the engine runs each accepted connection with. Today
+/// every listener speaks HTTP/1.1; the listener's settings (TLS's ALPN, a
+/// preface) are where another protocol will be chosen.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Http;
+
+impl<H: Handler> Driver<H> for Http {
+    fn serve(
+        self,
+        link: Link,
+        current: Rc<Current<H>>,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        h1::server::serve(link, current)
+    }
+}
+
+/// Starts the workers of `rt` serving HTTP on `srv`'s listeners, each with
+/// a handler from `make`; for servers that never reload (the binary uses
+/// `worker::bind` and a reloadable factory).
+pub fn start<H, F>(rt: &RuntimeConfig, srv: &ServerConfig, make: F) -> Result<Server<H>, StartError>
+where
+    H: Handler,
+    F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
+{
+    worker::start(
+        rt,
+        srv,
+        std::sync::Arc::new(move |ctx, _| Ok(make(ctx))),
+        Http,
+    )
+}

@@ -1,0 +1,328 @@
+//! The handler each core runs: answers what the server answers itself
+//! ([`own`]), applies the virtual host's https policy ([`https`]), routes
+//! the request on its normalized path ([`router`]), and hands it to the
+//! static files or to an upstream's codec.
+
+pub mod https;
+mod own;
+pub mod router;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ringside_http::{Error, Exchange, Handler, Method};
+use ringside_runtime::task;
+use ringside_runtime::worker::WorkerContext;
+use ringside_static::{PathError, StaticFiles};
+
+use crate::access_log::{self, format::Entry};
+use crate::config::ops::{LogFormat, OpsConfig};
+use crate::metrics::{self, RouteLabel, RouteStats};
+
+use crate::fastcgi::codec::FastCgi;
+use crate::fastcgi::script::{Resolved, Scripts};
+use crate::upstream::forward::forward;
+use crate::upstream::h1::H1;
+use crate::upstream::local::Local;
+use crate::upstream::settings::{ForwardHeaders, ForwardPath, ProxyConfig, Underscores};
+use crate::upstream::shared::Shared;
+use https::HttpsPolicy;
+use router::{Router, Target};
+
+pub struct Edge {
+    statics: StaticFiles,
+    router: Router,
+    proxy: Rc<ProxyCore>,
+    /// Per proxy route: its scripts' docroot when the upstream is FastCGI.
+    scripts: Vec<Option<Scripts>>,
+    /// Counters by tag (see [`TAG_NO_ROUTE`]).
+    route_stats: Vec<Arc<RouteStats>>,
+    log: Option<LogSettings>,
+    /// https redirects and HSTS, where a vhost asks for them.
+    https: Option<HttpsPolicy>,
+    encoded_slash: ringside_http::EncodedSlash,
+}
+
+/// The request's tag (`Exchange::set_tag`): which way it went.
+/// The tag of a request no route took (refused, redirected, answered by
+/// the edge itself): 0, what an exchange starts with, so a request the
+/// driver refuses before routing is counted here too.
+const TAG_NO_ROUTE: u32 = 0;
+const TAG_STATIC: u32 = 1;
+/// Proxy route `i` is tagged `TAG_PROXY + i`.
+const TAG_PROXY: u32 = 2;
+
+struct LogSettings {
+    format: LogFormat,
+    /// By tag: whether the route's requests are logged.
+    logged: Vec<bool>,
+    unlogged_static: Vec<String>,
+}
+
+/// This core's upstreams, in the order of `ProxyConfig::upstreams`.
+pub struct ProxyCore {
+    /// Shared with the handler a reload replaced, where the upstream did
+    /// not change: its pools carry over.
+    upstreams: Vec<Rc<RefCell<Local>>>,
+    headers: ForwardHeaders,
+    /// The Via value added to responses, made once.
+    via: Option<Box<[u8]>>,
+}
+
+/// How often idle upstream connections are checked.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
+impl Edge {
+    /// Builds this core's handler; call on the worker's thread. Starts the
+    /// core's pool reaper.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        statics: StaticFiles,
+        static_prefixes: Vec<String>,
+        proxy: &ProxyConfig,
+        ops: &OpsConfig,
+        shared: &[Arc<Shared>],
+        ctx: &WorkerContext,
+        prev: Option<&Edge>,
+        https: Option<HttpsPolicy>,
+    ) -> Result<Edge, String> {
+        let (worker, workers) = (ctx.index, ctx.workers);
+        let core_stats = metrics::registry().core(worker, &ctx.stats);
+        let upstreams = shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let kept = prev.and_then(|p| {
+                    p.proxy
+                        .upstreams
+                        .iter()
+                        .find(|u| Arc::ptr_eq(&u.borrow().shared, s))
+                });
+                match kept {
+                    Some(u) => u.clone(),
+                    None => {
+                        let seed =
+                            (worker as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64;
+                        Rc::new(RefCell::new(Local::new(
+                            s.clone(),
+                            seed,
+                            worker,
+                            workers,
+                            core_stats.clone(),
+                        )))
+                    }
+                }
+            })
+            .collect();
+        let core = Rc::new(ProxyCore {
+            upstreams,
+            headers: proxy.headers.clone(),
+            via: proxy
+                .headers
+                .via
+                .as_ref()
+                .map(|p| format!("1.1 {p}").into_bytes().into()),
+        });
+        if !core.upstreams.is_empty() {
+            task::spawn(reaper(Rc::downgrade(&core)));
+        }
+        let scripts = proxy
+            .routes
+            .iter()
+            .map(|r| {
+                r.fastcgi
+                    .as_ref()
+                    .map(|f| {
+                        Scripts::new(f).map_err(|e| {
+                            format!("cannot open FastCGI root {}: {e}", f.root.display())
+                        })
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let label = |route: &str, host: String| {
+            core_stats.route(RouteLabel {
+                route: route.to_owned(),
+                host,
+            })
+        };
+        let mut route_stats = vec![label("none", String::new()), label("static", String::new())];
+        for r in &proxy.routes {
+            route_stats.push(label(&r.prefix, r.hosts.join(",")));
+        }
+        let log = ops.access_log.as_ref().map(|a| {
+            access_log::configure_core(a);
+            let mut logged = vec![true; route_stats.len()];
+            for &i in &ops.unlogged_proxy_routes {
+                logged[TAG_PROXY as usize + i] = false;
+            }
+            LogSettings {
+                format: a.format,
+                logged,
+                unlogged_static: ops.unlogged_static_prefixes.clone(),
+            }
+        });
+        Ok(Edge {
+            statics,
+            router: Router::new(proxy.routes.clone(), static_prefixes),
+            proxy: core,
+            scripts,
+            route_stats,
+            log,
+            https,
+            encoded_slash: proxy.encoded_slash,
+        })
+    }
+
+    fn log(&self, log: &LogSettings, ex: &Exchange<'_>, status: u16, elapsed: Duration) {
+        let tag = ex.tag();
+        if !log.logged[tag as usize] {
+            return;
+        }
+        if tag == TAG_STATIC
+            && log
+                .unlogged_static
+                .iter()
+                .any(|p| ringside_http::path::prefix_matches(ex.route_path(), p.as_bytes()))
+        {
+            return;
+        }
+        access_log::log(
+            log.format,
+            &Entry {
+                peer: ex.peer().ok(),
+                method: ex.method_bytes(),
+                target: ex.target(),
+                version: ex.version().as_str(),
+                status,
+                body_bytes: ex.body_bytes(),
+                referer: ex.header("referer"),
+                user_agent: ex.header("user-agent"),
+                host: ex.host(),
+                elapsed,
+            },
+        );
+    }
+}
+
+async fn reaper(core: std::rc::Weak<ProxyCore>) {
+    loop {
+        task::sleep(REAP_EVERY).await;
+        let Some(core) = core.upgrade() else { return };
+        let now = Instant::now();
+        for u in &core.upstreams {
+            u.borrow_mut().reap(now);
+        }
+    }
+}
+
+impl Handler for Edge {
+    #[inline]
+    fn done(&self, ex: &Exchange<'_>, started: Instant) {
+        let elapsed = started.elapsed();
+        // No status: the client went away before an answer (nginx's 499).
+        let status = match ex.status() {
+            0 => 499,
+            s => s,
+        };
+        self.route_stats[ex.tag() as usize].record(status, ex.body_bytes(), ex.head_len(), elapsed);
+        if let Some(log) = &self.log {
+            self.log(log, ex, status, elapsed);
+        }
+    }
+
+    fn refused(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
+        self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
+        if let Some(log) = &self.log {
+            if log.logged[TAG_NO_ROUTE as usize] {
+                access_log::log(
+                    log.format,
+                    &Entry {
+                        peer: peer(),
+                        method: b"",
+                        target: b"",
+                        version: "",
+                        status,
+                        body_bytes: body,
+                        referer: None,
+                        user_agent: None,
+                        host: None,
+                        elapsed: Duration::ZERO,
+                    },
+                );
+            }
+        }
+    }
+
+    fn encoded_slash(&self) -> ringside_http::EncodedSlash {
+        self.encoded_slash
+    }
+
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
+        if ex.method() == Method::Connect || ex.target() == b"*" {
+            ex.set_tag(TAG_NO_ROUTE);
+            return own::server_wide(ex, !self.router.routes().is_empty());
+        }
+        if let Some(p) = &self.https {
+            if let Some(redirected) = p.apply(ex) {
+                ex.set_tag(TAG_NO_ROUTE);
+                return redirected;
+            }
+        }
+        let target = self.router.route(ex.host(), ex.route_path());
+        ex.set_tag(match target {
+            Target::Static => TAG_STATIC,
+            Target::NotFound => TAG_NO_ROUTE,
+            Target::Proxy(i) => TAG_PROXY + i as u32,
+        });
+        if own::last_hop(ex) {
+            return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));
+        }
+        match target {
+            Target::Static => self.statics.handle(ex).await,
+            Target::Proxy(i) => {
+                let route = &self.router.routes()[i];
+                let up = &self.proxy.upstreams[route.upstream];
+                if self.proxy.headers.underscores == Underscores::Reject
+                    && ex.headers().any(|(n, _)| n.contains(&b'_'))
+                {
+                    return ex.send_status(400);
+                }
+                match &self.scripts[i] {
+                    None => {
+                        let codec = H1 {
+                            route,
+                            headers: &self.proxy.headers,
+                            via: self.proxy.via.as_deref(),
+                        };
+                        // Boxed: only proxied requests pay for the
+                        // forwarding future, and idle connections stay small.
+                        Box::pin(forward(ex, up, &codec)).await
+                    }
+                    Some(scripts) => match scripts.resolve(ex.path()) {
+                        Resolved::Script {
+                            script_name,
+                            path_info,
+                        } => {
+                            let codec = FastCgi {
+                                route: scripts.route(),
+                                script_name: &script_name,
+                                path_info: &path_info,
+                                raw_uri: route.forward_path == ForwardPath::Raw,
+                            };
+                            Box::pin(forward(ex, up, &codec)).await
+                        }
+                        Resolved::NotScript => self.statics.handle(ex).await,
+                        Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
+                            ex.send_status(404)
+                        }
+                        Resolved::Refused(PathError::Invalid) => ex.send_status(400),
+                    },
+                }
+            }
+            Target::NotFound => ex.send_status(404),
+        }
+    }
+}

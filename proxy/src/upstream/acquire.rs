@@ -1,0 +1,113 @@
+//! Getting a try its connection to a server: what the upstream's pool
+//! policy grants (`super::policy`), a new connection where it grants one,
+//! or the wait in the queue where it says so.
+//!
+//! [`acquire`] settles the core's accounting on every path it fails on, so
+//! the caller has only its own retry to decide.
+
+use std::cell::RefCell;
+use std::io;
+use std::time::Instant;
+
+use ringside_http::{Error, Kind};
+use ringside_runtime::net::TcpStream;
+use ringside_runtime::task;
+
+use super::addr::PeerAddr;
+use super::local::{Chosen, Local};
+use super::policy::Grant;
+use crate::fastcgi::capacity::Waited;
+
+/// A connection to `chosen`: pooled (`true`), newly opened, or handed over
+/// after waiting. `fresh_only` skips the pool; `check` peeks a pooled
+/// connection before lending it.
+pub async fn acquire(
+    up: &RefCell<Local>,
+    chosen: &Chosen,
+    fresh_only: bool,
+    check: bool,
+) -> Result<(TcpStream, bool), Error> {
+    let (grant, timeout) = {
+        let mut l = up.borrow_mut();
+        let timeout = l.shared.cfg.queue_timeout();
+        (l.take(chosen, !fresh_only, check), timeout)
+    };
+    let waiter = match grant {
+        Grant::Pooled(s) => return Ok((s, true)),
+        Grant::Open => return open(up, chosen).await.map(|s| (s, false)),
+        Grant::Full => return Err(Error::new(Kind::Overloaded, "FastCGI queue full")),
+        Grant::Gone => return Err(Error::new(Kind::NoServer, "the server left the upstream")),
+        Grant::Wait(w) => w,
+    };
+    let deadline = Instant::now() + timeout;
+    let borrowing = up.borrow().borrowing(chosen);
+    let recheck = || up.borrow_mut().poll(chosen);
+    let waited = waiter
+        .wait(deadline, borrowing.then_some(&recheck as &dyn Fn()))
+        .await;
+    match waited {
+        Waited::Conn(s) => Ok((s, true)),
+        Waited::Open => open(up, chosen).await.map(|s| (s, false)),
+        Waited::TimedOut => {
+            // Whatever was handed over meanwhile goes on to the next waiter.
+            let leftover = waiter.leftover();
+            let slot = waiter.got_slot();
+            drop(waiter);
+            let mut l = up.borrow_mut();
+            if let Some(s) = leftover {
+                l.release(chosen, Some(s), false);
+            } else if slot {
+                l.release(chosen, None, false);
+            } else {
+                l.abandon(chosen);
+            }
+            Err(Error::new(
+                Kind::Overloaded,
+                "no FastCGI connection free within queue_timeout",
+            ))
+        }
+    }
+}
+
+/// Opens a connection under a grant; a failure gives the grant back.
+async fn open(up: &RefCell<Local>, chosen: &Chosen) -> Result<TcpStream, Error> {
+    connect(chosen, up).await.inspect_err(|e| {
+        up.borrow_mut()
+            .release(chosen, None, e.kind().server_failed());
+    })
+}
+
+/// Opens a connection to `chosen`, with the TLS handshake where the
+/// upstream speaks TLS, all within the connect timeout.
+pub(crate) async fn connect(chosen: &Chosen, up: &RefCell<Local>) -> Result<TcpStream, Error> {
+    let addr = &chosen.addr;
+    let (limit, tls) = {
+        let l = up.borrow();
+        let tls = crate::upstream::shared::tls_for(&l.shared, &chosen.authority);
+        (l.shared.cfg.timeouts.connect, tls)
+    };
+    let connecting = async {
+        let mut s = match addr {
+            PeerAddr::Inet(a) => TcpStream::connect(*a).await?,
+            PeerAddr::Unix(p) => TcpStream::connect_unix(p)?,
+        };
+        if let Some((cfg, name)) = tls {
+            s.start_tls_client(cfg, name)?;
+            s.handshake().await?;
+        }
+        Ok::<_, io::Error>(s)
+    };
+    match task::timeout(limit, Box::pin(connecting)).await {
+        Ok(Ok(s)) => {
+            up.borrow().count_opened(addr);
+            Ok(s)
+        }
+        Ok(Err(e)) => {
+            Err(Error::new(Kind::ConnectFailed, format!("connecting to {addr}")).because(e))
+        }
+        Err(_) => Err(Error::new(
+            Kind::ConnectTimeout,
+            format!("connecting to {addr} timed out"),
+        )),
+    }
+}

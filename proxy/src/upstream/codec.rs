@@ -1,0 +1,52 @@
+//! What a protocol to upstreams implements for the one forward loop
+//! (`forward::forward`): how one try sends the request on a connection and
+//! relays the response. HTTP/1 (`h1`) and FastCGI (`crate::fastcgi::codec`)
+//! are the two today; the loop, the pool policy and the retry rules are
+//! shared.
+
+use std::cell::RefCell;
+
+use ringside_http::{Error, Exchange};
+use ringside_runtime::net::TcpStream;
+
+use super::io::UpSock;
+use super::local::{Chosen, Local};
+
+/// How a try that did not fail ended.
+pub enum Tried {
+    /// Answered; the connection to pool, if it stays usable.
+    Done(Option<TcpStream>),
+    /// A 502/503/504 that the retry policy sends to another server; nothing
+    /// was sent to the client.
+    RetryStatus(u16),
+}
+
+#[allow(async_fn_in_trait)] // workers are single-threaded: no Send bound wanted
+pub trait Codec {
+    /// Whether the request may reach a server a second time once it may
+    /// have reached one: only then is a try retried after its request was
+    /// sent (a stale pooled connection, a timeout, a bad response).
+    fn replayable(&self, ex: &Exchange<'_>) -> bool;
+
+    /// Refuses a request this codec cannot send on, before any server is
+    /// picked.
+    fn admit(&self, _ex: &Exchange<'_>) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// One try on `sock`, to `chosen`. `reused`: the connection came from
+    /// the pool, so a close before any answer is [`Kind::Stale`]
+    /// (`ringside_http::Kind`). `may_retry`: a status the retry policy
+    /// retries may come back as [`Tried::RetryStatus`] instead of being
+    /// relayed. An error of the client's side ends the forwarding; the
+    /// loop decides what to do with the others.
+    async fn exchange(
+        &self,
+        ex: &mut Exchange<'_>,
+        up: &RefCell<Local>,
+        chosen: &Chosen,
+        sock: UpSock,
+        reused: bool,
+        may_retry: bool,
+    ) -> Result<Tried, Error>;
+}

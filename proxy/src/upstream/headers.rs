@@ -1,0 +1,847 @@
+//! Forwarding policy for header fields, both ways: the request head sent
+//! upstream ([`write_request_head`]) and which fields of an upstream's
+//! response reach the client ([`skip_response_header`]). The wire format
+//! itself is `ringside_http::h1::encode`'s.
+//!
+//! # How it works
+//!
+//! [`write_request_head`] turns a client's parsed request into the head the
+//! proxy sends, in one pass over the client's headers plus one short pass
+//! for each joined field, writing into the caller's buffer and allocating
+//! nothing else:
+//!
+//! 1. The request line, always `HTTP/1.1` (the proxy speaks 1.1 to upstreams
+//!    whatever the client spoke), with the route's prefix replaced (see
+//!    below) and the query appended back after `?`.
+//! 2. `Host`, first, with the value the route chose.
+//! 3. The client's end-to-end headers, in order, without:
+//!    - `Host` (ours is above);
+//!    - hop-by-hop fields (RFC 9110 §7.6.1): `Connection`, every name a
+//!      `Connection` field lists, `Keep-Alive`, `TE`, `Trailer`,
+//!      `Proxy-Connection`, `Upgrade`;
+//!    - framing (`Content-Length`, `Transfer-Encoding`): regenerated from
+//!      [`ReqBody`], so no framing text of the client's ever reaches the
+//!      upstream and the two sides cannot read the body's length two ways;
+//!    - `Expect`: the proxy answers `100-continue` to the client itself;
+//!    - names with `_` (unless `underscores_in_headers = "pass"`, and even
+//!      then those that read as `Content-Length`, `Host` or a hop-by-hop
+//!      field with `-` for `_`): a backend that maps `-` and `_` alike (CGI,
+//!      many frameworks) would take `X_Forwarded_For` for the real field,
+//!      which is why nginx drops them by default too;
+//!    - the fields the proxy writes itself below, where that is switched on:
+//!      `X-Forwarded-For/-Proto/-Host`, `Forwarded`, `Via`; the client's
+//!      spelling of them never reaches the upstream on its own;
+//!    - for TRACE and OPTIONS, `Max-Forwards`, which goes on decremented
+//!      (RFC 9110 §7.6.2; at 0 the edge answers itself).
+//! 4. The framing field: `Content-Length: n` or `Transfer-Encoding: chunked`.
+//! 5. With an upgrade, `Connection: upgrade` and `Upgrade:` the protocols
+//!    asked for that the route allows ([`upgrade_protocols`]: `websocket`
+//!    and the tokens the route lists, never `h2c`, which RFC 9113 dropped
+//!    and which, passed on, smuggles an HTTP/2 connection past the proxy).
+//!    Otherwise no `Connection` field at all: HTTP/1.1 is persistent by
+//!    default and the upstream connection is the proxy's to pool, whatever
+//!    the client asked for its own connection (RFC 9110 §7.6.1: Connection
+//!    is per hop).
+//! 6. `X-Forwarded-For` (the client's values, every such field joined with
+//!    `", "`, then the client's address), `X-Forwarded-Proto`,
+//!    `X-Forwarded-Host`; `Forwarded` (RFC 7239: the client's values, then
+//!    `for=..;proto=..;host=..`); `Via` (RFC 9110 §7.6.3: the client's
+//!    values, then `1.1 <pseudonym>`).
+//!
+//! # Path rewriting
+//!
+//! The path is the normalized one the route was chosen on (or, with
+//! `forward_path = "raw"`, the client's bytes). With `replace_prefix =
+//! Some(r)`, a path that starts with the route's prefix has that prefix
+//! replaced by `r`; a path equal to a `/`-ending prefix without its
+//! slash (`/api` for `/api/`) counts as the prefix itself. Where `r` ends
+//! and the rest starts with `/`, one of the two is dropped (so `strip_prefix`
+//! on a prefix without a trailing slash gives `/x`, not `//x`), and the
+//! result always starts with `/`. Other paths are sent as they are.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use bytes::{BufMut, BytesMut};
+use ringside_http::grammar::{is_tchar, list_elements, ConnectionTokens};
+use ringside_http::h1::encode::{put_u64, write_content_length, write_header, write_request_line};
+use ringside_http::hop::{is_hop_by_hop, HOP};
+
+use super::settings::{ForwardHeaders, Underscores};
+
+/// How the request body sent upstream is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqBody {
+    /// No framing field (a request without a body).
+    None,
+    /// `Content-Length: n` (`Length(0)` writes `Content-Length: 0`).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// What one forwarded request's head is made of, beside the client's headers.
+#[derive(Clone, Copy, Debug)]
+pub struct Forward<'a> {
+    pub method: &'a [u8],
+    /// The request's path (as sent, still percent-encoded), without query.
+    pub path: &'a [u8],
+    /// The query, without its `?`; `Some(b"")` keeps a lone `?`.
+    pub query: Option<&'a [u8]>,
+    /// The route's prefix, compared with the raw path bytes.
+    pub prefix: &'a [u8],
+    /// What replaces `prefix`; `None` keeps the path.
+    pub replace_prefix: Option<&'a [u8]>,
+    /// The Host value to send.
+    pub host: &'a [u8],
+    /// The client's Host as received (for X-Forwarded-Host and Forwarded
+    /// `host=`), if it sent one.
+    pub client_host: Option<&'a [u8]>,
+    pub client_ip: IpAddr,
+    /// The scheme the client used: `"http"`.
+    pub proto: &'a str,
+    pub body: ReqBody,
+    /// The protocols of the client's upgrade that the route allows (see
+    /// [`upgrade_protocols`]); when there are any, `Connection: upgrade` and
+    /// `Upgrade:` with them are sent.
+    pub upgrade: &'a [&'a [u8]],
+    pub settings: &'a ForwardHeaders,
+}
+
+/// Writes the request line (always HTTP/1.1), the client's end-to-end
+/// headers, and the proxy's own into `out`, ending with the blank line.
+/// `client_headers` are the client's (name, value) pairs in order, as the
+/// server's parser gave them; it is walked a few times, hence `Clone`.
+pub fn write_request_head<'h>(
+    out: &mut BytesMut,
+    f: &Forward<'_>,
+    client_headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+) {
+    let s = f.settings;
+    let tokens = ConnectionTokens::from_values(
+        client_headers
+            .clone()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
+            .map(|(_, v)| v),
+    );
+    // Past the tokens kept inline, ask the client's Connection fields again.
+    let listed = |name: &[u8]| {
+        tokens.contains(name)
+            || (tokens.overflowed()
+                && client_headers.clone().any(|(n, v)| {
+                    n.eq_ignore_ascii_case(b"connection")
+                        && list_elements(v).any(|t| t.eq_ignore_ascii_case(name))
+                }))
+    };
+
+    // Request line and Host.
+    let path = path_parts(f.path, f.prefix, f.replace_prefix);
+    write_request_line(out, f.method, &path, f.query);
+    write_header(out, b"Host", f.host);
+
+    // The client's end-to-end fields.
+    let hops = max_forwards(f.method, client_headers.clone());
+    for (name, value) in client_headers.clone() {
+        let skipped =
+            not_forwarded(name, s) || listed(name) || (hops.is_some() && is_max_forwards(name));
+        if !skipped {
+            write_header(out, name, value);
+        }
+    }
+
+    // Framing, regenerated.
+    match f.body {
+        ReqBody::None => {}
+        ReqBody::Length(n) => write_content_length(out, n),
+        ReqBody::Chunked => out.put_slice(b"Transfer-Encoding: chunked\r\n"),
+    }
+    if let [first, rest @ ..] = f.upgrade {
+        out.put_slice(b"Connection: upgrade\r\nUpgrade: ");
+        out.put_slice(first);
+        for p in rest {
+            out.put_slice(b", ");
+            out.put_slice(p);
+        }
+        out.put_slice(b"\r\n");
+    }
+    if let Some(n) = hops {
+        out.put_slice(b"Max-Forwards: ");
+        put_u64(out, n - 1);
+        out.put_slice(b"\r\n");
+    }
+
+    // The proxy's own, after the client's values of the same field.
+    let client_ip = f.client_ip.to_canonical();
+    let existing = |out: &mut BytesMut, field: &[u8]| {
+        for (name, value) in client_headers.clone() {
+            if name.eq_ignore_ascii_case(field) && !value.is_empty() && !listed(name) {
+                out.put_slice(value);
+                out.put_slice(b", ");
+            }
+        }
+    };
+    if s.x_forwarded {
+        out.put_slice(b"X-Forwarded-For: ");
+        existing(out, b"x-forwarded-for");
+        let _ = write!(out, "{client_ip}");
+        out.put_slice(b"\r\nX-Forwarded-Proto: ");
+        out.put_slice(f.proto.as_bytes());
+        out.put_slice(b"\r\n");
+        if let Some(host) = f.client_host {
+            write_header(out, b"X-Forwarded-Host", host);
+        }
+    }
+    if s.forwarded {
+        out.put_slice(b"Forwarded: ");
+        existing(out, b"forwarded");
+        out.put_slice(b"for=");
+        match client_ip {
+            IpAddr::V4(ip) => {
+                let _ = write!(out, "{ip}");
+            }
+            // RFC 7239 §6: an IPv6 node is bracketed, which needs quotes.
+            IpAddr::V6(ip) => {
+                let _ = write!(out, "\"[{ip}]\"");
+            }
+        }
+        out.put_slice(b";proto=");
+        put_token_or_quoted(out, f.proto.as_bytes());
+        if let Some(host) = f.client_host.filter(|h| !h.is_empty()) {
+            out.put_slice(b";host=");
+            put_token_or_quoted(out, host);
+        }
+        out.put_slice(b"\r\n");
+    }
+    if let Some(pseudonym) = &s.via {
+        out.put_slice(b"Via: ");
+        existing(out, b"via");
+        out.put_slice(b"1.1 ");
+        out.put_slice(pseudonym.as_bytes());
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+}
+
+/// Client fields never passed on as they are (besides those `Connection`
+/// lists).
+fn not_forwarded(name: &[u8], s: &ForwardHeaders) -> bool {
+    let is = |other: &[u8]| name.eq_ignore_ascii_case(other);
+    is(b"host")
+        || is_hop_by_hop(name)
+        || is(b"content-length")
+        || is(b"expect")
+        || (s.x_forwarded
+            && (is(b"x-forwarded-for") || is(b"x-forwarded-proto") || is(b"x-forwarded-host")))
+        || (s.forwarded && is(b"forwarded"))
+        || (s.via.is_some() && is(b"via"))
+        || (name.contains(&b'_')
+            && (s.underscores == Underscores::Drop || framing_look_alike(name)))
+}
+
+fn is_max_forwards(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"max-forwards")
+}
+
+/// The client's `Max-Forwards` of a TRACE or OPTIONS request, when it is a
+/// number above 0 (at 0 the edge answered; an unreadable one goes on as
+/// the client sent it, as RFC 9110 §7.6.2 leaves it).
+fn max_forwards<'h>(
+    method: &[u8],
+    headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+) -> Option<u64> {
+    if !matches!(method, b"TRACE" | b"OPTIONS") {
+        return None;
+    }
+    headers
+        .filter(|(n, _)| is_max_forwards(n))
+        .find_map(|(_, v)| ringside_http::grammar::parse_length(v, u64::MAX))
+        .filter(|&n| n > 0)
+}
+
+/// The protocols a client's upgrade asks for that `allowed` (or
+/// `websocket`, always allowed) names, in its order, into `out`; how many.
+/// The client asks when a `Connection` field lists `upgrade` and an
+/// `Upgrade` field names protocols (RFC 9110 §7.8). `h2c` is never allowed.
+pub fn upgrade_protocols<'h>(
+    headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+    allowed: &[String],
+    out: &mut [&'h [u8]],
+) -> usize {
+    let asks = headers
+        .clone()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"connection"))
+        .any(|(_, v)| ringside_http::grammar::list_has(v, b"upgrade"));
+    if !asks {
+        return 0;
+    }
+    let mut n = 0;
+    let offered = headers
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"upgrade"))
+        .flat_map(|(_, v)| list_elements(v));
+    for p in offered {
+        let name = protocol_name(p);
+        let ok = !name.eq_ignore_ascii_case(b"h2c")
+            && (name.eq_ignore_ascii_case(b"websocket")
+                || allowed
+                    .iter()
+                    .any(|a| name.eq_ignore_ascii_case(a.as_bytes())));
+        if ok && n < out.len() && !out[..n].contains(&p) {
+            out[n] = p;
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Whether a 101's `Upgrade` switches to protocols the request offered
+/// (RFC 9110 §7.8: the server names what it switches to).
+pub fn upgrade_agreed(response: &[u8], offered: &[&[u8]]) -> bool {
+    let mut any = false;
+    for p in list_elements(response) {
+        any = true;
+        let name = protocol_name(p);
+        if !offered
+            .iter()
+            .any(|o| protocol_name(o).eq_ignore_ascii_case(name))
+        {
+            return false;
+        }
+    }
+    any
+}
+
+/// `protocol-name` of `protocol-name ["/" protocol-version]`.
+fn protocol_name(p: &[u8]) -> &[u8] {
+    p.split(|&b| b == b'/').next().unwrap_or(p)
+}
+
+/// `Content_Length`, `Transfer_Encoding`, `Host`-like names: not framing
+/// here, but a backend that reads `_` as `-` (CGI-style servers do) would
+/// take them for the real field, so they are not passed on (nginx drops
+/// every name with `_` by default; this drops only the dangerous ones).
+fn framing_look_alike(name: &[u8]) -> bool {
+    let dashed = |other: &[u8]| {
+        name.len() == other.len()
+            && name.iter().zip(other).all(|(&a, &b)| {
+                let a = if a == b'_' { b'-' } else { a };
+                a.eq_ignore_ascii_case(&b)
+            })
+    };
+    dashed(b"host") || dashed(b"content-length") || HOP.iter().any(|h| dashed(h))
+}
+
+/// The path sent upstream (see the module docs), in the pieces written
+/// one after another: a leading `/` where needed, the replacement, the rest.
+fn path_parts<'a>(path: &'a [u8], prefix: &[u8], replace: Option<&'a [u8]>) -> [&'a [u8]; 3] {
+    let Some(repl) = replace else {
+        return [path, b"", b""];
+    };
+    let rest = match path.strip_prefix(prefix) {
+        Some(rest) => rest,
+        None if prefix.len() > 1
+            && prefix.ends_with(b"/")
+            && path == &prefix[..prefix.len() - 1] =>
+        {
+            &[][..]
+        }
+        None => return [path, b"", b""],
+    };
+    let rest = match rest {
+        [b'/', tail @ ..] if repl.ends_with(b"/") => tail,
+        _ => rest,
+    };
+    let leading = if repl.is_empty() { rest } else { repl };
+    let slash: &[u8] = if leading.starts_with(b"/") { b"" } else { b"/" };
+    [slash, repl, rest]
+}
+
+/// RFC 7239 §4 `value = token / quoted-string`.
+fn put_token_or_quoted(out: &mut BytesMut, v: &[u8]) {
+    if !v.is_empty() && v.iter().all(|&b| is_tchar(b)) {
+        out.put_slice(v);
+        return;
+    }
+    out.put_u8(b'"');
+    for &b in v {
+        if b == b'"' || b == b'\\' {
+            out.put_u8(b'\\');
+        }
+        out.put_u8(b);
+    }
+    out.put_u8(b'"');
+}
+
+/// Whether a response header is not forwarded to the client: hop-by-hop
+/// (`Connection` and the names it lists, `Keep-Alive`, `TE`, `Trailer`,
+/// `Proxy-Connection`, `Upgrade` unless `tunnel`; RFC 9110 §7.6.1), framing
+/// (`Transfer-Encoding`, `Content-Length`: the server regenerates them), and
+/// `Date`/`Server` (the server writes its own). With `tunnel` (a 101 that
+/// is passed on) `Upgrade` is kept even when `Connection` lists it.
+pub fn skip_response_header(
+    name: &[u8],
+    connection_tokens: &ConnectionTokens<'_>,
+    tunnel: bool,
+) -> bool {
+    let is = |other: &str| name.eq_ignore_ascii_case(other.as_bytes());
+    if is("upgrade") {
+        return !tunnel;
+    }
+    is_hop_by_hop(name)
+        || is("content-length")
+        || is("date")
+        || is("server")
+        || connection_tokens.contains(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    /// Nothing of the proxy's own, and names with `_` passed (their
+    /// default, dropping, has a test of its own).
+    const OFF: ForwardHeaders = ForwardHeaders {
+        x_forwarded: false,
+        forwarded: false,
+        via: None,
+        underscores: Underscores::Pass,
+    };
+    const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+
+    /// A client's header fields, (name, value) in order.
+    type Fields<'a> = &'a [(&'a str, &'a str)];
+    /// Lines of the head that was sent.
+    type Lines<'a> = &'a [&'a str];
+    /// (prefix, replace, path, query, request-target sent)
+    type Rewrite<'a> = (&'a str, Option<&'a str>, &'a str, Option<&'a str>, &'a str);
+
+    fn base<'a>(settings: &'a ForwardHeaders) -> Forward<'a> {
+        Forward {
+            method: b"GET",
+            path: b"/x",
+            query: None,
+            prefix: b"/",
+            replace_prefix: None,
+            host: b"backend:8080",
+            client_host: Some(b"example.com"),
+            client_ip: V4,
+            proto: "http",
+            body: ReqBody::None,
+            upgrade: &[],
+            settings,
+        }
+    }
+
+    /// The head written for `f` and `headers`, as text.
+    fn head(f: &Forward<'_>, headers: Fields<'_>) -> String {
+        let mut out = BytesMut::new();
+        let iter = headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+        write_request_head(&mut out, f, iter);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        assert!(text.ends_with("\r\n\r\n"), "{text:?}");
+        text
+    }
+
+    /// The header lines after the request line.
+    fn lines(text: &str) -> Vec<&str> {
+        text.trim_end_matches("\r\n")
+            .split("\r\n")
+            .skip(1)
+            .collect()
+    }
+
+    /// The lines of field `name` (case-insensitive).
+    fn field<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+        lines(text)
+            .into_iter()
+            .filter(|l| l.split(':').next().unwrap().eq_ignore_ascii_case(name))
+            .collect()
+    }
+
+    #[test]
+    fn whole_head() {
+        let settings = ForwardHeaders {
+            x_forwarded: true,
+            forwarded: true,
+            via: Some("ringside".into()),
+            underscores: Underscores::Drop,
+        };
+        let f = Forward {
+            method: b"POST",
+            path: b"/api/items",
+            query: Some(b"a=1&b"),
+            prefix: b"/api/",
+            replace_prefix: Some(b"/"),
+            body: ReqBody::Length(12),
+            ..base(&settings)
+        };
+        let h = [
+            ("Host", "example.com"),
+            ("Accept", "*/*"),
+            ("Connection", "keep-alive"),
+            ("Content-Length", "12"),
+            ("Expect", "100-continue"),
+            ("X-Forwarded-For", "203.0.113.9"),
+        ];
+        assert_eq!(
+            head(&f, &h),
+            "POST /items?a=1&b HTTP/1.1\r\n\
+             Host: backend:8080\r\n\
+             Accept: */*\r\n\
+             Content-Length: 12\r\n\
+             X-Forwarded-For: 203.0.113.9, 192.0.2.7\r\n\
+             X-Forwarded-Proto: http\r\n\
+             X-Forwarded-Host: example.com\r\n\
+             Forwarded: for=192.0.2.7;proto=http;host=example.com\r\n\
+             Via: 1.1 ringside\r\n\
+             \r\n"
+        );
+    }
+
+    #[test]
+    fn path_rewrite_table() {
+        #[rustfmt::skip]
+        let cases: &[Rewrite<'_>] = &[
+            ("/api/", None,          "/api/x",     None,        "/api/x"),
+            ("/api/", Some("/"),     "/api/x",     None,        "/x"),
+            ("/api/", Some("/"),     "/api/x/y",   Some("q=1"), "/x/y?q=1"),
+            ("/api/", Some("/"),     "/api/",      None,        "/"),
+            ("/api/", Some("/"),     "/api",       None,        "/"),
+            ("/api/", Some("/"),     "/api",       Some("q"),   "/?q"),
+            ("/api/", Some("/v2/"),  "/api/x",     None,        "/v2/x"),
+            ("/api/", Some("/v2"),   "/api/x",     None,        "/v2x"),
+            ("/api/", Some(""),      "/api/x",     None,        "/x"),
+            ("/api/", Some(""),      "/api/",      None,        "/"),
+            ("/api/", Some("/"),     "/apix",      None,        "/apix"),
+            ("/api/", Some("/"),     "/other/api/", None,       "/other/api/"),
+            ("/api/", Some("/"),     "/API/x",     None,        "/API/x"),
+            ("/api",  Some("/"),     "/api/x",     None,        "/x"),
+            ("/api",  Some("/"),     "/api",       None,        "/"),
+            ("/api",  Some("/v2"),   "/api/x",     None,        "/v2/x"),
+            ("/api",  Some("/v2/"),  "/api",       None,        "/v2/"),
+            ("/api",  Some("v2"),    "/api/x",     None,        "/v2/x"),
+            ("/",     Some("/base/"), "/x",        None,        "/base/x"),
+            ("/",     Some("/base/"), "/",         None,        "/base/"),
+            ("/a%2F/", Some("/"),    "/a%2F/x",    None,        "/x"),
+            ("/a%2F/", Some("/"),    "/a%2f/x",    None,        "/a%2f/x"),
+            ("/",     None,          "/x",         Some(""),    "/x?"),
+        ];
+        for (prefix, replace, path, query, want) in cases {
+            let f = Forward {
+                prefix: prefix.as_bytes(),
+                replace_prefix: replace.map(str::as_bytes),
+                path: path.as_bytes(),
+                query: query.map(str::as_bytes),
+                ..base(&OFF)
+            };
+            let text = head(&f, &[]);
+            let line = text.split("\r\n").next().unwrap();
+            assert_eq!(
+                line,
+                format!("GET {want} HTTP/1.1"),
+                "{prefix} {replace:?} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn removal_table() {
+        #[rustfmt::skip]
+        let cases: &[(Fields<'_>, Lines<'_>)] = &[
+            // (client headers, the client's lines that go upstream)
+            (&[("Accept", "*/*"), ("X-A", "1")], &["Accept: */*", "X-A: 1"]),
+            (&[("Host", "example.com"), ("HOST", "evil")], &[]),
+            (&[("Connection", "close")], &[]),
+            (&[("Connection", "close, X-Secret"), ("X-Secret", "1"), ("Accept", "*/*")], &["Accept: */*"]),
+            (&[("x-secret", "1"), ("Connection", "X-SECRET"), ("X-Secrets", "2")], &["X-Secrets: 2"]),
+            (&[("Connection", "a"), ("Connection", " ,b ,"), ("A", "1"), ("B", "2"), ("C", "3")], &["C: 3"]),
+            (&[("Keep-Alive", "timeout=5"), ("TE", "trailers"), ("Trailer", "X"), ("Proxy-Connection", "keep-alive")], &[]),
+            (&[("Upgrade", "websocket"), ("Expect", "100-continue")], &[]),
+            (&[("Content-Length", "5"), ("Transfer-Encoding", "chunked")], &[]),
+            (&[("Cookie", "a=1"), ("Cookie", "b=2")], &["Cookie: a=1", "Cookie: b=2"]),
+            (&[("Trailers", "x"), ("TEX", "y")], &["Trailers: x", "TEX: y"]),
+            // look-alikes of framing fields that a CGI-style backend would merge
+            (&[("Content_Length", "9"), ("transfer_encoding", "chunked"), ("HOST_", "x"), ("X_Id", "1"), ("Connection_", "y")],
+             &["HOST_: x", "X_Id: 1", "Connection_: y"]),
+            // with the forwarding headers off, the client's pass as sent
+            (&[("X-Forwarded-For", "1.2.3.4"), ("X-Forwarded-Host", "h"), ("Forwarded", "for=a"), ("Via", "1.0 p")],
+             &["X-Forwarded-For: 1.2.3.4", "X-Forwarded-Host: h", "Forwarded: for=a", "Via: 1.0 p"]),
+            // more tokens than kept inline: the rest are still honoured
+            (&[("Connection", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r"), ("R", "1"), ("A", "2"), ("S", "3")], &["S: 3"]),
+        ];
+        for (headers, want) in cases {
+            let text = head(&base(&OFF), headers);
+            let got = lines(&text);
+            assert_eq!(got[0], "Host: backend:8080", "{headers:?}");
+            assert_eq!(&got[1..], *want, "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn framing_table() {
+        #[rustfmt::skip]
+        let cases: &[(ReqBody, Fields<'_>, Lines<'_>)] = &[
+            // (body, client headers, the framing lines sent)
+            (ReqBody::None,       &[], &[]),
+            (ReqBody::Length(0),  &[], &["Content-Length: 0"]),
+            (ReqBody::Length(42), &[("Content-Length", "42")], &["Content-Length: 42"]),
+            (ReqBody::Chunked,    &[("Transfer-Encoding", "chunked")], &["Transfer-Encoding: chunked"]),
+            // smuggling-ish: whatever framing text the client sent is gone
+            (ReqBody::Length(7),  &[("Content-Length", "7"), ("transfer-encoding", "chunked"), ("CONTENT-LENGTH", "99")], &["Content-Length: 7"]),
+            (ReqBody::Chunked,    &[("Content-Length", "99"), ("Transfer-Encoding", "gzip, chunked"), ("Connection", "content-length")], &["Transfer-Encoding: chunked"]),
+            (ReqBody::None,       &[("Content-Length", "5"), ("Transfer-Encoding", "chunked")], &[]),
+        ];
+        for (body, headers, want) in cases {
+            let f = Forward {
+                body: *body,
+                ..base(&OFF)
+            };
+            let text = head(&f, headers);
+            let mut got = field(&text, "content-length");
+            got.extend(field(&text, "transfer-encoding"));
+            assert_eq!(got, *want, "{body:?} {headers:?}");
+            assert!(!text.contains("99") && !text.contains("gzip"), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn x_forwarded_table() {
+        let on = ForwardHeaders {
+            x_forwarded: true,
+            ..OFF
+        };
+        let v6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+        let mapped = IpAddr::V6(Ipv4Addr::new(198, 51, 100, 1).to_ipv6_mapped());
+        #[rustfmt::skip]
+        let cases: &[(IpAddr, Fields<'_>, &str)] = &[
+            // (client ip, client headers, the X-Forwarded-For sent)
+            (V4,     &[], "X-Forwarded-For: 192.0.2.7"),
+            (v6,     &[], "X-Forwarded-For: 2001:db8::1"),
+            (mapped, &[], "X-Forwarded-For: 198.51.100.1"),
+            (V4,     &[("X-Forwarded-For", "10.0.0.1")], "X-Forwarded-For: 10.0.0.1, 192.0.2.7"),
+            (V4,     &[("x-forwarded-for", "10.0.0.1, 10.0.0.2"), ("Accept", "*/*"), ("X-Forwarded-For", "10.0.0.3")],
+                     "X-Forwarded-For: 10.0.0.1, 10.0.0.2, 10.0.0.3, 192.0.2.7"),
+            (V4,     &[("X-Forwarded-For", "")], "X-Forwarded-For: 192.0.2.7"),
+            (V4,     &[("X-Forwarded-For", "10.0.0.1"), ("Connection", "X-Forwarded-For")], "X-Forwarded-For: 192.0.2.7"),
+        ];
+        for (ip, headers, want) in cases {
+            let f = Forward {
+                client_ip: *ip,
+                ..base(&on)
+            };
+            let text = head(&f, headers);
+            assert_eq!(field(&text, "x-forwarded-for"), [*want], "{ip} {headers:?}");
+        }
+        // Ours replace the client's -Proto and -Host; no client Host, no -Host.
+        let h = [
+            ("X-Forwarded-Proto", "https"),
+            ("X-Forwarded-Host", "spoof"),
+        ];
+        let text = head(&base(&on), &h);
+        assert_eq!(
+            field(&text, "x-forwarded-proto"),
+            ["X-Forwarded-Proto: http"]
+        );
+        assert_eq!(
+            field(&text, "x-forwarded-host"),
+            ["X-Forwarded-Host: example.com"]
+        );
+        let text = head(
+            &Forward {
+                client_host: None,
+                ..base(&on)
+            },
+            &h,
+        );
+        assert_eq!(field(&text, "x-forwarded-host"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn forwarded_table() {
+        let on = ForwardHeaders {
+            forwarded: true,
+            ..OFF
+        };
+        let v6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+        #[rustfmt::skip]
+        let cases: &[(IpAddr, Option<&str>, Fields<'_>, &str)] = &[
+            // (client ip, client Host, client headers, the Forwarded sent)
+            (V4, Some("example.com"), &[], "Forwarded: for=192.0.2.7;proto=http;host=example.com"),
+            (v6, Some("example.com"), &[], "Forwarded: for=\"[2001:db8::1]\";proto=http;host=example.com"),
+            (V4, Some("example.com:8080"), &[], "Forwarded: for=192.0.2.7;proto=http;host=\"example.com:8080\""),
+            (V4, Some("[::1]:80"), &[], "Forwarded: for=192.0.2.7;proto=http;host=\"[::1]:80\""),
+            (V4, Some("a\"b\\c"), &[], "Forwarded: for=192.0.2.7;proto=http;host=\"a\\\"b\\\\c\""),
+            (V4, None, &[], "Forwarded: for=192.0.2.7;proto=http"),
+            (V4, Some(""), &[], "Forwarded: for=192.0.2.7;proto=http"),
+            (V4, None, &[("Forwarded", "for=10.0.0.1"), ("forwarded", "for=\"[::2]\";by=x")],
+                 "Forwarded: for=10.0.0.1, for=\"[::2]\";by=x, for=192.0.2.7;proto=http"),
+        ];
+        for (ip, client_host, headers, want) in cases {
+            let f = Forward {
+                client_ip: *ip,
+                client_host: client_host.map(str::as_bytes),
+                ..base(&on)
+            };
+            let text = head(&f, headers);
+            assert_eq!(field(&text, "forwarded"), [*want], "{ip} {client_host:?}");
+            assert!(field(&text, "x-forwarded-for").is_empty());
+        }
+    }
+
+    #[test]
+    fn via_table() {
+        #[rustfmt::skip]
+        let cases: &[(Option<&str>, Fields<'_>, Lines<'_>)] = &[
+            // (pseudonym, client headers, the Via lines sent)
+            (Some("ringside"), &[], &["Via: 1.1 ringside"]),
+            (Some("edge-1"), &[("Via", "1.0 fred, 1.1 p.example.net")], &["Via: 1.0 fred, 1.1 p.example.net, 1.1 edge-1"]),
+            (Some("ringside"), &[("Via", "1.1 a"), ("via", "1.1 b")], &["Via: 1.1 a, 1.1 b, 1.1 ringside"]),
+            (None, &[("Via", "1.1 a")], &["Via: 1.1 a"]),
+            (None, &[], &[]),
+        ];
+        for (via, headers, want) in cases {
+            let settings = ForwardHeaders {
+                via: via.map(String::from),
+                ..OFF
+            };
+            let text = head(&base(&settings), headers);
+            assert_eq!(field(&text, "via"), *want, "{via:?} {headers:?}");
+        }
+    }
+
+    #[test]
+    fn upgrade_table() {
+        let listed = ["my-proto".to_string()];
+        #[rustfmt::skip]
+        let cases: &[(Fields<'_>, Lines<'_>)] = &[
+            // (client headers, Connection and Upgrade lines sent)
+            (&[("Connection", "Upgrade"), ("Upgrade", "websocket")], &["Connection: upgrade", "Upgrade: websocket"]),
+            (&[("Connection", "keep-alive, Upgrade"), ("Upgrade", "WebSocket")], &["Connection: upgrade", "Upgrade: WebSocket"]),
+            (&[("Connection", "upgrade"), ("Upgrade", "my-proto/2, websocket")], &["Connection: upgrade", "Upgrade: my-proto/2, websocket"]),
+            // h2c is never passed on, nor a protocol the route does not list
+            (&[("Connection", "Upgrade, HTTP2-Settings"), ("Upgrade", "h2c"), ("HTTP2-Settings", "AAMAAABkAAQAoAAAAAIAAAAA")], &[]),
+            (&[("Connection", "upgrade"), ("Upgrade", "h2c, websocket")], &["Connection: upgrade", "Upgrade: websocket"]),
+            (&[("Connection", "upgrade"), ("Upgrade", "other")], &[]),
+            // an upgrade is only asked for with Connection: upgrade
+            (&[("Upgrade", "websocket")], &[]),
+            (&[("Connection", "close")], &[]),
+            (&[("Connection", "keep-alive")], &[]),
+        ];
+        for (headers, want) in cases {
+            let pairs = || headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+            let mut offered = [&b""[..]; 4];
+            let n = upgrade_protocols(pairs(), &listed, &mut offered);
+            let f = Forward {
+                upgrade: &offered[..n],
+                ..base(&OFF)
+            };
+            let text = head(&f, headers);
+            let mut got = field(&text, "connection");
+            got.extend(field(&text, "upgrade"));
+            assert_eq!(got, *want, "{headers:?}");
+            assert!(field(&text, "http2-settings").is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_101_must_switch_to_what_was_offered() {
+        #[rustfmt::skip]
+        let cases: &[(&str, &[&str], bool)] = &[
+            ("websocket", &["websocket"], true),
+            ("WebSocket", &["websocket"], true),
+            ("my-proto/2", &["my-proto/2", "websocket"], true),
+            ("h2c", &["websocket"], false),
+            ("websocket, other", &["websocket"], false),
+            ("", &["websocket"], false),
+            ("websocket", &[], false),
+        ];
+        for (response, offered, want) in cases {
+            let offered: Vec<&[u8]> = offered.iter().map(|o| o.as_bytes()).collect();
+            assert_eq!(
+                upgrade_agreed(response.as_bytes(), &offered),
+                *want,
+                "{response:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn underscored_names_are_dropped_by_default() {
+        let settings = ForwardHeaders {
+            underscores: Underscores::Drop,
+            ..OFF
+        };
+        let h = [
+            ("X_Forwarded_For", "1.2.3.4"),
+            ("X-Real", "1"),
+            ("my_header", "2"),
+        ];
+        let text = head(&base(&settings), &h);
+        assert_eq!(lines(&text), ["Host: backend:8080", "X-Real: 1"]);
+    }
+
+    #[test]
+    fn max_forwards_goes_on_decremented_for_trace_and_options() {
+        #[rustfmt::skip]
+        let cases: &[(&str, Fields<'_>, Lines<'_>)] = &[
+            ("OPTIONS", &[("Max-Forwards", "3")], &["Max-Forwards: 2"]),
+            ("TRACE", &[("max-forwards", "1")], &["Max-Forwards: 0"]),
+            ("GET", &[("Max-Forwards", "3")], &["Max-Forwards: 3"]),
+            ("OPTIONS", &[("Max-Forwards", "x")], &["Max-Forwards: x"]),
+            ("OPTIONS", &[], &[]),
+        ];
+        for (method, headers, want) in cases {
+            let f = Forward {
+                method: method.as_bytes(),
+                ..base(&OFF)
+            };
+            let text = head(&f, headers);
+            assert_eq!(field(&text, "max-forwards"), *want, "{method} {headers:?}");
+        }
+    }
+
+    #[test]
+    fn skip_filter_table() {
+        let listed =
+            ConnectionTokens::from_values([&b"close, X-Secret"[..], b"upgrade"].into_iter());
+        let none = ConnectionTokens::none();
+        #[rustfmt::skip]
+        let cases: &[(&str, &ConnectionTokens<'_>, bool, bool)] = &[
+            // hop-by-hop
+            ("Connection", &none, false, true),
+            ("connection", &none, true, true),
+            ("Keep-Alive", &none, false, true),
+            ("TE", &none, false, true),
+            ("Trailer", &none, false, true),
+            ("Proxy-Connection", &none, false, true),
+            ("Upgrade", &none, false, true),
+            ("Upgrade", &none, true, false),
+            ("upgrade", &listed, true, false),
+            ("upgrade", &listed, false, true),
+            // framing and the server's own
+            ("Transfer-Encoding", &none, false, true),
+            ("content-length", &none, false, true),
+            ("Date", &none, false, true),
+            ("SERVER", &none, false, true),
+            // named by Connection
+            ("X-Secret", &listed, false, true),
+            ("x-secret", &listed, true, true),
+            ("X-Secret", &none, false, false),
+            ("close", &listed, false, true),
+            // end-to-end
+            ("Content-Type", &listed, false, false),
+            ("Set-Cookie", &listed, false, false),
+            ("Cache-Control", &none, false, false),
+            ("X-Secrets", &listed, false, false),
+            ("Trailers", &none, false, false),
+            ("Location", &none, true, false),
+        ];
+        for (name, tokens, tunnel, want) in cases {
+            assert_eq!(
+                skip_response_header(name.as_bytes(), tokens, *tunnel),
+                *want,
+                "{name} tunnel={tunnel}"
+            );
+        }
+    }
+}
