@@ -22,7 +22,9 @@ usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
 A ringside server may be named ringside[:BACKEND][@SETUP][+VAR=VALUE] to
 compare backends (ringside:epoll), io_uring ring setups (ringside@defer,
 @none, @coop), an environment switch, or a flag (ringside+--coalesce-wait=0),
-all in the same run. The server "floor" (bench/src/bin/ringside-floor.rs)
+all in the same run. With --baseline EXE, a server named "baseline" (with
+the same suffixes) runs that ringside binary instead of this tree's: a build
+of another commit, to compare a change side by side in one run. The server "floor" (bench/src/bin/ringside-floor.rs)
 answers fixed bytes without parsing, or with --proxy relays bytes both ways
 without HTTP: the kernel's share of a request, below which no server goes.
 
@@ -134,10 +136,23 @@ def nginx_exe():
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
+BASELINE = None
+
+
+def is_ringside(name):
+    return name.startswith("ringside") or name.startswith("baseline")
+
+
 def ringside_variant(name):
     """ringside[:BACKEND][@URING_SETUP][+NAME=VALUE]: (exe, extra arguments,
     environment), e.g. ringside:epoll, ringside@defer,
-    ringside+--coalesce-wait=200us (a NAME starting with -- is a flag)."""
+    ringside+--coalesce-wait=200us (a NAME starting with -- is a flag);
+    "baseline..." the same for the --baseline binary."""
+    exe = os.path.join(REPO, "target", "release", "ringside")
+    if name.startswith("baseline"):
+        if BASELINE is None:
+            raise SystemExit("server baseline needs --baseline EXE")
+        exe, name = BASELINE, "ringside" + name[len("baseline"):]
     rest = name[len("ringside"):]
     env = dict(os.environ, RUST_LOG="warn")
     extra = []
@@ -154,7 +169,7 @@ def ringside_variant(name):
     backend = rest.lstrip(":")
     if backend:
         extra += ["--backend", backend]
-    return os.path.join(REPO, "target", "release", "ringside"), extra, env
+    return exe, extra, env
 
 
 def start(name, root, args, upstream_port=None, fcgi_port=None):
@@ -164,7 +179,7 @@ def start(name, root, args, upstream_port=None, fcgi_port=None):
         return start_fastcgi(name, root, args, fcgi_port)
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-")
-    if name.startswith("ringside"):
+    if is_ringside(name):
         exe, extra, env = ringside_variant(name)
         if upstream_port is None:
             cmd = [exe, "--listen", f"127.0.0.1:{port}", "--workers", "1", "--root", root]
@@ -203,7 +218,7 @@ def start_fastcgi(name, root, args, fcgi_port):
     """Starts one FastCGI front end on CPU 0, passing .php to php-fpm."""
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-")
-    if name.startswith("ringside"):
+    if is_ringside(name):
         exe, extra, env = ringside_variant(name)
         cmd = [exe, "--workers", "1", "--listen", f"127.0.0.1:{port}", "--root", root,
                "--fastcgi", f"127.0.0.1:{fcgi_port}",
@@ -549,6 +564,8 @@ def main():
     p.add_argument("--servers", default=None,
                    help="comma-separated; default ringside,nginx,lighttpd, or ringside,nginx,haproxy with --proxy")
     p.add_argument("--ringside-args", default="")
+    p.add_argument("--baseline", default=None, metavar="EXE",
+                   help="another ringside binary, run as the server named baseline")
     p.add_argument("--proxy", action="store_true",
                    help="measure reverse proxies in front of one nginx origin on CPU 1")
     p.add_argument("--fastcgi", action="store_true",
@@ -556,6 +573,8 @@ def main():
     p.add_argument("--fpm-children", type=int, default=16,
                    help="php-fpm's pm.max_children with --fastcgi (default 16)")
     args = p.parse_args()
+    global BASELINE
+    BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     if args.proxy and args.fastcgi:
         raise SystemExit("--proxy and --fastcgi are separate modes")
     if args.servers is None:
@@ -582,7 +601,7 @@ def main():
     if args.fastcgi:
         known = ("nginx", "nginx-nokeep", "lighttpd")
     for name in servers:
-        if not (name.startswith("ringside") or name in known):
+        if not (is_ringside(name) or name in known):
             mode = "--fastcgi" if args.fastcgi else "--proxy" if args.proxy else "static"
             raise SystemExit(f"unknown server {name} for {mode} mode; known: ringside[...], {', '.join(known)}")
     results = {s: [] for s in servers}
