@@ -25,13 +25,15 @@ use super::addr::server_text;
 use super::fastcgi::protocol_name;
 use super::size::{format_duration, format_size};
 use super::tls::{min_version_text, unknown_name_text, TlsConfig};
-use super::upstream::{balance_name, hash_key_text, proxy_host_text, RETRY_ON};
+use super::upstream::{
+    balance_name, hash_key_text, name_of, proxy_host_text, ENCODED_SLASH, FORWARD_PATHS, RETRY_ON,
+    UNDERSCORES,
+};
 use super::validate::backend_name;
 use super::Config;
-use ringside_http::EncodedSlash;
 
 use crate::tls::certs::CertPaths;
-use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, Underscores, UpstreamConfig};
+use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, UpstreamConfig};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
@@ -250,16 +252,9 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
         Some(via) => writeln!(out, "via = {}", quote(via))?,
         None => writeln!(out, "via = false")?,
     }
-    let slash = match p.encoded_slash {
-        EncodedSlash::Reject => "reject",
-        EncodedSlash::Pass => "pass",
-    };
+    let slash = name_of(&ENCODED_SLASH, &p.encoded_slash);
     writeln!(out, "encoded_slash = {}", quote(slash))?;
-    let underscores = match h.underscores {
-        Underscores::Drop => "drop",
-        Underscores::Pass => "pass",
-        Underscores::Reject => "reject",
-    };
+    let underscores = name_of(&UNDERSCORES, &h.underscores);
     writeln!(out, "underscores_in_headers = {}", quote(underscores))?;
     for u in &p.upstreams {
         write_upstream(out, u)?;
@@ -359,8 +354,9 @@ fn write_proxy_routes(out: &mut String, p: &ProxyConfig, unlogged: &[usize]) -> 
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;
         }
-        if r.forward_path == ForwardPath::Raw {
-            writeln!(out, "forward_path = \"raw\"")?;
+        if r.forward_path != ForwardPath::Normalized {
+            let name = name_of(&FORWARD_PATHS, &r.forward_path);
+            writeln!(out, "forward_path = {}", quote(name))?;
         }
         if let Some(f) = &r.fastcgi {
             writeln!(out, "root = {}", quote(&f.root.to_string_lossy()))?;

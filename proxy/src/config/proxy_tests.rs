@@ -447,6 +447,17 @@ fn proxy_validation_errors() {
         (route("upstream = \"app\"\n[[route]]\nprefix = \"/x/\""), "9:10: [[route]] prefix", "already a proxy route for any host; a static route beside it would never be used"),
         (route("\n[[route]]\nprefix = \"/x/\"\nupstream = \"b\""), "9:10: [[route]] prefix", "already a static route; a proxy route on it needs host = [...]"),
         (route("upstream = \"app\"\nbogus = 1"), "8:1:", "bogus: unknown key"),
+        // Routes: paths as requests are matched, and what goes upstream.
+        (format!("{TWO}[[route]]\nprefix = \"/%70rivate/\"\nupstream = \"app\"\n"), "6:10: [[route]] prefix", "normalized path, which is spelled \"/private/\"; write that"),
+        ("[[route]]\nprefix = \"/a/../b/\"\n".into(), "2:10: [[route]] prefix", "spelled \"/b/\""),
+        ("[[route]]\nprefix = \"/my files/\"\n".into(), "2:10: [[route]] prefix", "forbidden byte in path: expected a path as requests are matched"),
+        (route("upstream = \"app\"\nforward_path = \"as-is\""), "8:16: [[route]] forward_path", "expected one of \"normalized\", \"raw\", got \"as-is\""),
+        (route("forward_path = \"raw\""), "7:16: [[route]] forward_path", "only for a proxy route"),
+        (route("upstream = \"app\"\nupgrade = [\"h2c\"]"), "8:12: [[route]] upgrade", "h2c is never passed on"),
+        (route("upstream = \"app\"\nupgrade = [\"a b\"]"), "8:12: [[route]] upgrade", "expected a protocol name"),
+        (route("upstream = \"app\"\nupgrade = [\"X\", \"x\"]"), "8:17: [[route]] upgrade", "\"x\" is listed twice"),
+        ("[proxy]\nencoded_slash = \"keep\"\n".into(), "2:17: [proxy] encoded_slash", "expected one of \"reject\", \"pass\", got \"keep\""),
+        ("[proxy]\nunderscores_in_headers = \"on\"\n".into(), "2:26: [proxy] underscores_in_headers", "expected one of \"drop\", \"pass\", \"reject\""),
     ];
     let mut failed = Vec::new();
     for (text, at, message) in &cases {
@@ -580,6 +591,8 @@ pub(super) const ROUND_TRIP: &str = r#"
 x_forwarded = false
 forwarded = true
 via = false
+encoded_slash = "pass"
+underscores_in_headers = "reject"
 
 [upstream."z-last"]
 servers = ["[2001:db8::1]:443", { addr = "Name.Example:80", weight = 1000 }, "10.0.0.1:1"]
@@ -627,6 +640,8 @@ listing = true
 prefix = "/"
 upstream = "z-last"
 proxy_host = "upstream"
+forward_path = "raw"
+upgrade = ["my-proto", "other"]
 
 [[route]]
 prefix = "/s/"

@@ -60,11 +60,38 @@ pub const MAX_FAILS: i64 = 1000;
 pub const MAX_FALL_RISE: i64 = 100;
 
 /// `[proxy] encoded_slash` values.
-pub const ENCODED_SLASH: [&str; 2] = ["reject", "pass"];
+pub const ENCODED_SLASH: [(&str, EncodedSlash); 2] = [
+    ("reject", EncodedSlash::Reject),
+    ("pass", EncodedSlash::Pass),
+];
 /// `[proxy] underscores_in_headers` values.
-pub const UNDERSCORES: [&str; 3] = ["drop", "pass", "reject"];
+pub const UNDERSCORES: [(&str, Underscores); 3] = [
+    ("drop", Underscores::Drop),
+    ("pass", Underscores::Pass),
+    ("reject", Underscores::Reject),
+];
 /// `[[route]] forward_path` values.
-pub const FORWARD_PATHS: [&str; 2] = ["normalized", "raw"];
+pub const FORWARD_PATHS: [(&str, ForwardPath); 2] = [
+    ("normalized", ForwardPath::Normalized),
+    ("raw", ForwardPath::Raw),
+];
+
+/// What `name` stands for in `table`, a key's names with their values.
+pub fn named<T: Copy>(table: &[(&str, T)], name: &str) -> Result<T, String> {
+    table
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| one_of(table.iter().map(|(n, _)| *n), name))
+}
+
+/// The name `value` has in `table`.
+pub fn name_of<T: PartialEq>(table: &[(&'static str, T)], value: &T) -> &'static str {
+    table
+        .iter()
+        .find(|(_, v)| v == value)
+        .map_or("", |(n, _)| n)
+}
 
 /// `balance` names.
 pub const BALANCES: [&str; 4] = ["round_robin", "least_conn", "p2c", "hash"];
@@ -128,11 +155,7 @@ impl Cx<'_> {
                 &f.proxy.encoded_slash,
                 "[proxy] encoded_slash",
                 EncodedSlash::Reject,
-                |v| match v.as_str() {
-                    "reject" => Ok(EncodedSlash::Reject),
-                    "pass" => Ok(EncodedSlash::Pass),
-                    other => Err(one_of(ENCODED_SLASH.iter().copied(), other)),
-                },
+                |v| named(&ENCODED_SLASH, v),
             )?,
         })
     }
@@ -156,12 +179,7 @@ impl Cx<'_> {
                 &p.underscores_in_headers,
                 "[proxy] underscores_in_headers",
                 d.underscores,
-                |v| match v.as_str() {
-                    "drop" => Ok(Underscores::Drop),
-                    "pass" => Ok(Underscores::Pass),
-                    "reject" => Ok(Underscores::Reject),
-                    other => Err(one_of(UNDERSCORES.iter().copied(), other)),
-                },
+                |v| named(&UNDERSCORES, v),
             )?,
         })
     }
@@ -576,17 +594,7 @@ impl Cx<'_> {
                         "expected at least one host name (leave host out for any host)".into(),
                     ));
                 }
-                let mut hosts: Vec<String> = Vec::new();
-                for h in list.get_ref() {
-                    hosts.push(self.check(h, "[[route]] host", |h| {
-                        let h = route_host(h)?;
-                        if hosts.contains(&h) {
-                            return Err(format!("{h:?} is listed twice"));
-                        }
-                        Ok(h)
-                    })?);
-                }
-                hosts
+                self.unique(list, "[[route]] host", route_host)?
             }
         };
         let replace_prefix = match (&r.strip_prefix, &r.replace_prefix) {
@@ -616,11 +624,7 @@ impl Cx<'_> {
             &r.forward_path,
             "[[route]] forward_path",
             ForwardPath::Normalized,
-            |v| match v.as_str() {
-                "normalized" => Ok(ForwardPath::Normalized),
-                "raw" => Ok(ForwardPath::Raw),
-                other => Err(one_of(FORWARD_PATHS.iter().copied(), other)),
-            },
+            |v| named(&FORWARD_PATHS, v),
         )?;
         let upgrade = match &r.upgrade {
             None => Vec::new(),
@@ -634,19 +638,7 @@ impl Cx<'_> {
                     ),
                 ))
             }
-            Some(list) => {
-                let mut tokens: Vec<String> = Vec::new();
-                for t in list.get_ref() {
-                    tokens.push(self.check(t, "[[route]] upgrade", |t| {
-                        let t = upgrade_token(t)?;
-                        if tokens.contains(&t) {
-                            return Err(format!("{t:?} is listed twice"));
-                        }
-                        Ok(t)
-                    })?);
-                }
-                tokens
-            }
+            Some(list) => self.unique(list, "[[route]] upgrade", upgrade_token)?,
         };
         Ok(ProxyRoute {
             hosts,
@@ -658,6 +650,29 @@ impl Cx<'_> {
             forward_path,
             upgrade,
         })
+    }
+}
+
+impl Cx<'_> {
+    /// A list of names, each checked by `check` (which may rewrite it),
+    /// none listed twice.
+    fn unique(
+        &self,
+        list: &Spanned<Vec<Spanned<String>>>,
+        key: &str,
+        check: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<Vec<String>, ConfigError> {
+        let mut out: Vec<String> = Vec::new();
+        for item in list.get_ref() {
+            out.push(self.check(item, key, |v| {
+                let v = check(v)?;
+                if out.contains(&v) {
+                    return Err(format!("{v:?} is listed twice"));
+                }
+                Ok(v)
+            })?);
+        }
+        Ok(out)
     }
 }
 
