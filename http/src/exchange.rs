@@ -24,6 +24,7 @@ use ringside_runtime::net::TcpStream;
 use crate::error::{Error, Kind};
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
+use crate::path::Normalized;
 use crate::status::{digits, no_content, reason};
 use crate::upgraded::Upgraded;
 
@@ -60,11 +61,10 @@ pub struct Exchange<'a> {
     pub(crate) wire: Wire<'a>,
     head: &'a RequestHead,
     head_bytes: &'a [u8],
-    /// The normalized path: what routing decides on and what goes upstream.
-    path: &'a [u8],
-    /// The path routes are matched on: `path`, or with encoded slashes
-    /// kept (`encoded_slash = "pass"`), `path` with them decoded.
-    route_path: &'a [u8],
+    /// The normalized path (what routing decides on and what goes
+    /// upstream) and the path routes are matched on, in the connection's
+    /// slot: one pointer, as every connection's future holds an exchange.
+    paths: &'a Normalized,
     out: Out,
     /// A 1xx/204/304 answered a streamed or sized start, or the request was
     /// HEAD: body writes are dropped.
@@ -84,15 +84,13 @@ impl<'a> Exchange<'a> {
         wire: Wire<'a>,
         head: &'a RequestHead,
         head_bytes: &'a [u8],
-        path: &'a [u8],
-        route_path: &'a [u8],
+        paths: &'a Normalized,
     ) -> Self {
         Exchange {
             wire,
             head,
             head_bytes,
-            path,
-            route_path,
+            paths,
             out: Out::None,
             drop_body: head.method == Method::Head,
             status: 0,
@@ -149,12 +147,12 @@ impl<'a> Exchange<'a> {
     /// decoded, dot segments resolved, slashes merged. Every routing and
     /// access decision is made on it, and it is what goes upstream.
     pub fn path(&self) -> &[u8] {
-        self.path
+        self.paths.path(self.raw_path())
     }
     /// The path routes match: [`Exchange::path`], except that with encoded
     /// slashes passed on, they are decoded here.
     pub fn route_path(&self) -> &[u8] {
-        self.route_path
+        self.paths.route(self.raw_path())
     }
     /// The path as the client spelled it, for a backend that needs its
     /// bytes (`forward_path = "raw"`).

@@ -130,6 +130,65 @@ pub fn has_encoded_slash(path: &[u8]) -> bool {
     path.windows(3).any(|w| w == b"%2F")
 }
 
+/// A request's normalized path and its routing form, where each differs
+/// from the one before it (empty otherwise): kept in the connection's
+/// pooled slot, so the exchange holds one pointer to them, and a request
+/// whose path is already normal copies nothing.
+#[derive(Debug, Default)]
+pub struct Normalized {
+    /// The normalized path, where it differs from the raw one.
+    pub path: Vec<u8>,
+    /// The path with encoded slashes decoded, for routing, where it
+    /// differs from `path` (only with [`EncodedSlash::Pass`]).
+    pub route: Vec<u8>,
+}
+
+impl Normalized {
+    /// Normalizes `raw` (a path, or `*` or an authority, which have none to
+    /// normalize: `is_path` false) into this slot.
+    pub fn set(&mut self, raw: &[u8], is_path: bool, slash: EncodedSlash) -> Result<(), PathError> {
+        self.path.clear();
+        self.route.clear();
+        if !is_path {
+            return Ok(());
+        }
+        if !normalize_into(raw, slash, &mut self.path)? {
+            self.path.clear();
+        }
+        if slash == EncodedSlash::Pass {
+            let normal = if self.path.is_empty() {
+                raw
+            } else {
+                &self.path[..]
+            };
+            if has_encoded_slash(normal) {
+                decode_slashes_into(normal, &mut self.route)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The normalized path, given the raw one it was made from.
+    #[inline]
+    pub fn path<'a>(&'a self, raw: &'a [u8]) -> &'a [u8] {
+        if self.path.is_empty() {
+            raw
+        } else {
+            &self.path
+        }
+    }
+
+    /// The path routes match, given the raw one.
+    #[inline]
+    pub fn route<'a>(&'a self, raw: &'a [u8]) -> &'a [u8] {
+        if self.route.is_empty() {
+            self.path(raw)
+        } else {
+            &self.route
+        }
+    }
+}
+
 /// Whether the normalized `path` falls under the route `prefix` (itself a
 /// normalized path): the prefix matches whole segments, so `/api` takes
 /// `/api` and `/api/x` but not `/apix`, and `/api/` takes `/api` too.

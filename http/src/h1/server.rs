@@ -26,7 +26,7 @@ use super::wire::{Wire as H1Wire, DISCARD_MAX};
 use crate::error::{Error, Side};
 use crate::exchange::{Exchange, Wire};
 use crate::head::{Method, RequestHead};
-use crate::path::{decode_slashes_into, has_encoded_slash, normalize_into, EncodedSlash};
+use crate::path::Normalized;
 use crate::Handler;
 
 /// Size of a read or write buffer; large enough for a default-limit head.
@@ -44,9 +44,7 @@ struct Active {
     wbuf: BytesMut,
     head: RequestHead,
     /// The normalized path, where it differs from the one sent.
-    path: Vec<u8>,
-    /// The path routes match, where it differs from `path`.
-    route_path: Vec<u8>,
+    paths: Normalized,
 }
 
 thread_local! {
@@ -64,8 +62,10 @@ fn acquire() -> Box<Active> {
                 rbuf: new_buf(),
                 wbuf: new_buf(),
                 head: RequestHead::empty(),
-                path: Vec::with_capacity(256),
-                route_path: Vec::new(),
+                paths: Normalized {
+                    path: Vec::with_capacity(256),
+                    route: Vec::new(),
+                },
             })
         })
 }
@@ -191,16 +191,17 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
         rbuf,
         wbuf,
         head,
-        path,
-        route_path,
+        paths,
     } = a;
     let mut head_bytes = rbuf.split_to(head.head_len);
-    let normal = normalize(head, &head_bytes, handler.encoded_slash(), path, route_path);
+    // `*` and CONNECT's authority have no path to normalize.
+    let raw = head.raw_path(&head_bytes);
+    let is_path = head.method != Method::Connect && raw != b"*";
+    let normal = paths.set(raw, is_path, handler.encoded_slash());
     link.sending.set(Default::default());
     let started = Instant::now();
-    let (p, rp) = paths(head, &head_bytes, path, route_path);
     let wire = Wire::H1(H1Wire::new(link, head, rbuf, wbuf));
-    let mut ex = Exchange::new(wire, head, &head_bytes, p, rp);
+    let mut ex = Exchange::new(wire, head, &head_bytes, paths);
     let next = match normal {
         Ok(()) => {
             let result = handler.handle(&mut ex).await;
@@ -208,7 +209,7 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
         }
         // A path no route may be decided on: refused before any handler
         // sees it, but logged with its target like any request.
-        Err(e) => settle(&mut ex, Err(e)).await,
+        Err(e) => settle(&mut ex, Err(e.into())).await,
     };
     handler.done(&ex, started);
     drop(ex);
@@ -224,50 +225,6 @@ fn refuse<H: Handler>(link: &mut Link, wbuf: &mut BytesMut, handler: &H, e: Erro
     let body = super::encode::write_error(wbuf, status);
     handler.refused(status, body, &|| link.stream.peer_addr().ok());
     Next::Linger
-}
-
-/// Normalizes the head's path into the slot's scratch, where it needs it.
-/// `*` and CONNECT's authority have no path to normalize.
-fn normalize(
-    head: &RequestHead,
-    head_bytes: &[u8],
-    slash: EncodedSlash,
-    path: &mut Vec<u8>,
-    route_path: &mut Vec<u8>,
-) -> Result<(), Error> {
-    path.clear();
-    route_path.clear();
-    let raw = head.raw_path(head_bytes);
-    if head.method == Method::Connect || raw == b"*" {
-        return Ok(());
-    }
-    if !normalize_into(raw, slash, path)? {
-        path.clear();
-    }
-    if slash == EncodedSlash::Pass {
-        let normal = if path.is_empty() { raw } else { &path[..] };
-        if has_encoded_slash(normal) {
-            decode_slashes_into(normal, route_path)?;
-        }
-    }
-    Ok(())
-}
-
-/// The normalized path and the route path, each the raw path where the
-/// scratch holds nothing.
-fn paths<'b>(
-    head: &RequestHead,
-    head_bytes: &'b [u8],
-    path: &'b [u8],
-    route_path: &'b [u8],
-) -> (&'b [u8], &'b [u8]) {
-    let p = if path.is_empty() {
-        head.raw_path(head_bytes)
-    } else {
-        path
-    };
-    let rp = if route_path.is_empty() { p } else { route_path };
-    (p, rp)
 }
 
 /// After the handler: answer its error if it failed before responding,
@@ -308,7 +265,7 @@ async fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) -> Next {
         // body) and the client may have sent more already: closing with
         // unread bytes resets the connection and can destroy the response
         // in flight, so linger as nginx does.
-        let client_closes = !w.head.keep_alive;
+        let client_closes = !w.client_keep_alive;
         return if client_closes && w.body_done() && w.rbuf.is_empty() {
             Next::Close
         } else {

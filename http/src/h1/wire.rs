@@ -31,12 +31,17 @@ pub(crate) enum BodyState {
 
 pub(crate) struct Wire<'a> {
     pub link: &'a mut Link,
-    pub head: &'a RequestHead,
     pub rbuf: &'a mut BytesMut,
     pub wbuf: &'a mut BytesMut,
     pub body: BodyState,
     /// Whether the connection stays open after this response.
     pub keep_alive: bool,
+    /// Whether the client meant to keep it open (its head said so).
+    pub client_keep_alive: bool,
+    /// The request came as HTTP/1.0.
+    http10: bool,
+    /// The client waits for `100 Continue`.
+    expect_continue: bool,
     sent_continue: bool,
     /// A streamed body goes out chunked (else close-delimited, HTTP/1.0).
     chunked: bool,
@@ -61,11 +66,13 @@ impl<'a> Wire<'a> {
         let keep_alive = head.keep_alive && !link.draining();
         Wire {
             link,
-            head,
             rbuf,
             wbuf,
             body,
             keep_alive,
+            client_keep_alive: head.keep_alive,
+            http10: head.version == Version::Http10,
+            expect_continue: head.expect_continue,
             sent_continue: false,
             chunked: false,
             receiving: Meter::default(),
@@ -77,7 +84,7 @@ impl<'a> Wire<'a> {
     }
 
     pub fn expects_continue(&self) -> bool {
-        self.head.expect_continue && !self.sent_continue
+        self.expect_continue && !self.sent_continue
     }
 
     /// The next piece of the request body, `None` at its end. Sends
@@ -131,7 +138,7 @@ impl<'a> Wire<'a> {
     }
 
     async fn fill_body(&mut self, responded: bool) -> Result<(), Error> {
-        if self.head.expect_continue && !self.sent_continue && !responded {
+        if self.expect_continue && !self.sent_continue && !responded {
             self.sent_continue = true;
             self.wbuf.put_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
             self.flush().await?;
@@ -173,7 +180,7 @@ impl<'a> Wire<'a> {
         let unread_ok = match &self.body {
             BodyState::Done => true,
             BodyState::Length(n) => {
-                *n <= DISCARD_MAX && (!self.head.expect_continue || self.sent_continue)
+                *n <= DISCARD_MAX && (!self.expect_continue || self.sent_continue)
             }
             BodyState::Chunked(_) => false,
         };
@@ -192,7 +199,7 @@ impl<'a> Wire<'a> {
         framing: Framing,
     ) {
         self.decide_keep_alive();
-        let http10 = self.head.version == Version::Http10;
+        let http10 = self.http10;
         if framing == Framing::Stream && http10 {
             self.keep_alive = false;
         }
@@ -231,7 +238,7 @@ impl<'a> Wire<'a> {
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
     ) -> Result<(), Error> {
-        if self.head.version == Version::Http10 {
+        if self.http10 {
             return Ok(());
         }
         if status == 100 {
