@@ -147,17 +147,17 @@ impl<'a> Exchange<'a> {
     /// decoded, dot segments resolved, slashes merged. Every routing and
     /// access decision is made on it, and it is what goes upstream.
     pub fn path(&self) -> &[u8] {
-        self.paths.path(self.raw_path())
+        self.paths.path(self.head_bytes)
     }
     /// The path routes match: [`Exchange::path`], except that with encoded
     /// slashes passed on, they are decoded here.
     pub fn route_path(&self) -> &[u8] {
-        self.paths.route(self.raw_path())
+        self.paths.route(self.head_bytes)
     }
     /// The path as the client spelled it, for a backend that needs its
     /// bytes (`forward_path = "raw"`).
     pub fn raw_path(&self) -> &[u8] {
-        self.head.raw_path(self.head_bytes)
+        self.paths.raw(self.head_bytes)
     }
     pub fn query(&self) -> Option<&[u8]> {
         self.head.query(self.head_bytes)

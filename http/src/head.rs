@@ -278,21 +278,40 @@ impl RequestHead {
     /// authority (`/` when there is none). For `*` and CONNECT's
     /// authority-form, the target itself.
     pub fn raw_path<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
-        let mut t = self.target(buf);
-        if self.method == Method::Connect || t == b"*" {
-            return t;
+        match self.raw_path_span(buf) {
+            s if s.is_empty() => b"/",
+            s => s.get(buf),
         }
-        if t.first() != Some(&b'/') {
+    }
+
+    /// [`RequestHead::raw_path`] as a span of `buf`: empty for an
+    /// absolute-form target without a path, whose path is `/`.
+    pub fn raw_path_span(&self, buf: &[u8]) -> Span {
+        let target = self.target;
+        let t = target.get(buf);
+        if self.method == Method::Connect || t == b"*" {
+            return target;
+        }
+        let start = if t.first() == Some(&b'/') {
+            0
+        } else {
             let after_scheme = t.windows(3).position(|w| w == b"://").map_or(0, |i| i + 3);
-            t = t[after_scheme..]
+            match t[after_scheme..]
                 .iter()
                 .position(|&b| b == b'/' || b == b'?')
-                .map_or(b"/", |i| match t[after_scheme + i] {
-                    b'/' => &t[after_scheme + i..],
-                    _ => b"/",
-                });
+            {
+                Some(i) if t[after_scheme + i] == b'/' => after_scheme + i,
+                _ => t.len(),
+            }
+        };
+        let end = t[start..]
+            .iter()
+            .position(|&b| b == b'?')
+            .map_or(t.len(), |i| start + i);
+        Span {
+            start: target.start + start as u16,
+            end: target.start + end as u16,
         }
-        t.iter().position(|&b| b == b'?').map_or(t, |i| &t[..i])
     }
 
     /// The query of the target, without its `?`; `Some(b"")` for a lone `?`.

@@ -37,6 +37,8 @@
 
 use std::fmt;
 
+use crate::head::Span;
+
 /// What to do with an encoded slash (`%2F`, any case) in a path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum EncodedSlash {
@@ -141,17 +143,28 @@ pub struct Normalized {
     /// The path with encoded slashes decoded, for routing, where it
     /// differs from `path` (only with [`EncodedSlash::Pass`]).
     pub route: Vec<u8>,
+    /// The raw path, found once: a span of the head's buffer, empty for
+    /// an absolute-form target without a path (whose path is `/`).
+    raw: Span,
 }
 
 impl Normalized {
-    /// Normalizes `raw` (a path, or `*` or an authority, which have none to
-    /// normalize: `is_path` false) into this slot.
-    pub fn set(&mut self, raw: &[u8], is_path: bool, slash: EncodedSlash) -> Result<(), PathError> {
+    /// Normalizes the raw path at `raw` in `buf` into this slot; `*` and
+    /// an authority (`is_path` false) have none to normalize.
+    pub fn set(
+        &mut self,
+        buf: &[u8],
+        raw: Span,
+        is_path: bool,
+        slash: EncodedSlash,
+    ) -> Result<(), PathError> {
         self.path.clear();
         self.route.clear();
+        self.raw = raw;
         if !is_path {
             return Ok(());
         }
+        let raw = self.raw(buf);
         if !normalize_into(raw, slash, &mut self.path)? {
             self.path.clear();
         }
@@ -168,21 +181,31 @@ impl Normalized {
         Ok(())
     }
 
-    /// The normalized path, given the raw one it was made from.
+    /// The path as the client sent it, in `buf`.
     #[inline]
-    pub fn path<'a>(&'a self, raw: &'a [u8]) -> &'a [u8] {
+    pub fn raw<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        if self.raw.is_empty() {
+            b"/"
+        } else {
+            self.raw.get(buf)
+        }
+    }
+
+    /// The normalized path.
+    #[inline]
+    pub fn path<'a>(&'a self, buf: &'a [u8]) -> &'a [u8] {
         if self.path.is_empty() {
-            raw
+            self.raw(buf)
         } else {
             &self.path
         }
     }
 
-    /// The path routes match, given the raw one.
+    /// The path routes match.
     #[inline]
-    pub fn route<'a>(&'a self, raw: &'a [u8]) -> &'a [u8] {
+    pub fn route<'a>(&'a self, buf: &'a [u8]) -> &'a [u8] {
         if self.route.is_empty() {
-            self.path(raw)
+            self.path(buf)
         } else {
             &self.route
         }
@@ -210,14 +233,32 @@ enum Slash {
 }
 
 /// Whether `raw` might not be normal; the slow path also reports every error.
+///
+/// One pass without a branch per byte: it runs on every request.
 fn needs_work(raw: &[u8]) -> bool {
-    raw.first() != Some(&b'/')
-        || raw.iter().enumerate().any(|(i, &b)| match b {
-            b'%' | b'\\' => true,
-            b'/' => matches!(raw.get(i + 1), Some(b'/' | b'.')),
-            _ => forbidden(b),
-        })
+    if raw.first() != Some(&b'/') {
+        return true;
+    }
+    let mut prev = 0u8;
+    let mut hit = false;
+    for &b in raw {
+        hit |= SPECIAL[b as usize] | ((prev == b'/') & ((b == b'/') | (b == b'.')));
+        prev = b;
+    }
+    hit
 }
+
+/// Bytes that always need the slow path: `%`, `\\` and the forbidden ones.
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = b == b'%' || b == b'\\' || b <= 0x20 || b >= 0x7F || b == b'#' || b == b'?';
+        i += 1;
+    }
+    t
+};
 
 fn forbidden(b: u8) -> bool {
     b <= 0x20 || b >= 0x7F || b == b'#' || b == b'?'

@@ -62,10 +62,7 @@ fn acquire() -> Box<Active> {
                 rbuf: new_buf(),
                 wbuf: new_buf(),
                 head: RequestHead::empty(),
-                paths: Normalized {
-                    path: Vec::with_capacity(256),
-                    route: Vec::new(),
-                },
+                paths: Normalized::default(),
             })
         })
 }
@@ -195,9 +192,9 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     } = a;
     let mut head_bytes = rbuf.split_to(head.head_len);
     // `*` and CONNECT's authority have no path to normalize.
-    let raw = head.raw_path(&head_bytes);
-    let is_path = head.method != Method::Connect && raw != b"*";
-    let normal = paths.set(raw, is_path, handler.encoded_slash());
+    let raw = head.raw_path_span(&head_bytes);
+    let is_path = head.method != Method::Connect && head.target(&head_bytes) != b"*";
+    let normal = paths.set(&head_bytes, raw, is_path, handler.encoded_slash());
     link.sending.set(Default::default());
     let started = Instant::now();
     let wire = Wire::H1(H1Wire::new(link, head, rbuf, wbuf));
