@@ -571,7 +571,10 @@ fn route_hosts_and_host_headers() {
         ("10.0.0.1:80",      Some(HostHeader::Set("10.0.0.1:80".into()))),
         ("[::1]:80",         Some(HostHeader::Set("[::1]:80".into()))),
         ("[::1]",            Some(HostHeader::Set("[::1]".into()))),
-        ("Pass",             Some(HostHeader::Set("pass".into()))),
+        // The keywords in any case: a host named "Pass" would be written
+        // back as the keyword (found by the config fuzzer).
+        ("Pass",             Some(HostHeader::Pass)),
+        ("UPSTREAM",         Some(HostHeader::Upstream)),
         ("",                 None),
         ("a:",               None),
         ("a:99999",          None),

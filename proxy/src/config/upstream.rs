@@ -874,10 +874,14 @@ fn health_path(p: &str) -> Result<String, String> {
 
 /// `proxy_host = "pass" | "upstream" | "HOST[:PORT]"`.
 pub fn proxy_host(text: &str) -> Result<HostHeader, String> {
-    match text {
-        "pass" => return Ok(HostHeader::Pass),
-        "upstream" => return Ok(HostHeader::Upstream),
-        _ => {}
+    // In any case: host names are, so "Upstream" as a host would be the
+    // name "upstream", which the config writer could only spell as the
+    // keyword.
+    if text.eq_ignore_ascii_case("pass") {
+        return Ok(HostHeader::Pass);
+    }
+    if text.eq_ignore_ascii_case("upstream") {
+        return Ok(HostHeader::Upstream);
     }
     let expected = || {
         format!(
