@@ -189,11 +189,6 @@ impl Fields {
             .filter(move |(n, _)| n.len() == name.len() && n.get(buf).eq_ignore_ascii_case(name))
             .map(move |(_, v)| v.get(buf))
     }
-
-    /// The spans themselves.
-    pub fn spans(&self) -> &[(Span, Span)] {
-        &self.list
-    }
 }
 
 impl fmt::Debug for Fields {

@@ -76,13 +76,6 @@ pub fn no_content(status: u16) -> bool {
     (100..200).contains(&status) || status == 204 || status == 304
 }
 
-/// Whether a response with this status to this method carries no body
-/// (RFC 9110 §6.4.1).
-#[inline]
-pub fn bodyless(status: u16, is_head: bool) -> bool {
-    is_head || no_content(status)
-}
-
 /// An interim response (1xx other than 101): a final one follows.
 #[inline]
 pub fn is_interim(status: u16) -> bool {
