@@ -55,6 +55,7 @@ pub mod coalesce;
 pub mod config;
 pub mod conns;
 pub mod context;
+pub mod doorbell;
 pub mod fs;
 pub mod link;
 mod meter;

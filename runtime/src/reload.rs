@@ -19,7 +19,6 @@
 
 use std::cell::RefCell;
 use std::io::Write;
-use std::os::fd::{FromRawFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::sync::{mpsc, Arc};
@@ -169,30 +168,14 @@ impl<H> Reloader<H> {
 impl<H: 'static> ReloadInbox<H> {
     /// Runs for the worker's life: applies each update to `current`.
     pub(crate) async fn serve(self, ctx: WorkerContext, current: Rc<Current<H>>) {
-        let fd = self.wake.into_raw_fd();
-        // SAFETY: fd is a live socket we own; as in `shutdown`, the stream
-        // type only lends its readiness wait and its read.
-        let std = unsafe { std::net::TcpStream::from_raw_fd(fd) };
-        let _ = std.set_nonblocking(true);
-        let wake = match crate::net::TcpStream::from_std(std) {
-            Ok(s) => s,
+        let mut wake = match crate::doorbell::Wakeups::watch(self.wake) {
+            Ok(w) => w,
             Err(e) => {
                 tracing::error!(%e, "cannot watch for reloads; this worker keeps its config");
                 return;
             }
         };
-        let mut scratch = bytes::BytesMut::with_capacity(64);
-        loop {
-            if wake.readable().await.is_err() {
-                return;
-            }
-            scratch.clear();
-            match wake.try_read(&mut scratch) {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(_) => return,
-            }
+        while wake.next().await {
             while let Ok(u) = self.updates.try_recv() {
                 let result = {
                     let (old, _) = current.get();

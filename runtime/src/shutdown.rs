@@ -67,6 +67,7 @@ impl ShutdownSignal {
 thread_local! {
     static DRAINING: Cell<bool> = const { Cell::new(false) };
     static BUSY: Cell<usize> = const { Cell::new(0) };
+    static DRAIN_BEGUN: std::rc::Rc<LocalEvent> = std::rc::Rc::default();
 }
 
 /// Whether this worker is draining: responses then close their connection.
@@ -77,6 +78,14 @@ pub fn draining() -> bool {
 
 pub(crate) fn start_draining() {
     DRAINING.with(|d| d.set(true));
+    DRAIN_BEGUN.with(|e| e.set());
+}
+
+/// Resolves when this worker begins to drain: what a handler holds for
+/// later (idle upstream connections) can be let go then, not at exit.
+pub async fn drain_begun() {
+    let ev = DRAIN_BEGUN.with(std::rc::Rc::clone);
+    ev.wait().await
 }
 
 /// Connections of this worker that are inside a request.
