@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
-# the tests use (curl, openssl, ss from iproute2; nginx, lighttpd and haproxy for
+# the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test),
 # then runs the tests.
@@ -16,6 +16,8 @@ command -v ss >/dev/null || need+=(iproute2)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v lighttpd >/dev/null || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)
 command -v wrk >/dev/null || need+=(wrk)
+# ApacheBench (ab -k) drives FastCGI with HTTP/1.0 keep-alive requests.
+command -v ab >/dev/null || need+=(apache2-utils)
 command -v python3 >/dev/null || need+=(python3)
 command -v gzip >/dev/null || need+=(gzip)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)

@@ -62,9 +62,10 @@ the connections open to php-fpm at the end. nginx keeps at most 8 idle
 connections, so with more concurrent requests (-c50) it still opens and
 closes connections beyond those 8 all run long; -c8 shows its pool alone.
 Each kept idle connection holds a php-fpm child, so --fpm-children must
-exceed nginx's keepalive (8), or requests starve behind idle connections:
-with 8 children the script's own /fpm-status probe times out and the run
-fails.
+exceed nginx's keepalive (8), or requests starve behind idle connections.
+ringside learns the children and may keep them all, so php-fpm's status is
+read before each front end starts and after it stops ("fpm acc/req" then
+counts the warm-up's connections too, less its requests).
 
 A server that fails to start or to serve is reported, per round, with its
 error and left out of the medians; the others are still measured, and the
@@ -220,11 +221,9 @@ def start_fastcgi(name, root, args, fcgi_port):
     prefix = tempfile.mkdtemp(prefix="shootout-")
     if is_ringside(name):
         exe, extra, env = ringside_variant(name)
+        # No --fastcgi-max-conns: ringside learns php-fpm's capacity.
         cmd = [exe, "--workers", "1", "--listen", f"127.0.0.1:{port}", "--root", root,
-               "--fastcgi", f"127.0.0.1:{fcgi_port}",
-               # php-fpm cannot tell its capacity (no FCGI_MAX_CONNS); one
-               # child stays free for the script's /fpm-status probes.
-               "--fastcgi-max-conns", str(max(1, args.fpm_children - 1))]
+               "--fastcgi", f"127.0.0.1:{fcgi_port}"]
         cmd += args.ringside_args.split() + extra
     elif name in ("nginx", "nginx-nokeep"):
         keep = name == "nginx"
@@ -482,6 +481,10 @@ def client_cmd(args, connections, duration, url):
 def measure_fastcgi(name, root, args, fpm):
     """One FastCGI front end, one round: (row, wrk errors)."""
     fpm_proc, fpm_port, _ = fpm
+    # The status probes run while no front end holds a child: one that
+    # keeps every child (ringside, having learned them all) would leave the
+    # probe waiting in php-fpm's backlog.
+    st0 = fpm_status(fpm_port)
     proc, port, prefix = start(name, root, args, fcgi_port=fpm_port)
     try:
         # Warm up with the full connection count, so that a pool is as large
@@ -491,7 +494,7 @@ def measure_fastcgi(name, root, args, fpm):
                                f"http://127.0.0.1:{port}/{args.file}"], capture_output=True, text=True)
         if warm.returncode != 0:
             raise RuntimeError(f"warm-up failed:\n{warm.stdout}{warm.stderr}")
-        st0 = fpm_status(fpm_port)
+        warm_reqs = int(re.search(r"(\d+) requests in", warm.stdout).group(1))
         f0 = fpm_cpu_ticks(fpm_proc.pid)
         p0 = passive_opens()
         u0, s0 = cpu_ticks(proc.pid)
@@ -500,15 +503,16 @@ def measure_fastcgi(name, root, args, fpm):
         p1 = passive_opens()
         f1 = fpm_cpu_ticks(fpm_proc.pid)
         up_open = open_conns(fpm_port)
-        st1 = fpm_status(fpm_port)
     finally:
         stop(proc, prefix)
+    st1 = fpm_status(fpm_port)
     if reqs == 0:
         raise RuntimeError(f"wrk completed no requests:\n{out}")
     errs = wrk_errors(out)
     us = lambda t: t / TICK / reqs * 1e6
-    # Less the second status probe, which php-fpm counts in its own figure.
-    accepted = int(st1["accepted conn"]) - int(st0["accepted conn"]) - 1
+    # Less the second status probe, which php-fpm counts in its own figure,
+    # and the warm-up's requests.
+    accepted = int(st1["accepted conn"]) - int(st0["accepted conn"]) - 1 - warm_reqs
     up_conns = p1 - p0 - args.connections
     row = (reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0),
            us(f1 - f0), accepted / reqs, up_conns, up_open, errs)

@@ -202,6 +202,13 @@ impl<'a> Exchange<'a> {
     pub fn streaming(&self) -> bool {
         self.out == Out::Stream
     }
+    /// Whether a body sent without a length would cost the client its
+    /// kept connection (HTTP/1.0 has no chunked coding, so such a body
+    /// ends at the close): a handler that can learn the length by
+    /// buffering a small body should then.
+    pub fn unsized_body_closes(&self) -> bool {
+        wire!(ref self, w => w.keep_alive && !w.chunks())
+    }
     /// Ends the client's connection after this response (what follows a
     /// CONNECT on it is not a request).
     pub fn set_close(&mut self) {

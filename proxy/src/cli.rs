@@ -12,8 +12,9 @@
 //!   --upstream HOST:PORT  repeatable; proxy every path to these servers
 //!   --fastcgi ADDR        run scripts beneath the root with the FastCGI
 //!                         server at HOST:PORT, unix:PATH or /PATH
-//!   --fastcgi-max-conns N the FastCGI server's capacity (php-fpm's
-//!                         pm.max_children), shared by all workers
+//!   --fastcgi-max-conns N at most N connections to the FastCGI server,
+//!                         all workers together (else its capacity is
+//!                         learned from how it answers)
 //!   --admin ADDR|off      the /metrics and /healthz listener
 //!   --access-log PATH     log each request to PATH (combined format)
 //!   --pid-file PATH       write the pid there, for `ringside reload`
@@ -104,8 +105,8 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub fastcgi: Option<String>,
 
-    /// With --fastcgi: the server's capacity in connections, summed over
-    /// all workers (php-fpm's pm.max_children).
+    /// With --fastcgi: at most N connections to the server, all workers
+    /// together; without it, its capacity is learned from how it answers.
     #[arg(long, value_name = "N", requires = "fastcgi",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub fastcgi_max_conns: Option<u32>,
@@ -667,7 +668,7 @@ mod tests {
         let text = config.to_toml();
         assert!(
             text.contains(
-                "[upstream.fastcgi]\nprotocol = \"fastcgi\"\nservers = [\"unix:/run/php.sock\"]\nqueue_size = 1024\nqueue_timeout = \"10s\"\nkeep_conn = true\n"
+                "[upstream.fastcgi]\nprotocol = \"fastcgi\"\nservers = [\"unix:/run/php.sock\"]\ncapacity_probe = \"50ms\"\nqueue_size = 1024\nqueue_timeout = \"10s\"\nkeep_conn = true\n"
             ),
             "{text}"
         );

@@ -124,7 +124,7 @@ extension = ".php"
     let www = base.join("www");
     for want in [
         format!(
-            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"unix:{}\", {{ addr = \"127.0.0.1:9000\", weight = 2 }}]\nmax_conns = 8\nqueue_size = 1024\nqueue_timeout = \"2s\"\nkeep_conn = true\nbalance = \"round_robin\"\n",
+            "[upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"unix:{}\", {{ addr = \"127.0.0.1:9000\", weight = 2 }}]\nmax_conns = 8\ncapacity_probe = \"50ms\"\nqueue_size = 1024\nqueue_timeout = \"2s\"\nkeep_conn = true\nbalance = \"round_robin\"\n",
             sock.display()
         ),
         format!(

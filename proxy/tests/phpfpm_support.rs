@@ -241,17 +241,54 @@ fn an_idle_kept_connection_ends_at_request_terminate_timeout() {
 
 /// FCGI_GET_VALUES: php-fpm 8.2 answers FCGI_MPXS_CONNS=0 (one request at a
 /// time per connection) and nothing for FCGI_MAX_CONNS or FCGI_MAX_REQS, so
-/// a front end cannot learn pm.max_children this way. The connection stays
-/// open and serves a request after it.
+/// a front end cannot learn pm.max_children this way. The answer comes only
+/// from a child (so it tells that a child took the connection), the
+/// connection stays open and serves a request after it, and `accepted conn`
+/// counts the question as one more read.
 #[test]
 fn get_values_says_no_multiplexing_only() {
     let fpm = PhpFpm::start_unix(3);
+    let before = fpm.accepted_conn_excluding_probes();
     let mut c = FcgiConn::connect(&fpm.listen).unwrap();
     let got = c
         .get_values(&["FCGI_MAX_CONNS", "FCGI_MAX_REQS", "FCGI_MPXS_CONNS"])
         .unwrap();
     assert_eq!(got, vec![("FCGI_MPXS_CONNS".into(), "0".into())]);
     let p = params("/hello.php", "");
-    let r = c.request(&refs(&p), b"", false).unwrap();
+    let r = c.request(&refs(&p), b"", true).unwrap();
     assert_eq!(r.body(), b"Hello, World!");
+    drop(c);
+    // The question, the request, and the wait that ended at the close
+    // (a kept connection without the question counts 2).
+    assert_eq!(fpm.accepted_conn_excluding_probes() - before, 3);
+}
+
+/// With every child held by a kept connection, a new connection's
+/// FCGI_GET_VALUES goes unanswered (it waits in the backlog); closing one
+/// kept connection frees its child, which answers it.
+#[test]
+fn get_values_waits_for_a_free_child() {
+    let fpm = PhpFpm::start_tcp(1);
+    let mut held = FcgiConn::connect(&fpm.listen).unwrap();
+    let p = params("/hello.php", "");
+    let r = held.request(&refs(&p), b"", true).unwrap();
+    assert_eq!(r.body(), b"Hello, World!");
+    let mut waiting = FcgiConn::connect(&fpm.listen).unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let e = waiting.get_values(&["FCGI_MPXS_CONNS"]).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "{e}"
+    );
+    drop(held);
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let got = waiting.read_get_values().unwrap();
+    assert_eq!(got, vec![("FCGI_MPXS_CONNS".into(), "0".into())]);
 }

@@ -145,8 +145,6 @@ pub fn start_front(
                     root.to_string_lossy().into_owned(),
                     "--fastcgi".into(),
                     format!("127.0.0.1:{fpm}"),
-                    "--fastcgi-max-conns".into(),
-                    FPM_CHILDREN.to_string(),
                 ]),
             }
             a

@@ -50,6 +50,11 @@ pub(crate) struct Wire<'a> {
 }
 
 impl<'a> Wire<'a> {
+    /// Whether a body without a length can go out chunked.
+    pub fn chunks(&self) -> bool {
+        !self.http10
+    }
+
     pub fn new(
         link: &'a mut Link,
         head: &'a RequestHead,

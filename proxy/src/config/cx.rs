@@ -91,14 +91,19 @@ pub(super) fn int_in(n: i64, lo: i64, hi: i64) -> Result<i64, String> {
     }
 }
 
-/// A nonzero duration.
-pub fn duration(v: &DurationValue) -> Result<Duration, String> {
-    let d = match v {
+/// A duration, zero allowed (where zero turns something off).
+pub fn duration_or_zero(v: &DurationValue) -> Result<Duration, String> {
+    match v {
         DurationValue::Seconds(n) => u64::try_from(*n)
             .map(Duration::from_secs)
-            .map_err(|_| format!("expected {DURATION_EXPECTED}, got {n}"))?,
-        DurationValue::Text(s) => parse_duration(s)?,
-    };
+            .map_err(|_| format!("expected {DURATION_EXPECTED}, got {n}")),
+        DurationValue::Text(s) => parse_duration(s),
+    }
+}
+
+/// A nonzero duration.
+pub fn duration(v: &DurationValue) -> Result<Duration, String> {
+    let d = duration_or_zero(v)?;
     if d.is_zero() {
         return Err(format!("expected a nonzero duration, got {v}"));
     }

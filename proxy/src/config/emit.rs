@@ -286,6 +286,7 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
         if let Some(n) = f.max_conns {
             writeln!(out, "max_conns = {n}")?;
         }
+        writeln!(out, "capacity_probe = {}", dur(f.capacity_probe))?;
         writeln!(out, "queue_size = {}", f.queue_size)?;
         writeln!(out, "queue_timeout = {}", dur(f.queue_timeout))?;
         writeln!(out, "keep_conn = {}", f.keep_conn)?;

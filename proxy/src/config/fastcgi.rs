@@ -3,7 +3,7 @@
 //! scripts through it.
 //!
 //! An upstream speaks HTTP unless it says `protocol = "fastcgi"`. The
-//! FastCGI keys (`max_conns`, `queue_size`, `queue_timeout`, `keep_conn`)
+//! FastCGI keys (`max_conns`, `capacity_probe`, `queue_size`, `queue_timeout`, `keep_conn`)
 //! are refused on an HTTP upstream, where they would do nothing; the
 //! `health_*` keys are refused on a FastCGI one, since active checks are
 //! HTTP requests that a FastCGI server cannot answer (passive checks,
@@ -28,7 +28,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::cx::{duration, first_given, int_in, join, root_dir, Cx};
+use super::cx::{duration, duration_or_zero, first_given, int_in, join, root_dir, Cx};
 use super::error::ConfigError;
 use super::file::{RouteSection, UpstreamSection};
 use crate::upstream::settings::{FastCgiRoute, FastCgiSettings, Protocol, UpstreamConfig};
@@ -122,6 +122,10 @@ impl Cx<'_> {
         if protocol == Protocol::Http {
             let given = first_given(&[
                 ("max_conns", u.max_conns.as_ref().map(Spanned::span)),
+                (
+                    "capacity_probe",
+                    u.capacity_probe.as_ref().map(Spanned::span),
+                ),
                 ("queue_size", u.queue_size.as_ref().map(Spanned::span)),
                 ("queue_timeout", u.queue_timeout.as_ref().map(Spanned::span)),
                 ("keep_conn", u.keep_conn.as_ref().map(Spanned::span)),
@@ -163,6 +167,12 @@ impl Cx<'_> {
                     int_in(n, 1, MAX_CONNS).map(|n| n as u32)
                 })?),
             },
+            capacity_probe: self.or(
+                &u.capacity_probe,
+                &key("capacity_probe"),
+                d.capacity_probe,
+                duration_or_zero,
+            )?,
             queue_size: self.or(&u.queue_size, &key("queue_size"), d.queue_size, |&n| {
                 int_in(n, 0, MAX_QUEUE).map(|n| n as usize)
             })?,

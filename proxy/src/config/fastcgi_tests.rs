@@ -77,6 +77,7 @@ fn full_fastcgi_config() {
 protocol = "fastcgi"
 servers = ["unix:/run/php/php-fpm.sock", { addr = "127.0.0.1:9000", weight = 2 }, { addr = "unix:rel.sock", weight = 3 }]
 max_conns = 16
+capacity_probe = "20ms"
 queue_size = 0
 queue_timeout = "1500ms"
 keep_conn = false
@@ -116,6 +117,7 @@ upstream = "web"
     );
     *php.fastcgi_mut() = FastCgiSettings {
         max_conns: Some(16),
+        capacity_probe: Duration::from_millis(20),
         queue_size: 0,
         queue_timeout: Duration::from_millis(1500),
         keep_conn: false,
@@ -158,6 +160,8 @@ fn fastcgi_upstream_keys() {
         ("queue_size = 0", |u| u.fastcgi_mut().queue_size = 0),
         ("queue_size = 1000000", |u| u.fastcgi_mut().queue_size = 1_000_000),
         ("queue_timeout = \"250ms\"", |u| u.fastcgi_mut().queue_timeout = Duration::from_millis(250)),
+        ("capacity_probe = 0", |u| u.fastcgi_mut().capacity_probe = Duration::ZERO),
+        ("capacity_probe = \"5ms\"", |u| u.fastcgi_mut().capacity_probe = Duration::from_millis(5)),
         ("queue_timeout = 3", |u| u.fastcgi_mut().queue_timeout = Duration::from_secs(3)),
         ("keep_conn = false", |u| u.fastcgi_mut().keep_conn = false),
         ("keep_conn = true", |_| {}),
@@ -294,6 +298,8 @@ fn fastcgi_validation_errors() {
         (up("max_conns = 8"), "3:13: [upstream.app] max_conns", "only for protocol = \"fastcgi\" (this upstream speaks HTTP)"),
         (up("protocol = \"http\"\nqueue_size = 10"), "4:14: [upstream.app] queue_size", "only for protocol = \"fastcgi\""),
         (up("queue_timeout = \"1s\""), "3:17: [upstream.app] queue_timeout", "only for protocol = \"fastcgi\""),
+        (up("capacity_probe = \"1s\""), "3:18: [upstream.app] capacity_probe", "only for protocol = \"fastcgi\""),
+        (fup("capacity_probe = \"soon\""), "4:18: [upstream.php] capacity_probe", "expected a duration like"),
         (up("keep_conn = false"), "3:13: [upstream.app] keep_conn", "only for protocol = \"fastcgi\""),
         // FastCGI keys' values.
         (fup("max_conns = 0"), "4:13: [upstream.php] max_conns", "expected an integer from 1 to 65535, got 0"),
@@ -411,6 +417,7 @@ fn to_toml_writes_fastcgi() {
 protocol = "fastcgi"
 servers = ["unix:/run/php.sock", { addr = "a:9000", weight = 2 }]
 max_conns = 4
+capacity_probe = "50ms"
 queue_size = 1024
 queue_timeout = "10s"
 keep_conn = true
@@ -431,6 +438,7 @@ fail_cooldown = "10s"
 [upstream.q]
 protocol = "fastcgi"
 servers = ["q:9000"]
+capacity_probe = "50ms"
 queue_size = 1024
 queue_timeout = "10s"
 keep_conn = true

@@ -200,6 +200,7 @@ pub struct UpstreamSection {
     pub health_rise: Option<Spanned<i64>>,
     // FastCGI only.
     pub max_conns: Option<Spanned<i64>>,
+    pub capacity_probe: Option<Spanned<DurationValue>>,
     pub queue_size: Option<Spanned<i64>>,
     pub queue_timeout: Option<Spanned<DurationValue>>,
     pub keep_conn: Option<Spanned<bool>>,

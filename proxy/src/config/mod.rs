@@ -114,7 +114,8 @@
 //! [upstream.php]
 //! protocol = "fastcgi"      # "http" (the default) | "fastcgi"
 //! servers = ["unix:/run/php/php-fpm.sock", "127.0.0.1:9000"]  # unix: relative to this file's directory
-//! max_conns = 8             # per server, all cores together; leave out to ask the server
+//! max_conns = 8             # per server, all cores together, at most; leave out to learn it
+//! capacity_probe = "50ms"   # a new connection unanswered this long: the server is at capacity; 0: don't learn
 //! queue_size = 1024         # requests waiting for a connection, per core
 //! queue_timeout = "10s"
 //! keep_conn = true          # FCGI_KEEP_CONN

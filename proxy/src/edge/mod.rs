@@ -105,13 +105,7 @@ impl Edge {
                     None => {
                         let seed =
                             (worker as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64;
-                        Rc::new(RefCell::new(Local::new(
-                            s.clone(),
-                            seed,
-                            worker,
-                            workers,
-                            core_stats.clone(),
-                        )))
+                        Local::new(s.clone(), seed, worker, workers, core_stats.clone())
                     }
                 }
             })
@@ -207,13 +201,28 @@ impl Edge {
     }
 }
 
+/// Closes idle upstream connections past their time each second, and all
+/// of them when the drain begins: a process taking over (a restart) gets
+/// the servers' capacity at once, and a FastCGI server's children are not
+/// held by connections nobody will use.
 async fn reaper(core: std::rc::Weak<ProxyCore>) {
+    let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
     loop {
-        task::sleep(REAP_EVERY).await;
+        let drained = match task::select(drain.as_mut(), task::sleep(REAP_EVERY)).await {
+            task::Either::Left(()) => true,
+            task::Either::Right(()) => false,
+        };
         let Some(core) = core.upgrade() else { return };
-        let now = Instant::now();
         for u in &core.upstreams {
-            u.borrow_mut().reap(now);
+            let mut u = u.borrow_mut();
+            if drained {
+                u.drain_idle();
+            } else {
+                u.reap(Instant::now());
+            }
+        }
+        if drained {
+            return;
         }
     }
 }

@@ -1,224 +1,314 @@
-//! How many connections one core may hold to one FastCGI server, and the
-//! queue of requests waiting for one.
+//! One core's connections to one FastCGI server: the queue of requests
+//! waiting for a connection, and when to open another.
 //!
-//! A php-fpm child serves one connection until that connection closes, so
-//! every kept connection holds a child, idle or not. The server's capacity
-//! (`max_conns`, or FCGI_MAX_CONNS learned from it) is split across the
-//! cores once, at start: core `i` of `w` may hold `cap / w` connections,
-//! plus one for the first `cap % w` cores. The sum never exceeds the
-//! capacity, and no core's idle connection can starve another core, since
-//! no core may take more than its share.
-//!
-//! When the capacity is below the number of cores, the shares would leave
-//! some cores with none. Then every core borrows from one process-wide
-//! atomic count instead, and closes its connection after each request, as a
-//! kept idle one would hold a child that another core may need.
-//!
-//! A request that finds no free connection waits in this core's bounded
-//! queue, first come first served, up to the queue timeout; a full queue or
-//! a timeout is a 503. It never waits in the server's listen backlog.
+//! A request that finds no idle connection in the core's pool waits in this
+//! core's bounded queue, first come first served, up to `queue_timeout`;
+//! a full queue or a timeout is a 503. It never waits in the server's
+//! listen backlog: connections are opened for the queue, in the
+//! background (`super::opener`), and each is handed to the first waiter
+//! once the server answered it (or back to the pool, when nobody waits any
+//! more). How many may be open is what the server was seen to serve, shared
+//! by the cores (`super::learn`), bounded by the ceiling: `max_conns`
+//! where the config gives it.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ringside_http::Error;
 use ringside_runtime::net::TcpStream;
 
-/// This core's right to connections of one server.
+use super::learn::{Answers, Capacity};
+use crate::upstream::settings::FastCgiSettings;
+
+/// The most connections to one server when the config sets no `max_conns`
+/// and they are learned: far above a php-fpm pool's usual size, so that
+/// only what the server serves bounds them.
+pub const LEARNED_CEILING: u32 = 4096;
+/// The most connections to one server when nothing can be learned (not
+/// kept, `capacity_probe = 0`, or a server that does not answer
+/// FCGI_GET_VALUES) and the config sets no `max_conns`.
+pub const UNLEARNED_CEILING: u32 = 8;
+
+/// This core's connections to one server.
 pub struct Slots {
-    /// This core's share; 0 when borrowing from `global`.
-    share: u32,
-    /// Connections this core holds open, busy or idle.
-    open: u32,
-    global: Option<Arc<AtomicU32>>,
+    cap: Arc<Capacity>,
+    core: usize,
+    max_conns: Option<u32>,
+    /// Connections are kept and learned from (FCGI_KEEP_CONN, and a
+    /// non-zero `capacity_probe`).
+    learning: bool,
+    probe: Duration,
     queue: VecDeque<Rc<Waiter>>,
     queue_size: usize,
+    /// Connections this core is opening.
+    opening: u32,
+    /// Places to open taken by `acquire` for a request that found the
+    /// queue full, not yet started.
+    reserved: u32,
+    /// What this core's counts in the shared slot hold of this upstream's.
+    shown_waiting: u32,
+    shown_idle: u32,
 }
 
 /// What a waiting request is handed.
 #[derive(Default)]
 pub struct Waiter {
     conn: RefCell<Option<TcpStream>>,
-    /// A slot was freed: the waiter may open a connection.
-    may_open: Cell<bool>,
+    failed: RefCell<Option<Error>>,
     waker: Cell<Option<Waker>>,
 }
 
-/// The outcome of asking for a connection.
+/// The outcome of asking for a connection with none idle.
 pub enum Grant {
-    /// A slot is taken: open a connection (give it back with `closed`).
-    Open,
     /// Wait on this, in the queue.
     Wait(Rc<Waiter>),
     /// The queue is full.
     Full,
 }
 
+/// How a new connection is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opening {
+    /// Ask FCGI_GET_VALUES before it is used, and learn from the answer;
+    /// give up after `probe`, then wait for an answer until `patience`.
+    Ask { probe: Duration, patience: Duration },
+    /// Use it as soon as it connects.
+    Plain,
+}
+
 impl Slots {
-    /// Core `index` of `workers`, for a server of capacity `cap`.
-    pub fn new(
-        cap: u32,
-        index: usize,
-        workers: usize,
-        global: &Arc<AtomicU32>,
-        queue: usize,
-    ) -> Slots {
-        let w = workers.max(1) as u32;
-        let (share, global) = if cap >= w {
-            let extra = u32::from((index as u32) < cap % w);
-            (cap / w + extra, None)
-        } else {
-            (0, Some(global.clone()))
-        };
+    pub fn new(cap: Arc<Capacity>, core: usize, cfg: &FastCgiSettings) -> Slots {
         Slots {
-            share,
-            open: 0,
-            global,
+            cap,
+            core,
+            max_conns: cfg.max_conns,
+            learning: cfg.keep_conn && !cfg.capacity_probe.is_zero(),
+            probe: cfg.capacity_probe,
             queue: VecDeque::new(),
-            queue_size: queue,
+            queue_size: cfg.queue_size,
+            opening: 0,
+            reserved: 0,
+            shown_waiting: 0,
+            shown_idle: 0,
         }
     }
 
-    /// Whether connections of this core may be kept between requests.
-    pub fn may_keep(&self) -> bool {
-        self.global.is_none()
+    fn learns(&self) -> bool {
+        self.learning && self.cap.answers() != Answers::No
     }
 
-    /// Takes a slot for a new connection, or a place in the queue.
+    /// The most connections to the server, all cores together.
+    pub fn ceiling(&self) -> u32 {
+        match self.max_conns {
+            Some(n) => n,
+            None if self.learns() => LEARNED_CEILING,
+            None => UNLEARNED_CEILING,
+        }
+    }
+
+    /// Puts a request in the queue. `queue_size` bounds the requests that
+    /// wait with no connection being opened for them: a request a new
+    /// connection can be opened for may always wait for it.
     pub fn acquire(&mut self) -> Grant {
-        if self.queue.is_empty() && self.try_take() {
-            return Grant::Open;
+        while self.queue.front().is_some_and(|w| Rc::strong_count(w) == 1) {
+            self.queue.pop_front(); // gave up waiting
         }
-        if self.queue.len() >= self.queue_size {
-            return Grant::Full;
+        let covered = (self.opening + self.reserved) as usize;
+        if self.queue.len().saturating_sub(covered) >= self.queue_size {
+            if !self.cap.try_open(self.ceiling(), self.learns()) {
+                return Grant::Full;
+            }
+            self.reserved += 1;
         }
         let w = Rc::new(Waiter::default());
         self.queue.push_back(w.clone());
+        self.publish_waiting();
         Grant::Wait(w)
     }
 
-    fn try_take(&mut self) -> bool {
-        match &self.global {
-            None if self.open < self.share => {
-                self.open += 1;
-                true
-            }
-            None => false,
-            Some(g) => {
-                let mut cur = g.load(Ordering::Acquire);
-                while cur > 0 {
-                    match g.compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire)
-                    {
-                        Ok(_) => {
-                            self.open += 1;
-                            return true;
-                        }
-                        Err(now) => cur = now,
-                    }
-                }
-                false
-            }
+    /// Publishes this queue's length. As a change, since another upstream
+    /// naming the same server on this core shares the count.
+    fn publish_waiting(&mut self) {
+        let n = self.queue.len() as u32;
+        if n != self.shown_waiting {
+            let w = &self.cap.core(self.core).waiting;
+            w.fetch_add(n.wrapping_sub(self.shown_waiting), Ordering::Relaxed);
+            self.shown_waiting = n;
         }
     }
 
-    /// A connection of this core is free again: the first waiter gets it,
-    /// else the caller pools it (`Some` comes back).
+    /// Whether to open one more connection now for the queue, and how:
+    /// within the limit while requests outnumber the connections being
+    /// opened, else one beyond it while nothing is idle anywhere (see
+    /// `learn`'s "Raise"). Counts it as opening.
+    pub fn next_opening(&mut self, patience: Duration) -> Option<Opening> {
+        let how = if self.learns() {
+            Opening::Ask {
+                probe: self.probe,
+                patience,
+            }
+        } else {
+            Opening::Plain
+        };
+        if self.reserved > 0 {
+            self.reserved -= 1;
+            self.opening += 1;
+            return Some(how);
+        }
+        if self.queue.len() <= self.opening as usize {
+            return None;
+        }
+        let ceiling = self.ceiling();
+        if self.cap.try_open(ceiling, self.learns()) {
+            self.opening += 1;
+            return Some(how);
+        }
+        let beyond = self.learns()
+            && self.opening == 0
+            && self.cap.served() < ceiling
+            && !self.cap.any_idle();
+        if beyond {
+            self.cap.open_probe();
+            self.opening += 1;
+            return Some(how);
+        }
+        None
+    }
+
+    /// A connection this core opened was answered (or connected, when not
+    /// asked): it is served.
+    pub fn answered(&mut self) {
+        self.opening = self.opening.saturating_sub(1);
+        let ceiling = self.ceiling();
+        self.cap.answered(self.core, ceiling);
+    }
+
+    /// A connection this core was opening failed with `e`: the first waiter
+    /// gets the error, as it would have had it opened the connection itself.
+    pub fn open_failed(&mut self, e: Error) {
+        self.opening = self.opening.saturating_sub(1);
+        self.cap.not_opened();
+        while let Some(w) = self.queue.pop_front() {
+            if Rc::strong_count(&w) == 1 {
+                continue;
+            }
+            *w.failed.borrow_mut() = Some(e);
+            w.wake();
+            break;
+        }
+        self.publish_waiting();
+    }
+
+    pub fn has_waiters(&self) -> bool {
+        self.queue.iter().any(|w| Rc::strong_count(w) > 1)
+    }
+
+    /// A connection this core was opening went unanswered for
+    /// `capacity_probe`.
+    pub fn stalled(&self) {
+        self.cap.stalled(self.core, !self.queue.is_empty());
+    }
+
+    /// A connection this core was opening was given up (never answered).
+    pub fn gave_up(&mut self) {
+        self.opening = self.opening.saturating_sub(1);
+        self.cap.not_opened();
+    }
+
+    /// A served connection of this core is free again: the first waiter
+    /// gets it, else the caller pools it (`Some` comes back).
     pub fn hand_over(&mut self, conn: TcpStream) -> Option<TcpStream> {
         while let Some(w) = self.queue.pop_front() {
             if Rc::strong_count(&w) == 1 {
                 continue; // gave up waiting
             }
             *w.conn.borrow_mut() = Some(conn);
-            if let Some(k) = w.waker.take() {
-                k.wake();
-            }
+            w.wake();
+            self.publish_waiting();
             return None;
         }
+        self.publish_waiting();
         Some(conn)
     }
 
-    /// A connection of this core closed: its slot goes to the first waiter,
-    /// or back.
+    /// A served connection of this core closed. Other cores waiting for a
+    /// place may take it.
     pub fn closed(&mut self) {
-        self.open = self.open.saturating_sub(1);
-        if let Some(g) = &self.global {
-            g.fetch_add(1, Ordering::AcqRel);
-        }
-        self.wake_one_to_open();
+        self.cap.closed(self.core);
+        self.cap.wake_waiting(self.core);
     }
 
-    fn wake_one_to_open(&mut self) {
-        while let Some(w) = self.queue.front().cloned() {
-            if Rc::strong_count(&w) == 2 {
-                // Only the queue and this local hold it: abandoned.
-                self.queue.pop_front();
-                continue;
-            }
-            if !self.try_take() {
-                return;
-            }
-            self.queue.pop_front();
-            w.may_open.set(true);
-            if let Some(k) = w.waker.take() {
-                k.wake();
-            }
-            return;
+    /// Whether another core asked this one to close a connection; takes
+    /// the ask.
+    pub fn take_release(&self) -> bool {
+        let r = &self.cap.core(self.core).release;
+        r.load(Ordering::Relaxed) > 0
+            && r.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+    }
+
+    /// Publishes how many connections sit idle in this core's pool (as a
+    /// change, as for the queue's length).
+    pub fn set_idle(&mut self, n: usize) {
+        let n = n as u32;
+        if n != self.shown_idle {
+            let idle = &self.cap.core(self.core).idle;
+            idle.fetch_add(n.wrapping_sub(self.shown_idle), Ordering::Relaxed);
+            self.shown_idle = n;
         }
     }
 
-    /// For cores borrowing from the process-wide count: a slot another core
-    /// freed cannot wake this one, so waiters look again now and then.
-    pub fn poll_global(&mut self) {
-        if self.global.is_some() {
-            self.wake_one_to_open();
-        }
+    pub fn capacity(&self) -> &Arc<Capacity> {
+        &self.cap
     }
+}
 
-    pub fn is_borrowing(&self) -> bool {
-        self.global.is_some()
+impl Drop for Slots {
+    /// A peer made again (a reload, a DNS change) takes back what it showed
+    /// other cores; its connections close with it.
+    fn drop(&mut self) {
+        let slot = self.cap.core(self.core);
+        slot.waiting
+            .fetch_sub(self.shown_waiting, Ordering::Relaxed);
+        slot.idle.fetch_sub(self.shown_idle, Ordering::Relaxed);
     }
 }
 
 /// What a waiter ends with.
 pub enum Waited {
     Conn(TcpStream),
-    Open,
+    /// Opening a connection for it failed.
+    Failed(Error),
     TimedOut,
 }
 
 impl Waiter {
-    /// Waits until handed a connection or a slot, or until `deadline`.
-    /// `recheck` runs every few milliseconds for borrowing cores.
-    pub async fn wait(&self, deadline: Instant, recheck: Option<&dyn Fn()>) -> Waited {
+    fn wake(&self) {
+        if let Some(k) = self.waker.take() {
+            k.wake();
+        }
+    }
+
+    /// Waits until handed a connection or an error, or until `deadline`.
+    pub async fn wait(&self, deadline: Instant) -> Waited {
         let ready = std::future::poll_fn(|cx| {
             if let Some(c) = self.conn.borrow_mut().take() {
                 return Poll::Ready(Waited::Conn(c));
             }
-            if self.may_open.get() {
-                return Poll::Ready(Waited::Open);
+            if let Some(e) = self.failed.borrow_mut().take() {
+                return Poll::Ready(Waited::Failed(e));
             }
             self.waker.set(Some(cx.waker().clone()));
             Poll::Pending
         });
-        let mut ready = std::pin::pin!(ready);
-        loop {
-            let step = match recheck {
-                Some(_) => (Instant::now() + Duration::from_millis(5)).min(deadline),
-                None => deadline,
-            };
-            match ringside_runtime::task::timeout_at(step, ready.as_mut()).await {
-                Ok(w) => return w,
-                Err(_) if Instant::now() >= deadline => return Waited::TimedOut,
-                Err(_) => {
-                    if let Some(f) = recheck {
-                        f();
-                    }
-                }
-            }
+        match ringside_runtime::task::timeout_at(deadline, ready).await {
+            Ok(w) => w,
+            Err(_) => Waited::TimedOut,
         }
     }
 
@@ -227,75 +317,133 @@ impl Waiter {
     pub fn leftover(&self) -> Option<TcpStream> {
         self.conn.borrow_mut().take()
     }
-
-    pub fn got_slot(&self) -> bool {
-        self.may_open.get()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn slots(cap: u32, index: usize, workers: usize) -> Slots {
-        Slots::new(cap, index, workers, &Arc::new(AtomicU32::new(cap)), 4)
+    fn slots(cap: &Arc<Capacity>, core: usize, max_conns: Option<u32>) -> Slots {
+        let cfg = FastCgiSettings {
+            max_conns,
+            queue_size: 4,
+            ..FastCgiSettings::default()
+        };
+        Slots::new(cap.clone(), core, &cfg)
     }
 
-    #[test]
-    fn shares_sum_to_the_capacity() {
-        for (cap, workers) in [(4, 2), (5, 2), (7, 3), (16, 16), (100, 7)] {
-            let total: u32 = (0..workers).map(|i| slots(cap, i, workers).share).sum();
-            assert_eq!(total, cap, "cap {cap} over {workers}");
-        }
-    }
-
-    #[test]
-    fn a_core_never_opens_beyond_its_share() {
-        let mut s = slots(4, 0, 2);
-        assert!(matches!(s.acquire(), Grant::Open));
-        assert!(matches!(s.acquire(), Grant::Open));
-        assert!(matches!(s.acquire(), Grant::Wait(_)));
-    }
+    const PATIENCE: Duration = Duration::from_secs(1);
 
     #[test]
     fn the_queue_is_bounded() {
-        let mut s = slots(2, 0, 2);
-        assert!(matches!(s.acquire(), Grant::Open));
-        let held: Vec<_> = (0..4)
-            .map(|_| match s.acquire() {
-                Grant::Wait(w) => w,
-                _ => panic!("expected to wait"),
-            })
-            .collect();
+        let cap = Arc::new(Capacity::new("t".into(), 1));
+        let mut s = slots(&cap, 0, Some(1));
+        let mut held = Vec::new();
+        held.push(s.acquire());
+        assert!(s.next_opening(PATIENCE).is_some());
+        s.answered();
+        // The one connection allowed is open: four more may wait.
+        for _ in 0..3 {
+            held.push(s.acquire());
+        }
+        assert!(held.iter().all(|g| matches!(g, Grant::Wait(_))));
         assert!(matches!(s.acquire(), Grant::Full));
         drop(held);
+        assert!(
+            matches!(s.acquire(), Grant::Wait(_)),
+            "abandoned places free up"
+        );
     }
 
     #[test]
-    fn a_closed_connection_frees_a_slot_for_the_first_waiter() {
-        let mut s = slots(2, 0, 2);
-        assert!(matches!(s.acquire(), Grant::Open));
+    fn a_request_a_connection_can_be_opened_for_waits_beyond_the_queue() {
+        let cfg = FastCgiSettings {
+            queue_size: 0,
+            ..FastCgiSettings::default()
+        };
+        let cap = Arc::new(Capacity::new("t".into(), 1));
+        let mut s = Slots::new(cap, 0, &cfg);
+        let Grant::Wait(_w) = s.acquire() else {
+            panic!("expected to wait for the connection opened for it")
+        };
+        assert!(s.next_opening(PATIENCE).is_some(), "the place taken for it");
+        assert!(
+            matches!(s.acquire(), Grant::Full),
+            "one opening at a time at first"
+        );
+    }
+
+    #[test]
+    fn connections_open_only_for_requests_that_wait() {
+        let cap = Arc::new(Capacity::new("t".into(), 1));
+        let mut s = slots(&cap, 0, None);
+        assert_eq!(s.next_opening(PATIENCE), None);
+        let _a = s.acquire();
+        let _b = s.acquire();
+        assert!(matches!(
+            s.next_opening(PATIENCE),
+            Some(Opening::Ask { .. })
+        ));
+        assert_eq!(
+            s.next_opening(PATIENCE),
+            None,
+            "one at a time while none is served"
+        );
+        s.answered();
+        let _c = s.acquire();
+        let _d = s.acquire();
+        assert!(s.next_opening(PATIENCE).is_some());
+        assert_eq!(
+            s.next_opening(PATIENCE),
+            None,
+            "then up to half as many as are served"
+        );
+    }
+
+    #[test]
+    fn max_conns_bounds_the_cores_together() {
+        let cap = Arc::new(Capacity::new("t".into(), 2));
+        let mut a = slots(&cap, 0, Some(2));
+        let mut b = slots(&cap, 1, Some(2));
+        let _w: Vec<_> = (0..3).map(|_| a.acquire()).collect();
+        let _v: Vec<_> = (0..3).map(|_| b.acquire()).collect();
+        assert!(a.next_opening(PATIENCE).is_some());
+        assert!(b.next_opening(PATIENCE).is_some());
+        a.answered();
+        b.answered();
+        // At the ceiling nothing opens, not even beyond it.
+        assert_eq!(a.next_opening(PATIENCE), None);
+        assert_eq!(b.next_opening(PATIENCE), None);
+    }
+
+    #[test]
+    fn at_the_learned_limit_one_opens_beyond_it_while_nothing_is_idle() {
+        let cap = Arc::new(Capacity::new("t".into(), 1));
+        let mut s = slots(&cap, 0, None);
+        let _w: Vec<_> = (0..3).map(|_| s.acquire()).collect();
+        assert!(s.next_opening(PATIENCE).is_some());
+        s.answered();
+        assert!(s.next_opening(PATIENCE).is_some());
+        s.stalled();
+        assert_eq!(cap.learned(), Some(1));
+        s.gave_up();
+        assert!(s.next_opening(PATIENCE).is_some(), "one beyond the limit");
+        assert_eq!(s.next_opening(PATIENCE), None, "only one");
+        s.gave_up();
+        s.set_idle(1);
+        assert_eq!(s.next_opening(PATIENCE), None, "not while one is idle");
+    }
+
+    #[test]
+    fn a_failed_open_fails_one_waiter() {
+        let cap = Arc::new(Capacity::new("t".into(), 1));
+        let mut s = slots(&cap, 0, None);
         let Grant::Wait(w) = s.acquire() else {
-            panic!("expected to wait")
+            panic!()
         };
-        s.closed();
-        assert!(w.got_slot());
-        assert!(matches!(s.acquire(), Grant::Wait(_)));
-    }
-
-    #[test]
-    fn below_one_per_core_every_core_borrows_from_the_global_count() {
-        let g = Arc::new(AtomicU32::new(1));
-        let mut a = Slots::new(1, 0, 2, &g, 4);
-        let mut b = Slots::new(1, 1, 2, &g, 4);
-        assert!(!a.may_keep());
-        assert!(matches!(a.acquire(), Grant::Open));
-        let Grant::Wait(waiting) = b.acquire() else {
-            panic!("expected to wait")
-        };
-        a.closed();
-        b.poll_global();
-        assert!(waiting.got_slot());
-        assert_eq!(g.load(Ordering::SeqCst), 0, "b took the freed slot");
+        assert!(s.next_opening(PATIENCE).is_some());
+        s.open_failed(Error::new(ringside_http::Kind::ConnectFailed, "refused"));
+        assert!(w.failed.borrow().is_some());
+        assert_eq!(s.next_opening(PATIENCE), None, "nobody waits");
     }
 }

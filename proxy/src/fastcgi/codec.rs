@@ -40,6 +40,10 @@ crate::poolable!(CgiHead, CgiHead::empty());
 const REQUEST_ID: u16 = 1;
 /// The longest CGI head accepted from a script.
 const MAX_CGI_HEAD: usize = 64 * 1024;
+/// A response without a length, to a client that would lose its kept
+/// connection over it (HTTP/1.0), is held back up to this much to learn
+/// its length; a longer one goes out as it comes, and ends at the close.
+const MAX_HELD: usize = 64 * 1024;
 
 /// One script run over FastCGI: the route's docroot, the script (already
 /// known to exist) and its PATH_INFO.
@@ -210,6 +214,9 @@ async fn relay_stdout(
     let mut head = Pooled::<CgiHead>::take();
     let mut reader = StreamReader::new(REQUEST_ID);
     let mut started = false;
+    let mut head_done = false;
+    // A body held back to learn its length (see `MAX_HELD`).
+    let mut held: Option<BytesMut> = None;
     let mut received = false;
     let mut deadline = Instant::now() + timeouts.response_head;
     let stale = || failed(Kind::Stale, "FastCGI connection closed");
@@ -238,7 +245,7 @@ async fn relay_stdout(
                         return Err(failed(Kind::InvalidResponse, "reading from FastCGI").because(e))
                     }
                 }
-                if started {
+                if head_done {
                     deadline = Instant::now() + timeouts.body_idle;
                 }
             }
@@ -251,14 +258,29 @@ async fn relay_stdout(
                     ex.write_body(&inb[r]).await?;
                     continue;
                 }
+                if let Some(h) = &mut held {
+                    h.extend_from_slice(&inb[r]);
+                    if h.len() > MAX_HELD {
+                        start(ex, &head, &head_buf, None)?;
+                        started = true;
+                        ex.write_body(h).await?;
+                        held = None;
+                    }
+                    continue;
+                }
                 head_buf.extend_from_slice(&inb[r]);
                 match parse_cgi_head(&head_buf, MAX_CGI_HEAD, &mut head) {
                     Ok(false) => {}
                     Ok(true) => {
-                        start(ex, &head, &head_buf)?;
-                        started = true;
+                        head_done = true;
                         deadline = Instant::now() + timeouts.body_idle;
                         let rest = head_buf.split_off(head.head_len);
+                        if head.content_length.is_none() && ex.unsized_body_closes() {
+                            held = Some(rest);
+                            continue;
+                        }
+                        start(ex, &head, &head_buf, None)?;
+                        started = true;
                         if !rest.is_empty() {
                             ex.write_body(&rest).await?;
                         }
@@ -276,7 +298,13 @@ async fn relay_stdout(
                 protocol_status, ..
             } => {
                 inb.advance(reader.take_consumed());
-                if !started {
+                if let Some(h) = held.take() {
+                    start(ex, &head, &head_buf, Some(h.len() as u64))?;
+                    if !h.is_empty() {
+                        ex.write_body(&h).await?;
+                    }
+                }
+                if !head_done {
                     if protocol_status != record::PROTOCOL_REQUEST_COMPLETE {
                         let why = record::ProtocolStatus::from_u8(protocol_status);
                         return Err(failed(
@@ -299,9 +327,10 @@ async fn relay_stdout(
     }
 }
 
-/// Starts the client's response from the CGI head.
-fn start(ex: &mut Exchange<'_>, head: &CgiHead, buf: &[u8]) -> Result<(), Error> {
-    let body = match head.content_length {
+/// Starts the client's response from the CGI head; `len`: the length of
+/// a body that was held back whole.
+fn start(ex: &mut Exchange<'_>, head: &CgiHead, buf: &[u8], len: Option<u64>) -> Result<(), Error> {
+    let body = match head.content_length.or(len) {
         Some(n) => Body::Sized(n),
         None => Body::Stream,
     };

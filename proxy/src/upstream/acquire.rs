@@ -40,26 +40,24 @@ pub async fn acquire(
         Grant::Wait(w) => w,
     };
     let deadline = Instant::now() + timeout;
-    let borrowing = up.borrow().borrowing(chosen);
-    let recheck = || up.borrow_mut().poll(chosen);
-    let waited = waiter
-        .wait(deadline, borrowing.then_some(&recheck as &dyn Fn()))
-        .await;
-    match waited {
-        Waited::Conn(s) => Ok((s, true)),
-        Waited::Open => open(up, chosen).await.map(|s| (s, false)),
+    match waiter.wait(deadline).await {
+        Waited::Conn(s) => {
+            up.borrow().count_reused(chosen);
+            Ok((s, true))
+        }
+        Waited::Failed(e) => {
+            drop(waiter);
+            up.borrow_mut().abandon(chosen);
+            Err(e)
+        }
         Waited::TimedOut => {
             // Whatever was handed over meanwhile goes on to the next waiter.
             let leftover = waiter.leftover();
-            let slot = waiter.got_slot();
             drop(waiter);
             let mut l = up.borrow_mut();
-            if let Some(s) = leftover {
-                l.release(chosen, Some(s), false);
-            } else if slot {
-                l.release(chosen, None, false);
-            } else {
-                l.abandon(chosen);
+            match leftover {
+                Some(s) => l.release(chosen, Some(s), false),
+                None => l.abandon(chosen),
             }
             Err(Error::new(
                 Kind::Overloaded,

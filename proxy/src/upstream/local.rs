@@ -3,6 +3,8 @@
 //! in a `RefCell` owned by the core; borrowed only between awaits, never
 //! across one.
 
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,7 +17,10 @@ use super::pool::Pool;
 use super::settings::UpstreamProtocol;
 use super::shared::{PeerSpec, Shared};
 use crate::fastcgi::capacity::{self, Slots};
+use crate::fastcgi::learn::Capacity;
 use crate::metrics::{CoreStats, ServerStats};
+
+mod slots;
 
 pub struct Peer {
     pub spec: PeerSpec,
@@ -27,9 +32,23 @@ pub struct Peer {
     stats: Arc<ServerStats>,
 }
 
+impl Drop for Peer {
+    /// A peer goes (a reload replaced its upstream, or DNS no longer lists
+    /// it) with its idle connections: the server's shared count lets them
+    /// go too.
+    fn drop(&mut self) {
+        if let Policy::Slots(slots) = &mut self.policy {
+            (0..self.pool.len()).for_each(|_| slots.closed());
+        }
+    }
+}
+
 impl Peer {
-    fn idle_changed(&self) {
+    fn idle_changed(&mut self) {
         self.stats.idle.set(self.pool.len() as u64);
+        if let Policy::Slots(s) = &mut self.policy {
+            s.set_idle(self.pool.len());
+        }
     }
 }
 
@@ -43,6 +62,10 @@ pub struct Local {
     /// This core's index and the number of cores, for capacity shares.
     core: (usize, usize),
     metrics: Arc<CoreStats>,
+    /// The `Rc` this lives in, for the tasks it starts (FastCGI openers).
+    me: Weak<RefCell<Local>>,
+    /// Run when this core's bell rings (FastCGI: another core's ask).
+    on_ring: Option<Rc<ringside_runtime::doorbell::Listener>>,
 }
 
 /// A peer chosen for one try: its index in this generation and its address,
@@ -56,16 +79,44 @@ pub struct Chosen {
 }
 
 impl Local {
+    /// This core's view of `shared`. Call on the worker's thread: a FastCGI
+    /// upstream starts tasks there and answers the core's bell.
     pub fn new(
         shared: Arc<Shared>,
         seed: u64,
         core: usize,
         cores: usize,
         metrics: Arc<CoreStats>,
+    ) -> Rc<RefCell<Local>> {
+        let l = Rc::new_cyclic(|me| {
+            RefCell::new(Local::build(shared, seed, core, cores, metrics, me.clone()))
+        });
+        if l.borrow().shared.cfg.fastcgi().is_some() {
+            let me = Rc::downgrade(&l);
+            let f: Rc<ringside_runtime::doorbell::Listener> = Rc::new(move || {
+                if let Some(l) = me.upgrade() {
+                    l.borrow_mut().bell_rang();
+                }
+            });
+            ringside_runtime::doorbell::listen(&f);
+            l.borrow_mut().on_ring = Some(f);
+        }
+        l
+    }
+
+    fn build(
+        shared: Arc<Shared>,
+        seed: u64,
+        core: usize,
+        cores: usize,
+        metrics: Arc<CoreStats>,
+        me: Weak<RefCell<Local>>,
     ) -> Local {
         let (generation, specs) = shared.snapshot();
         let weights: Vec<u32> = specs.iter().map(|p| p.weight).collect();
         let mut l = Local {
+            me,
+            on_ring: None,
             balancer: Balancer::new(&shared.cfg.balance, &weights, seed),
             in_flight: vec![0; specs.len()],
             peers: Vec::with_capacity(specs.len()),
@@ -87,14 +138,14 @@ impl Local {
         let policy = match &cfg.protocol {
             UpstreamProtocol::Http(_) => Policy::Lifo,
             UpstreamProtocol::FastCgi(f) => {
-                let global = self.shared.fastcgi_global(&spec.addr, spec.capacity);
-                Policy::Slots(Slots::new(
-                    spec.capacity,
-                    self.core.0,
-                    self.core.1,
-                    &global,
-                    f.queue_size,
-                ))
+                let cap = Capacity::of(&spec.addr, self.core.1);
+                match ringside_runtime::doorbell::here() {
+                    Ok(bell) => cap.set_bell(self.core.0, bell),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no bell for this core: other cores cannot ask it to free FastCGI connections")
+                    }
+                }
+                Policy::Slots(Slots::new(cap, self.core.0, f))
             }
         };
         let stats = self.metrics.server(&cfg.name, &spec.addr.to_string());
@@ -200,8 +251,10 @@ impl Local {
             Policy::Slots(slots) => slots.acquire(),
         };
         match grant {
-            capacity::Grant::Open => Grant::Open,
-            capacity::Grant::Wait(w) => Grant::Wait(w),
+            capacity::Grant::Wait(w) => {
+                self.feed(i);
+                Grant::Wait(w)
+            }
             capacity::Grant::Full => {
                 self.in_flight[i] -= 1;
                 p.stats.active.sub(1);
@@ -219,10 +272,25 @@ impl Local {
         let max = self.shared.cfg.pool.max_idle;
         let p = &mut self.peers[i];
         p.stats.active.sub(1);
+        // A draining process lets go of what it holds as each request
+        // ends (after the requests still waiting for one), so that a
+        // process taking over gets the server's capacity.
+        let max = if ringside_runtime::shutdown::draining() {
+            0
+        } else {
+            max
+        };
+        let mut freed = false;
         match (&mut p.policy, keep) {
             (Policy::Lifo, Some(s)) => drop(p.pool.put(s, max)),
             (Policy::Lifo, None) => {}
-            (Policy::Slots(slots), Some(s)) if slots.may_keep() => {
+            // Another core's ask comes before this core's own queue: its
+            // queue is starved, and this one has connections.
+            (Policy::Slots(slots), Some(s)) if slots.take_release() => {
+                drop(s);
+                slots.closed();
+            }
+            (Policy::Slots(slots), Some(s)) => {
                 if let Some(s) = slots.hand_over(s) {
                     if let Some(extra) = p.pool.put(s, max) {
                         drop(extra);
@@ -230,12 +298,26 @@ impl Local {
                     }
                 }
             }
-            (Policy::Slots(slots), _) => slots.closed(),
+            (Policy::Slots(slots), None) => {
+                slots.closed();
+                freed = true;
+            }
         }
         p.idle_changed();
         if failed {
             self.fail(i);
         }
+        if freed {
+            self.feed(i);
+        }
+    }
+
+    /// Whether requests wait in `c`'s queue on this core.
+    pub fn has_waiters(&self, c: &Chosen) -> bool {
+        self.find(c).is_some_and(|i| match &self.peers[i].policy {
+            Policy::Slots(s) => s.has_waiters(),
+            Policy::Lifo => false,
+        })
     }
 
     /// A try that gave up waiting, holding nothing.
@@ -243,23 +325,6 @@ impl Local {
         if let Some(i) = self.find(c) {
             self.in_flight[i] = self.in_flight[i].saturating_sub(1);
             self.peers[i].stats.active.sub(1);
-        }
-    }
-
-    /// Whether the chosen peer's slots come from the process-wide count.
-    pub fn borrowing(&self, c: &Chosen) -> bool {
-        self.find(c).is_some_and(|i| match &self.peers[i].policy {
-            Policy::Slots(s) => s.is_borrowing(),
-            Policy::Lifo => false,
-        })
-    }
-
-    /// Lets a waiter of a borrowing core take a slot another core freed.
-    pub fn poll(&mut self, c: &Chosen) {
-        if let Some(i) = self.find(c) {
-            if let Policy::Slots(s) = &mut self.peers[i].policy {
-                s.poll_global();
-            }
         }
     }
 
@@ -300,13 +365,34 @@ impl Local {
             p.idle_changed();
             if let Policy::Slots(slots) = &mut p.policy {
                 (0..closed).for_each(|_| slots.closed());
-                slots.poll_global();
+            }
+        }
+        for i in 0..self.peers.len() {
+            self.feed(i);
+        }
+    }
+
+    /// At the drain: closes every idle connection, so that a process
+    /// taking over gets the servers' capacity at once.
+    pub fn drain_idle(&mut self) {
+        for p in &mut self.peers {
+            let closed = p.pool.reap(std::time::Duration::ZERO, Instant::now());
+            p.idle_changed();
+            if let Policy::Slots(slots) = &mut p.policy {
+                (0..closed).for_each(|_| slots.closed());
             }
         }
     }
 }
 
 impl Local {
+    /// Counts a connection lent again: one handed to a waiting request.
+    pub fn count_reused(&self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            self.peers[i].stats.reused.add(1);
+        }
+    }
+
     /// Counts a new connection to `addr`.
     pub fn count_opened(&self, addr: &PeerAddr) {
         if let Some(p) = self.peers.iter().find(|p| p.spec.addr == *addr) {

@@ -3,10 +3,11 @@
 //!
 //! - [`Policy::Lifo`] (HTTP): the idle connection used last, else a new
 //!   one; a server takes as many connections as it accepts.
-//! - [`Policy::Slots`] (FastCGI): as above, but a core may hold no more than
-//!   its share of the server's capacity; beyond it a request waits in the
-//!   core's queue for a connection or a slot to be handed over (see
-//!   `fastcgi::capacity`), and a full queue or a wait too long is a 503.
+//! - [`Policy::Slots`] (FastCGI): the idle connection used last, else a
+//!   place in the core's queue; connections are opened for the queue in the
+//!   background, within what the server was seen to serve (see
+//!   `fastcgi::capacity` and `fastcgi::learn`), and a full queue or a wait
+//!   too long is a 503.
 //!
 //! The core's `Local` asks its peer's policy for a [`Grant`];
 //! `super::acquire` turns the grant into a connection.

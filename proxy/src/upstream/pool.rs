@@ -52,6 +52,11 @@ impl Pool {
         (None, dropped)
     }
 
+    /// The connection idle longest, to close when one must go.
+    pub fn take_oldest(&mut self) -> Option<TcpStream> {
+        (!self.idle.is_empty()).then(|| self.idle.remove(0).stream)
+    }
+
     /// Keeps `stream` for reuse, unless `max` are kept already: then it
     /// comes back.
     pub fn put(&mut self, stream: TcpStream, max: usize) -> Option<TcpStream> {

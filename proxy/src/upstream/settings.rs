@@ -90,13 +90,17 @@ pub enum Protocol {
 ///
 /// A php-fpm child serves one connection until it closes, so each kept
 /// connection holds a child: the connections to a server, summed over all
-/// cores, never exceed its capacity, split fairly across the cores.
+/// cores, never exceed what it was seen to serve (`fastcgi::learn`).
 /// Requests beyond it wait in ringside's own bounded queue per core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FastCgiSettings {
-    /// Connections per server across all cores; `None` learns it from the
-    /// server (FCGI_GET_VALUES, FCGI_MAX_CONNS), else 8.
+    /// Connections per server across all cores at most; learning never
+    /// goes above it. `None`: only what the server serves bounds them.
     pub max_conns: Option<u32>,
+    /// How long a new connection may go unanswered before the server is
+    /// taken to be at capacity; zero: connections are not asked, and
+    /// `max_conns` (else 8) alone bounds them.
+    pub capacity_probe: Duration,
     /// Requests that may wait for a connection, per core.
     pub queue_size: usize,
     /// How long one may wait before a 503.
@@ -109,6 +113,7 @@ impl Default for FastCgiSettings {
     fn default() -> Self {
         FastCgiSettings {
             max_conns: None,
+            capacity_probe: Duration::from_millis(50),
             queue_size: 1024,
             queue_timeout: Duration::from_secs(10),
             keep_conn: true,

@@ -19,14 +19,12 @@ use ringside_http::h1::response::{parse_response, ResponseHead};
 use ringside_runtime::tls::rustls;
 
 use super::addr::PeerAddr;
-use super::settings::{ActiveHealth, UpstreamConfig, UpstreamProtocol};
+use super::settings::{ActiveHealth, UpstreamConfig};
 
 /// One address to send requests to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerSpec {
     pub addr: PeerAddr,
-    /// FastCGI: connections it takes, across all cores (0 for HTTP).
-    pub capacity: u32,
     pub weight: u32,
     /// `host:port` as configured, for `proxy_host = "upstream"`.
     pub authority: Arc<str>,
@@ -40,9 +38,6 @@ pub struct Shared {
     pub tls: Option<Arc<rustls::ClientConfig>>,
     generation: AtomicU64,
     peers: Mutex<Vec<PeerSpec>>,
-    /// FastCGI: free connections of each server for cores that borrow
-    /// (capacity below the number of cores; see `fastcgi::capacity`).
-    fastcgi_free: Mutex<HashMap<PeerAddr, Arc<std::sync::atomic::AtomicU32>>>,
 }
 
 impl Shared {
@@ -55,18 +50,6 @@ impl Shared {
     pub fn snapshot(&self) -> (u64, Vec<PeerSpec>) {
         let peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         (self.generation(), peers.clone())
-    }
-
-    /// The process-wide free-connection count of a FastCGI server.
-    pub fn fastcgi_global(
-        &self,
-        addr: &PeerAddr,
-        capacity: u32,
-    ) -> Arc<std::sync::atomic::AtomicU32> {
-        let mut m = self.fastcgi_free.lock().unwrap_or_else(|e| e.into_inner());
-        m.entry(addr.clone())
-            .or_insert_with(|| Arc::new(std::sync::atomic::AtomicU32::new(capacity)))
-            .clone()
     }
 
     fn publish(&self, update: impl FnOnce(&mut Vec<PeerSpec>) -> bool) {
@@ -89,12 +72,7 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
             all.push(kept.clone());
             continue;
         }
-        let mut peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
-        if let UpstreamProtocol::FastCgi(f) = &cfg.protocol {
-            for p in &mut peers {
-                p.capacity = crate::fastcgi::probe::capacity(&cfg.name, f, &p.addr);
-            }
-        }
+        let peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
         let tls = cfg
             .tls()
             .map(crate::tls::client_config)
@@ -105,7 +83,6 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
             tls,
             generation: AtomicU64::new(1),
             peers: Mutex::new(peers),
-            fastcgi_free: Mutex::new(HashMap::new()),
         });
         fresh.push(s.clone());
         all.push(s);
@@ -154,7 +131,6 @@ fn resolve(cfg: &UpstreamConfig) -> Result<Vec<PeerSpec>, String> {
         for addr in addrs {
             if !out.iter().any(|p| p.addr == addr) {
                 out.push(PeerSpec {
-                    capacity: 0,
                     addr,
                     weight: s.weight,
                     authority: authority.clone(),

@@ -15,6 +15,7 @@
 //! | /once.php        | "once", then closes the kept connection             |
 //! | anything else    | "ok"                                                |
 //!
+//! FCGI_GET_VALUES is answered as php-fpm answers it (FCGI_MPXS_CONNS=0).
 //! After a complete answer it serves the next request on the connection
 //! when BEGIN_REQUEST asked for FCGI_KEEP_CONN, else closes. Each
 //! connection's end is reported on [`Fake::events`]: `Closed` when the
@@ -202,6 +203,16 @@ fn read_request(s: &mut TcpStream) -> io::Result<Option<(String, bool)>> {
         s.read_exact(&mut body)?;
         body.truncate(len);
         match h[1] {
+            // FCGI_GET_VALUES, as php-fpm answers it: no multiplexing.
+            9 => {
+                let mut out = Vec::new();
+                let mut pair = vec![15u8, 1];
+                pair.extend_from_slice(b"FCGI_MPXS_CONNS0");
+                record(&mut out, 10, 0, &pair, 0);
+                s.write_all(&out)?;
+                first = true;
+                continue;
+            }
             1 => keep = body[2] & 1 == 1,
             4 => params.extend_from_slice(&body),
             5 if len == 0 => break,

@@ -42,7 +42,9 @@
 //!   seen). A child waiting on a kept idle connection is active. Count
 //!   children with [`PhpFpm::workers`] instead.
 //! - FCGI_GET_VALUES is answered with `FCGI_MPXS_CONNS=0` only (no
-//!   FCGI_MAX_CONNS, no FCGI_MAX_REQS), and the connection stays open.
+//!   FCGI_MAX_CONNS, no FCGI_MAX_REQS), by a child, and the connection stays
+//!   open: a connection waiting in the backlog gets no answer until a child
+//!   takes it. `accepted conn` counts the question as one more read.
 //! - Script stderr (php://stderr) reaches the log through the master, after
 //!   the response: wait for it with [`PhpFpm::wait_for_log`]. PHP warnings
 //!   and errors go to the front end as FCGI_STDERR records ("PHP message:
@@ -260,6 +262,30 @@ impl PhpFpm {
     pub fn restart(&mut self) {
         self.stop();
         self.launch(false);
+    }
+
+    /// Rewrites the config with `children` and reloads php-fpm (SIGUSR2,
+    /// as `systemctl reload` does), waiting until the new master is ready.
+    /// The master re-executes itself and keeps its listening socket, so
+    /// connections waiting in the backlog stay.
+    pub fn reload_with(&mut self, children: u32) {
+        self.children = children;
+        self.write_conf();
+        let from = self.log().len();
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGUSR2) };
+        let end = Instant::now() + START_LIMIT;
+        loop {
+            if self.log().get(from..).unwrap_or("").contains(READY_LINE) {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "php-fpm did not reload within {START_LIMIT:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// `/fpm-status`, fetched over FastCGI on a connection of its own (not
@@ -547,6 +573,29 @@ fn release_port(listen: &Listen) {
 
 /// (state, rx_queue, remote address) of IPv4 sockets whose local port is
 /// `port`.
+/// Connections php-fpm on TCP `port` has taken now: those open from its
+/// side less those still in its listen backlog. Read twice and the
+/// smaller kept: the listener's line comes before the connections' in
+/// `/proc/net/tcp`, so one arriving between them would count as taken.
+pub fn taken_now(port: u16) -> usize {
+    let once = || {
+        let socks = tcp_sockets(port);
+        let backlog = socks
+            .iter()
+            .find(|(st, _, _)| *st == 0x0A)
+            .map_or(0, |(_, rx, _)| *rx as usize);
+        let mut peers: Vec<&str> = socks
+            .iter()
+            .filter(|(st, _, _)| *st == 0x01)
+            .map(|(_, _, peer)| peer.as_str())
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        peers.len().saturating_sub(backlog)
+    };
+    once().min(once())
+}
+
 fn tcp_sockets(port: u16) -> Vec<(u8, u32, String)> {
     let want = format!(":{port:04X}");
     std::fs::read_to_string("/proc/net/tcp")
@@ -783,6 +832,12 @@ impl FcgiConn {
         let mut out = Vec::new();
         record(&mut out, FCGI_GET_VALUES, 0, &body);
         self.stream.write_all(&out)?;
+        self.read_get_values()
+    }
+
+    /// The answer to an FCGI_GET_VALUES sent before (by a
+    /// [`FcgiConn::get_values`] that timed out waiting for it).
+    pub fn read_get_values(&mut self) -> io::Result<Vec<(String, String)>> {
         let (kind, _, content) = self.read_record()?;
         if kind != FCGI_GET_VALUES_RESULT {
             return Err(io::Error::new(

@@ -1,0 +1,110 @@
+//! The FastCGI side of a core's view of an upstream: opening connections
+//! for the queue (`crate::fastcgi::opener`), taking their outcome, and what
+//! another core asks by ringing this core's bell (`crate::fastcgi::learn`).
+
+use super::{Chosen, Local, Policy};
+use crate::fastcgi::learn::Answers;
+use crate::fastcgi::opener::{self, Opened};
+
+impl Local {
+    /// Starts the connections peer `i`'s queue may open now.
+    pub(super) fn feed(&mut self, i: usize) {
+        let patience = self.shared.cfg.queue_timeout();
+        loop {
+            let p = &mut self.peers[i];
+            let Policy::Slots(slots) = &mut p.policy else {
+                return;
+            };
+            let Some(how) = slots.next_opening(patience) else {
+                return;
+            };
+            let Some(me) = self.me.upgrade() else {
+                slots.gave_up();
+                return;
+            };
+            let chosen = Chosen {
+                index: i,
+                generation: self.generation,
+                addr: p.spec.addr.clone(),
+                authority: p.spec.authority.clone(),
+            };
+            ringside_runtime::task::spawn(opener::open(me, chosen, how));
+        }
+    }
+
+    /// How a connection opened for `c`'s queue turned out.
+    pub fn opened(&mut self, c: &Chosen, opened: Opened) {
+        let Some(i) = self.find(c) else {
+            // The server left the upstream meanwhile; its count went with it.
+            return;
+        };
+        let max = self.shared.cfg.pool.max_idle;
+        let draining = ringside_runtime::shutdown::draining();
+        let p = &mut self.peers[i];
+        let Policy::Slots(slots) = &mut p.policy else {
+            return;
+        };
+        let mut failed = false;
+        match opened {
+            Opened::Served(s) => {
+                slots.capacity().set_answers(Answers::Yes);
+                slots.answered();
+                if (draining && !slots.has_waiters()) || slots.take_release() {
+                    drop(s);
+                    slots.closed();
+                } else if let Some(s) = slots.hand_over(s) {
+                    if let Some(extra) = p.pool.put(s, max) {
+                        drop(extra);
+                        slots.closed();
+                    }
+                }
+            }
+            Opened::Failed(e) => {
+                failed = e.kind().server_failed();
+                slots.open_failed(e);
+            }
+            Opened::GaveUp => slots.gave_up(),
+            Opened::NoAnswer => {
+                if slots.capacity().answers() == Answers::Unknown {
+                    slots.capacity().set_answers(Answers::No);
+                }
+                slots.gave_up();
+            }
+        }
+        p.idle_changed();
+        if failed {
+            self.fail(i);
+        }
+        self.feed(i);
+    }
+
+    /// A connection opened for `c`'s queue is still unanswered after
+    /// `capacity_probe`.
+    pub fn stalled(&self, c: &Chosen) {
+        if let Some(i) = self.find(c) {
+            if let Policy::Slots(slots) = &self.peers[i].policy {
+                slots.stalled();
+            }
+        }
+    }
+
+    /// Another core rang: close the connections it asked for where they sit
+    /// idle here (the rest close as their requests end), and open for the
+    /// queue where a place came free.
+    pub(super) fn bell_rang(&mut self) {
+        self.refresh();
+        for i in 0..self.peers.len() {
+            let p = &mut self.peers[i];
+            if let Policy::Slots(slots) = &mut p.policy {
+                while !p.pool.is_empty() && slots.take_release() {
+                    if let Some(s) = p.pool.take_oldest() {
+                        drop(s);
+                        slots.closed();
+                    }
+                }
+                p.idle_changed();
+            }
+            self.feed(i);
+        }
+    }
+}
