@@ -209,9 +209,15 @@ impl Slots {
     }
 
     /// A connection this core was opening went unanswered for
-    /// `capacity_probe`.
-    pub fn stalled(&self) {
+    /// `capacity_probe`. True when it is surplus and was given up (its
+    /// place is already off the shared count: the caller closes it).
+    pub fn stalled(&mut self) -> bool {
         self.cap.stalled(self.core, !self.queue.is_empty());
+        if self.cap.shed_opening() {
+            self.opening = self.opening.saturating_sub(1);
+            return true;
+        }
+        false
     }
 
     /// A connection this core was opening was given up (never answered).
@@ -424,7 +430,7 @@ mod tests {
         assert!(s.next_opening(PATIENCE).is_some());
         s.answered();
         assert!(s.next_opening(PATIENCE).is_some());
-        s.stalled();
+        assert!(!s.stalled(), "one per core may stay waiting");
         assert_eq!(cap.learned(), Some(1));
         s.gave_up();
         assert!(s.next_opening(PATIENCE).is_some(), "one beyond the limit");

@@ -225,6 +225,18 @@ impl Capacity {
         }
     }
 
+    /// Whether an unanswered opening should be given up as surplus: more
+    /// are waiting than one per core (openings that a burst started before
+    /// the limit was known). Takes it off the count when so.
+    pub fn shed_opening(&self) -> bool {
+        let most = self.cores.len() as u32;
+        self.opening
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n > most).then(|| n - 1)
+            })
+            .is_ok()
+    }
+
     /// A connection that was opening failed or was given up.
     pub fn not_opened(&self) {
         self.opening.fetch_sub(1, Ordering::AcqRel);

@@ -34,6 +34,9 @@ pub enum Opened {
     Failed(Error),
     /// Unanswered for as long as the queue waits, or the drain began.
     GaveUp,
+    /// Unanswered while more than one a core waited: given up at once,
+    /// already off the count.
+    Shed,
     /// The server closed it without answering FCGI_GET_VALUES.
     NoAnswer,
 }
@@ -87,7 +90,9 @@ async fn run(up: &RefCell<Local>, chosen: &Chosen, how: Opening) -> Opened {
                 if waited || unwanted {
                     return Opened::GaveUp;
                 }
-                up.borrow().stalled(chosen);
+                if up.borrow_mut().stalled(chosen) {
+                    return Opened::Shed;
+                }
                 continue;
             }
         }

@@ -64,6 +64,7 @@ impl Local {
                 slots.open_failed(e);
             }
             Opened::GaveUp => slots.gave_up(),
+            Opened::Shed => {}
             Opened::NoAnswer => {
                 if slots.capacity().answers() == Answers::Unknown {
                     slots.capacity().set_answers(Answers::No);
@@ -79,12 +80,13 @@ impl Local {
     }
 
     /// A connection opened for `c`'s queue is still unanswered after
-    /// `capacity_probe`.
-    pub fn stalled(&self, c: &Chosen) {
-        if let Some(i) = self.find(c) {
-            if let Policy::Slots(slots) = &self.peers[i].policy {
-                slots.stalled();
-            }
+    /// `capacity_probe`. True when it is surplus: the caller closes it, and
+    /// it is off the count already.
+    pub fn stalled(&mut self, c: &Chosen) -> bool {
+        let Some(i) = self.find(c) else { return false };
+        match &mut self.peers[i].policy {
+            Policy::Slots(slots) => slots.stalled(),
+            Policy::Lifo => false,
         }
     }
 
