@@ -177,12 +177,14 @@ fn kept_connections_are_kept() {
     let requests = (CONNS * EACH) as u64;
     let accepted = fpm.accepted_conn_excluding_probes() - accepted_before;
     eprintln!("{requests} requests: {opened} connections to php-fpm, accepted conn +{accepted}");
-    // Beyond the 4 served: while nothing was learned yet, up to half as
-    // many again were being opened when the first went unanswered, and
-    // each core may keep one more waiting to see whether the pool grew.
-    // None of them was given a request.
+    // A handful beyond the 4 served, none given a request: while nothing
+    // was learned, up to half as many again were being opened when the
+    // first went unanswered; each core may keep one more waiting to see
+    // whether the pool grew; and a core short of its part has another
+    // close one so that its own waiting one is served (a few, until the
+    // parts are even). Churning connections would open thousands.
     assert!(
-        (1..=4 + 2 + 2).contains(&opened),
+        (4..=16).contains(&opened),
         "{opened} connections to php-fpm"
     );
     assert!(

@@ -411,6 +411,16 @@ mod tests {
     }
 
     #[test]
+    fn unanswered_openings_beyond_one_per_core_are_shed() {
+        let c = Capacity::new("t".into(), 2);
+        for _ in 0..3 {
+            c.open_probe();
+        }
+        assert!(c.shed_opening());
+        assert!(!c.shed_opening(), "two cores may keep one each");
+    }
+
+    #[test]
     fn the_ceiling_bounds_the_limit() {
         let c = Capacity::new("t".into(), 1);
         assert!(c.try_open(1, true));
