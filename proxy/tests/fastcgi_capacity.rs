@@ -61,18 +61,28 @@ impl Taken {
     }
 }
 
-/// ringside with 2 workers in front of `fpm`, no `max_conns`.
+/// ringside with 2 workers in front of `fpm`, no `max_conns`, and its
+/// admin listener.
 fn ringside(fpm: &PhpFpm, dir: &TempDir) -> Ringside {
     let cfg = fpm.ringside_config(dir, "");
-    Ringside::workers("io-uring", 2, &cfg)
+    Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ])
 }
 
 /// `ab -k -c 50 -n 10000` then `wrk -c 50` against `/hello.php`: every
 /// request answered, none slower than a second, and php-fpm never asked
 /// to take more connections than it has children.
-fn drive(fpm: &PhpFpm, children: usize) -> String {
+fn drive(fpm: &PhpFpm, children: usize) -> (String, f64) {
     let dir = TempDir::new("fcgi-capacity");
-    let srv = ringside(fpm, &dir);
+    let mut srv = ringside(fpm, &dir);
     let taken = Taken::watch(fpm);
 
     let a = ab(srv.addr, "/hello.php", 10_000, 50);
@@ -98,7 +108,11 @@ fn drive(fpm: &PhpFpm, children: usize) -> String {
         most <= children,
         "php-fpm took {most} connections at once, with {children} children"
     );
-    srv.stop()
+    let learned = srv.metric(&format!(
+        "ringside_fastcgi_capacity{{upstream=\"php\",server=\"{}\"}}",
+        fpm.listen
+    ));
+    (srv.stop(), learned)
 }
 
 /// `pm = static` with 4 children: the learned capacity is 4.
@@ -108,11 +122,12 @@ fn a_static_pool_of_four_is_learned_and_never_starved() {
         return;
     }
     let fpm = PhpFpm::start_tcp(4);
-    let log = drive(&fpm, 4);
+    let (log, learned) = drive(&fpm, 4);
     assert!(
         log.contains("FastCGI capacity learned") && log.contains("capacity=4"),
         "{log}"
     );
+    assert_eq!(learned, 4.0, "ringside_fastcgi_capacity");
 }
 
 /// Debian's default pool: `pm = dynamic`, `max_children = 5`,
@@ -129,8 +144,12 @@ fn a_dynamic_pool_grows_and_is_never_starved() {
         "pm = dynamic\npm.start_servers = 2\npm.min_spare_servers = 1\npm.max_spare_servers = 3\n",
     );
     assert_eq!(fpm.workers().len(), 2, "a dynamic pool starts with 2");
-    drive(&fpm, 5);
+    let (_, learned) = drive(&fpm, 5);
     assert!(fpm.workers().len() > 2, "the pool never grew");
+    assert!(
+        (3.0..=5.0).contains(&learned),
+        "ringside_fastcgi_capacity {learned}: the limit did not follow the pool up"
+    );
 }
 
 /// Connections are kept, not churned: the kernel's count of connections

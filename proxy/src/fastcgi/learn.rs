@@ -109,6 +109,12 @@ impl Capacity {
         c
     }
 
+    /// The capacity of the server at `addr`, where some core holds one.
+    pub fn find(addr: &PeerAddr) -> Option<Arc<Capacity>> {
+        let m = registry().lock().unwrap_or_else(|e| e.into_inner());
+        m.get(addr).and_then(Weak::upgrade)
+    }
+
     pub fn new(server: String, workers: usize) -> Capacity {
         Capacity {
             server,

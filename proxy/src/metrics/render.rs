@@ -334,4 +334,49 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
             let _ = writeln!(out, "{name}{{{}}} {}", lab(key), pick(*healthy, sum));
         }
     }
+    render_fastcgi(reg, out);
+}
+
+/// What each FastCGI server was seen to serve (`fastcgi::learn`).
+fn render_fastcgi(reg: &Registry, out: &mut String) {
+    let mut rows = Vec::new();
+    for up in reg.upstreams() {
+        if up.cfg.fastcgi().is_none() {
+            continue;
+        }
+        for p in up.snapshot().1 {
+            if let Some(c) = crate::fastcgi::learn::Capacity::find(&p.addr) {
+                rows.push(((up.cfg.name.clone(), p.addr.to_string()), c));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
+    family(
+        out,
+        "ringside_fastcgi_served_connections",
+        "gauge",
+        "Connections the FastCGI server answered that are open, all cores.",
+    );
+    for (key, c) in &rows {
+        let _ = writeln!(
+            out,
+            "ringside_fastcgi_served_connections{{{}}} {}",
+            lab(key),
+            c.served()
+        );
+    }
+    family(
+        out,
+        "ringside_fastcgi_capacity",
+        "gauge",
+        "The connections the FastCGI server was seen to serve at most (learned; absent until it was).",
+    );
+    for (key, c) in &rows {
+        if let Some(n) = c.learned() {
+            let _ = writeln!(out, "ringside_fastcgi_capacity{{{}}} {n}", lab(key));
+        }
+    }
 }
