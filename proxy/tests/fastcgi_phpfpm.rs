@@ -212,3 +212,44 @@ fn php_fpm_restarted_mid_run() {
         srv.stop();
     }
 }
+
+/// An HTTP/1.0 keep-alive client keeps its connection across script
+/// responses without a length (held, up to 64 KiB, to learn it); a longer
+/// one goes out as it comes and ends at the close, whole.
+#[test]
+fn http10_keep_alive_survives_scripts_without_a_length() {
+    let fpm = PhpFpm::start_unix(2);
+    let dir = TempDir::new("fcgi-http10");
+    let cfg = fpm.ringside_config(&dir, "");
+    let srv = Ringside::configured("io-uring", &cfg);
+    let mut c = Conn::open(srv.addr);
+    let ask =
+        |path: &str| format!("GET {path} HTTP/1.0\r\nHost: t\r\nConnection: keep-alive\r\n\r\n");
+    for _ in 0..3 {
+        let r = c.read_after(&ask("/hello.php")).expect("response");
+        assert_eq!((r.status, r.text().as_str()), (200, "Hello, World!"));
+        assert_eq!(
+            r.header("content-length").as_deref(),
+            Some("13"),
+            "{}",
+            r.head
+        );
+        assert!(
+            r.header("connection")
+                .is_some_and(|v| v.eq_ignore_ascii_case("keep-alive")),
+            "{}",
+            r.head
+        );
+    }
+    // 1 MiB streamed: no length, so the close ends it.
+    let r = c.read_after(&ask("/stream.php?mb=1")).expect("response");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-length").is_none(), "{}", r.head);
+    assert_eq!(r.body.len(), 1 << 20);
+    assert!(
+        r.body.chunks(64).all(|b| b == &r.body[..64]),
+        "body mangled"
+    );
+    assert!(c.closed(), "a close-delimited body must end the connection");
+    srv.stop();
+}
