@@ -65,16 +65,7 @@ impl Taken {
 /// admin listener.
 fn ringside(fpm: &PhpFpm, dir: &TempDir) -> Ringside {
     let cfg = fpm.ringside_config(dir, "");
-    Ringside::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "2",
-        "--admin",
-        "127.0.0.1:0",
-        "--config",
-        cfg.to_str().unwrap(),
-    ])
+    Ringside::with_admin(2, &cfg)
 }
 
 /// `ab -k -c 50 -n 10000` then `wrk -c 50` against `/hello.php`: every

@@ -83,16 +83,7 @@ fn a_scrape_parses_and_counts_what_was_served() {
     let dir = TempDir::new("metrics");
     let origin = Origin::start("app");
     let cfg = config(&dir, origin.port());
-    let mut r = Ringside::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "2",
-        "--admin",
-        "127.0.0.1:0",
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let mut r = Ringside::with_admin(2, &cfg);
     let mut c = Conn::open(r.addr);
     for _ in 0..20 {
         assert_eq!(c.get("/index.html").status, 200);

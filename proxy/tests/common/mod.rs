@@ -78,6 +78,22 @@ impl Ringside {
         ])
     }
 
+    /// [`Ringside::workers`] on the default backend, with the admin
+    /// listener on a port of its own (see [`Ringside::admin`]).
+    pub fn with_admin(workers: u32, cfg: &Path) -> Ringside {
+        let workers = workers.to_string();
+        Self::start(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            &workers,
+            "--admin",
+            "127.0.0.1:0",
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+    }
+
     pub fn start_with(cmd: &mut Command) -> Ringside {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         // Die with the test process rather than outlive a failed test.
