@@ -41,9 +41,9 @@ use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 
+use crate::cores::{Core, UNSET};
 use crate::rate::Ticket;
 use crate::response::{Done, ResponseParser, MAX_HEAD};
-use crate::worker::{Core, UNSET};
 
 /// Receive buffer per connection; at least a maximal response head.
 const RECV_BUF: usize = MAX_HEAD;

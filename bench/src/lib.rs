@@ -16,6 +16,7 @@
 
 pub mod args;
 pub mod conn;
+pub mod cores;
 pub mod hist;
 pub mod json;
 pub mod progress;
@@ -26,6 +27,7 @@ pub mod request;
 pub mod response;
 pub mod shootout;
 pub mod stats;
+pub mod url;
 pub mod urls;
 pub mod worker;
 
@@ -34,9 +36,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use args::{ArgError, Config, ReportKind};
+use cores::{Shared, UNSET};
 use progress::Progress;
 use urls::Target;
-use worker::{RunResult, Shared, UNSET};
+use worker::RunResult;
 
 /// A finished run, as the reports see it.
 pub struct Finished<'a> {

@@ -1,5 +1,5 @@
 //! Progress on stderr, drawn by the main thread (the cores only store a
-//! per-core count; see [`crate::worker::Shared`]).
+//! per-core count; see [`crate::cores::Shared`]).
 //!
 //! - Lines, as ab: "Completed N requests" each tenth of `-n` (at least every
 //!   100), only when `-n` is over 150, then "Finished N requests". With a

@@ -12,7 +12,7 @@
 //! default, so with `-k` it says `Connection: keep-alive` (RFC 9112 §9.3).
 
 use crate::args::Config;
-use crate::urls::Url;
+use crate::url::Url;
 
 pub const USER_AGENT: &str = concat!("ringside-bench/", env!("CARGO_PKG_VERSION"));
 
@@ -92,7 +92,7 @@ pub fn base64(input: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::args;
-    use crate::urls::parse_url;
+    use crate::url::parse_url;
 
     fn req(flags: &[&str]) -> String {
         let mut v = vec!["ringside-bench"];

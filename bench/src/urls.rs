@@ -15,17 +15,7 @@ use std::path::Path;
 
 use crate::args::Config;
 use crate::request;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Url {
-    /// Host as written, without IPv6 brackets.
-    pub host: String,
-    pub port: u16,
-    /// Path with query, starting with `/`.
-    pub path: String,
-    /// The Host header value: host, with the port when it is not 80.
-    pub authority: String,
-}
+pub use crate::url::{parse_url, Url};
 
 /// One URL ready to send to.
 #[derive(Clone, Debug)]
@@ -38,69 +28,6 @@ pub struct Target {
     pub head: bool,
     /// Request body bytes.
     pub body_len: u64,
-}
-
-pub fn parse_url(s: &str) -> Result<Url, String> {
-    let s = s.trim();
-    let rest = if let Some(r) = s.strip_prefix("http://") {
-        r
-    } else if s.starts_with("https://") {
-        return Err(format!("{s}: https is not supported (plain HTTP/1.1 only)"));
-    } else if s.contains("://") {
-        return Err(format!("{s}: only http:// URLs are supported"));
-    } else {
-        s
-    };
-    let (hostport, path) = match rest.find(['/', '?']) {
-        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
-        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
-        None => (rest, "/".to_string()),
-    };
-    let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
-        let (h, after) = h
-            .split_once(']')
-            .ok_or_else(|| format!("{s}: unclosed '[' in the host"))?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => parse_port(s, p)?,
-            None if after.is_empty() => 80,
-            None => return Err(format!("{s}: unexpected {after:?} after the host")),
-        };
-        (h.to_string(), port)
-    } else {
-        match hostport.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), parse_port(s, p)?),
-            None => (hostport.to_string(), 80),
-        }
-    };
-    if host.is_empty() {
-        return Err(format!("{s}: invalid URL (no host)"));
-    }
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!("{s}: the path has spaces or control characters"));
-    }
-    let bracketed = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.clone()
-    };
-    let authority = if port == 80 {
-        bracketed
-    } else {
-        format!("{bracketed}:{port}")
-    };
-    Ok(Url {
-        host,
-        port,
-        path,
-        authority,
-    })
-}
-
-fn parse_port(url: &str, p: &str) -> Result<u16, String> {
-    match p.parse::<u16>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{url}: invalid port {p:?}")),
-    }
 }
 
 /// A line of a URL file: the URL and, for `POST`, its body.
