@@ -219,11 +219,7 @@ fn a_restart_under_load_serves_within_a_second() {
     let addr = old.addr;
     let load = std::thread::spawn(move || wrk(addr, "/hello.php", 50, 4));
     // The load holds every child before the restart.
-    let end = Instant::now() + Duration::from_secs(10);
-    while fpm.open_connections() < 4 {
-        assert!(Instant::now() < end, "the load never reached php-fpm");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    fpm.wait_open(4);
     std::thread::sleep(Duration::from_millis(500));
     old.signal(libc::SIGTERM);
     let new = Ringside::start(&[
@@ -267,11 +263,7 @@ fn a_php_fpm_reload_to_fewer_children_fails_no_request() {
     let srv = ringside(&fpm, &dir);
     let addr = srv.addr;
     let load = std::thread::spawn(move || wrk(addr, "/hello.php", 50, 5));
-    let end = Instant::now() + Duration::from_secs(10);
-    while fpm.open_connections() < 8 {
-        assert!(Instant::now() < end, "the load never held 8 children");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    fpm.wait_open(8);
     std::thread::sleep(Duration::from_millis(500));
     fpm.reload_with(3);
     let taken = Taken::watch(&fpm);

@@ -176,18 +176,6 @@ fn slow_request(srv: &Ringside, secs: u32) -> mpsc::Receiver<u16> {
     rx
 }
 
-/// Waits until php-fpm has `n` connections open, bounded by 10 s.
-fn wait_open(fpm: &PhpFpm, n: usize) {
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    while fpm.open_connections() < n {
-        assert!(
-            std::time::Instant::now() < end,
-            "php-fpm never saw {n} connections"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// The pool exhausted (max_conns = 1, held by a slow script): with no
 /// queue, 503 at once; with a queue, 503 after queue_timeout, both while
 /// the slow script still runs; with a long enough queue_timeout, the
@@ -205,7 +193,7 @@ fn an_exhausted_pool_queues_then_503() {
         let cfg = fpm.ringside_config(&dir, &format!("max_conns = 1\n{keys}"));
         let srv = Ringside::configured("io-uring", &cfg);
         let slow = slow_request(&srv, 2);
-        wait_open(&fpm, 1);
+        fpm.wait_open(1);
         let r = Conn::open(srv.addr).get("/hello.php");
         assert_eq!(r.status, want, "{keys}: {}", r.head);
         if want == 503 {

@@ -44,6 +44,28 @@ impl Drop for Peer {
 }
 
 impl Peer {
+    /// A connection free again after a request, fit for reuse. FastCGI:
+    /// closed when another core asked for one (its queue is starved and
+    /// this core has connections), else to the first waiter. Else to the
+    /// pool, and closed beyond `max`.
+    fn give_back(&mut self, s: TcpStream, max: usize) {
+        match &mut self.policy {
+            Policy::Lifo => drop(self.pool.put(s, max)),
+            Policy::Slots(slots) if slots.take_release() => {
+                drop(s);
+                slots.closed();
+            }
+            Policy::Slots(slots) => {
+                if let Some(s) = slots.hand_over(s) {
+                    if let Some(extra) = self.pool.put(s, max) {
+                        drop(extra);
+                        slots.closed();
+                    }
+                }
+            }
+        }
+    }
+
     fn idle_changed(&mut self) {
         self.stats.idle.set(self.pool.len() as u64);
         if let Policy::Slots(s) = &mut self.policy {
@@ -269,36 +291,14 @@ impl Local {
     pub fn release(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
         let Some(i) = self.find(c) else { return };
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
-        let max = self.shared.cfg.pool.max_idle;
+        let max = self.pool_max();
         let p = &mut self.peers[i];
         p.stats.active.sub(1);
-        // A draining process lets go of what it holds as each request
-        // ends (after the requests still waiting for one), so that a
-        // process taking over gets the server's capacity.
-        let max = if ringside_runtime::shutdown::draining() {
-            0
-        } else {
-            max
-        };
         let mut freed = false;
-        match (&mut p.policy, keep) {
-            (Policy::Lifo, Some(s)) => drop(p.pool.put(s, max)),
-            (Policy::Lifo, None) => {}
-            // Another core's ask comes before this core's own queue: its
-            // queue is starved, and this one has connections.
-            (Policy::Slots(slots), Some(s)) if slots.take_release() => {
-                drop(s);
-                slots.closed();
-            }
-            (Policy::Slots(slots), Some(s)) => {
-                if let Some(s) = slots.hand_over(s) {
-                    if let Some(extra) = p.pool.put(s, max) {
-                        drop(extra);
-                        slots.closed();
-                    }
-                }
-            }
-            (Policy::Slots(slots), None) => {
+        match (keep, &mut p.policy) {
+            (Some(s), _) => p.give_back(s, max),
+            (None, Policy::Lifo) => {}
+            (None, Policy::Slots(slots)) => {
                 slots.closed();
                 freed = true;
             }
@@ -309,6 +309,18 @@ impl Local {
         }
         if freed {
             self.feed(i);
+        }
+    }
+
+    /// The most idle connections a peer's pool keeps: none while draining,
+    /// so that each connection goes as its request ends (after the
+    /// requests still waiting for one) and a process taking over gets the
+    /// servers' capacity.
+    fn pool_max(&self) -> usize {
+        if ringside_runtime::shutdown::draining() {
+            0
+        } else {
+            self.shared.cfg.pool.max_idle
         }
     }
 

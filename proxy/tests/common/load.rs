@@ -45,6 +45,15 @@ pub fn in_own_netns(name: &str) -> bool {
     false
 }
 
+/// Runs a load tool to its end: what it printed, stdout then stderr.
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed:\n{text}");
+    text
+}
+
 /// What `ab` reported.
 #[derive(Debug)]
 pub struct AbReport {
@@ -59,23 +68,21 @@ pub struct AbReport {
 
 /// `ab -k -n N -c C -s 10 URL`: HTTP/1.0 keep-alive requests.
 pub fn ab(addr: SocketAddr, path: &str, n: u32, c: u32) -> AbReport {
-    let out = Command::new("ab")
-        .args([
-            "-k",
-            "-q",
-            "-s",
-            "10",
-            "-n",
-            &n.to_string(),
-            "-c",
-            &c.to_string(),
-        ])
-        .arg(format!("http://{addr}{path}"))
-        .output()
-        .expect("ab (apache2-utils)");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "ab failed:\n{text}");
+    let text = run(
+        Command::new("ab")
+            .args([
+                "-k",
+                "-q",
+                "-s",
+                "10",
+                "-n",
+                &n.to_string(),
+                "-c",
+                &c.to_string(),
+            ])
+            .arg(format!("http://{addr}{path}")),
+        "ab (apache2-utils)",
+    );
     let field = |name: &str| -> u64 {
         text.lines()
             .find(|l| l.trim_start().starts_with(name))
@@ -115,22 +122,13 @@ pub struct WrkReport {
 /// `wrk -t1 -c C -d SECSs --timeout 5s URL` (one thread: the machine may
 /// have two cores, one of them the server's).
 pub fn wrk(addr: SocketAddr, path: &str, conns: u32, secs: u32) -> WrkReport {
-    let out = Command::new("wrk")
-        .args([
-            "-t1",
-            "-c",
-            &conns.to_string(),
-            "-d",
-            &format!("{secs}s"),
-            "--timeout",
-            "5s",
-        ])
-        .arg(format!("http://{addr}{path}"))
-        .output()
-        .expect("wrk");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "wrk failed:\n{text}");
+    let text = run(
+        Command::new("wrk")
+            .args(["-t1", "-c", &conns.to_string(), "-d", &format!("{secs}s")])
+            .args(["--timeout", "5s"])
+            .arg(format!("http://{addr}{path}")),
+        "wrk",
+    );
     parse_wrk(text)
 }
 

@@ -65,33 +65,21 @@ impl Ringside {
 
     /// `workers` workers on `backend`, port 0, reading the config `cfg`.
     pub fn workers(backend: &str, workers: u32, cfg: &Path) -> Ringside {
-        let workers = workers.to_string();
-        Self::start(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            &workers,
-            "--backend",
-            backend,
-            "--config",
-            cfg.to_str().unwrap(),
-        ])
+        Self::workers_with(workers, cfg, &["--backend", backend])
     }
 
     /// [`Ringside::workers`] on the default backend, with the admin
     /// listener on a port of its own (see [`Ringside::admin`]).
     pub fn with_admin(workers: u32, cfg: &Path) -> Ringside {
+        Self::workers_with(workers, cfg, &["--admin", "127.0.0.1:0"])
+    }
+
+    fn workers_with(workers: u32, cfg: &Path, extra: &[&str]) -> Ringside {
         let workers = workers.to_string();
-        Self::start(&[
-            "--listen",
-            "127.0.0.1:0",
-            "--workers",
-            &workers,
-            "--admin",
-            "127.0.0.1:0",
-            "--config",
-            cfg.to_str().unwrap(),
-        ])
+        let mut args = vec!["--listen", "127.0.0.1:0", "--workers", &workers];
+        args.extend_from_slice(extra);
+        args.extend(["--config", cfg.to_str().unwrap()]);
+        Self::start(&args)
     }
 
     pub fn start_with(cmd: &mut Command) -> Ringside {

@@ -376,6 +376,15 @@ impl PhpFpm {
         }
     }
 
+    /// Waits until `n` connections are open to php-fpm, bounded by 10 s.
+    pub fn wait_open(&self, n: usize) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while self.open_connections() < n {
+            assert!(Instant::now() < end, "php-fpm never saw {n} connections");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// TCP only: connections waiting in the listen backlog, not yet taken
     /// by a child (the listener's receive queue in `/proc/net/tcp`).
     pub fn backlog(&self) -> u32 {

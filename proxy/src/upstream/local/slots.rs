@@ -38,8 +38,7 @@ impl Local {
             // The server left the upstream meanwhile; its count went with it.
             return;
         };
-        let max = self.shared.cfg.pool.max_idle;
-        let draining = ringside_runtime::shutdown::draining();
+        let max = self.pool_max();
         let p = &mut self.peers[i];
         let Policy::Slots(slots) = &mut p.policy else {
             return;
@@ -49,15 +48,7 @@ impl Local {
             Opened::Served(s) => {
                 slots.capacity().set_answers(Answers::Yes);
                 slots.answered();
-                if (draining && !slots.has_waiters()) || slots.take_release() {
-                    drop(s);
-                    slots.closed();
-                } else if let Some(s) = slots.hand_over(s) {
-                    if let Some(extra) = p.pool.put(s, max) {
-                        drop(extra);
-                        slots.closed();
-                    }
-                }
+                p.give_back(s, max);
             }
             Opened::Failed(e) => {
                 failed = e.kind().server_failed();
