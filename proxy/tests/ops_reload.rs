@@ -223,3 +223,40 @@ fn restart_only_settings_are_named_and_kept() {
         "{log}"
     );
 }
+
+/// A reload re-reads an upstream's CA bundle by its contents: replacing the
+/// file that `tls_ca` names (same path, same settings) makes the new roots
+/// trusted at the next SIGHUP.
+#[test]
+fn a_replaced_ca_bundle_is_trusted_after_a_reload() {
+    let dir = TempDir::new("reload-ca");
+    let pki = common::pki::Ca::new("ringside test CA");
+    let other = common::pki::Ca::new("another CA");
+    pki.leaf(&dir, "origin", "origin", &["origin.test"]);
+    dir.write("www/hello.txt", b"hi\n");
+    let origin_cfg = dir.write(
+        "origin.toml",
+        b"[server]\nlisten = [{ addr = \"127.0.0.1:0\", tls = { cert = \"origin.pem\", key = \"origin.key\" } }]\nroot = \"www\"\n[admin]\nlisten = \"off\"\n",
+    );
+    let origin = Ringside::start(&["--workers", "1", "--config", origin_cfg.to_str().unwrap()]);
+    let ca = dir.write("ca.pem", other.pem().as_bytes());
+    let cfg = dir.write(
+        "front.toml",
+        format!(
+            "[upstream.o]\nservers = [\"127.0.0.1:{}\"]\ntls = true\ntls_ca = {:?}\ntls_sni = \"origin.test\"\nmax_fails = 0\n\n[[route]]\nprefix = \"/\"\nupstream = \"o\"\n",
+            origin.addr.port(),
+            ca.to_str().unwrap()
+        )
+        .as_bytes(),
+    );
+    let mut front = Ringside::with_admin(1, &cfg);
+    front.admin();
+    assert_eq!(front.get("/hello.txt").0, 502, "signed by a CA not trusted");
+    dir.write("ca.pem", pki.pem().as_bytes());
+    front.signal(libc::SIGHUP);
+    front.wait_reloads("ok", 1);
+    assert_eq!(front.get("/hello.txt"), (200, b"hi\n".to_vec()));
+    let log = front.stop();
+    assert!(log.contains("CA bundle changed"), "{log}");
+    origin.stop();
+}

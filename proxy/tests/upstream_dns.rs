@@ -115,3 +115,68 @@ fn resolved_again_servers_join_and_leave_the_pool() {
     assert!(log.contains("upstream addresses changed"), "{log}");
     drop(b);
 }
+
+/// A name that does not resolve at start does not stop the start (as a
+/// headless Service with no ready pod answers NXDOMAIN): the server starts
+/// with it down, says so, answers 502 for it, and takes the address as soon
+/// as the name resolves. Runs in network and mount namespaces of its own:
+/// the lookup that fails must not reach this machine's resolver.
+#[test]
+fn a_name_that_does_not_resolve_at_start_is_down_until_it_does() {
+    const IN_NS: &str = "RINGSIDE_TEST_DNS_NS";
+    if std::env::var_os(IN_NS).is_none() {
+        let dir = TempDir::new("dns-start-ns");
+        let hosts_file = dir.path().join("hosts");
+        hosts(&hosts_file, &[]);
+        let resolv = dir.write("resolv.conf", b"nameserver 127.0.0.1\n");
+        let status = Command::new("unshare")
+            .args(["--net", "--mount", "--propagation", "private", "sh", "-c"])
+            .arg(
+                "ip link set lo up && mount --bind \"$1\" /etc/hosts && \
+                 mount --bind \"$2\" /etc/resolv.conf && exec \"$0\" --exact \
+                 a_name_that_does_not_resolve_at_start_is_down_until_it_does \
+                 --nocapture --test-threads=1",
+            )
+            .arg(std::env::current_exe().unwrap())
+            .arg(&hosts_file)
+            .arg(&resolv)
+            .env(IN_NS, &hosts_file)
+            .status()
+            .expect("unshare (util-linux) and ip (iproute2)");
+        assert!(status.success(), "the test in its own namespaces failed");
+        return;
+    }
+    let hosts_file = std::path::PathBuf::from(std::env::var_os(IN_NS).unwrap());
+    let dir = TempDir::new("dns-start");
+    let a = Origin::start_at("a", "127.0.0.2:0");
+    let port = a.port();
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            "[upstream.app]\nservers = [\"{NAME}:{port}\"]\nresolve_every = \"100ms\"\nmax_fails = 0\n\n\
+             [[route]]\nprefix = \"/\"\nupstream = \"app\"\n"
+        )
+        .as_bytes(),
+    );
+    let mut r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    wait_servers(&mut r, &[]);
+    assert_eq!(r.get("/ok").0, 502);
+    hosts(&hosts_file, &["127.0.0.2"]);
+    wait_servers(&mut r, &[format!("127.0.0.2:{port}")]);
+    assert!(answers(&r, 3).iter().all(|x| x == "ok from a"));
+    let log = r.stop();
+    assert!(
+        log.contains("upstream server name does not resolve; it is down until it does"),
+        "{log}"
+    );
+    assert!(log.contains(NAME), "{log}");
+}

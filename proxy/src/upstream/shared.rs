@@ -19,7 +19,8 @@ use ringside_http::h1::response::{parse_response, ResponseHead};
 use ringside_runtime::tls::rustls;
 
 use super::addr::PeerAddr;
-use super::settings::{ActiveHealth, UpstreamConfig};
+use super::settings::{ActiveHealth, ServerSpec, UpstreamConfig};
+use crate::config::error::io_reason;
 
 /// One address to send requests to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct Shared {
     pub cfg: UpstreamConfig,
     /// With `tls = true`: how connections to the servers speak TLS.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// A digest of the trusted roots' file as read for `tls`: a reload
+    /// compares contents, not the path, so a replaced bundle is taken.
+    roots: Option<u64>,
     generation: AtomicU64,
     peers: Mutex<Vec<PeerSpec>>,
 }
@@ -60,19 +64,42 @@ impl Shared {
     }
 }
 
-/// Resolves every upstream's servers now (a name that does not resolve is
-/// an error, as in nginx) and starts a monitor thread for those that need
-/// watching. An upstream of `old` (the config a reload replaces) whose
-/// settings did not change is kept as it is, with its health state.
+/// Resolves every upstream's servers now and starts a monitor thread for
+/// those that need watching. A name that does not resolve is not fatal (as
+/// HAProxy's `init-addr none`): in Kubernetes a headless Service with no
+/// ready pod answers NXDOMAIN, and the edge must come up while the app is
+/// down. Its server starts with no address, a warning says so, and the
+/// monitor tries again every `resolve_every`. An upstream of `old` (the
+/// config a reload replaces) whose settings did not change is kept as it
+/// is, with its health state.
 pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Shared>>, String> {
     let mut all = Vec::with_capacity(cfgs.len());
     let mut fresh = Vec::new();
     for cfg in cfgs {
-        if let Some(kept) = old.iter().find(|s| s.cfg == *cfg) {
+        let roots = roots_digest(cfg);
+        let same = old.iter().find(|s| s.cfg == *cfg);
+        if let Some(kept) = same.filter(|s| s.roots == roots) {
             all.push(kept.clone());
             continue;
         }
-        let peers = resolve(cfg).map_err(|e| format!("upstream {}: {e}", cfg.name))?;
+        // Same settings but a CA bundle with other contents: a new TLS
+        // config, and the addresses and their health as they were.
+        let (peers, failed) = match same {
+            Some(kept) => {
+                tracing::info!(upstream = %cfg.name, "the upstream's CA bundle changed; trusting the new one");
+                (kept.snapshot().1, Vec::new())
+            }
+            None => resolve(cfg, &[]),
+        };
+        for (server, error) in failed {
+            tracing::warn!(
+                upstream = %cfg.name,
+                %server,
+                %error,
+                retry_every = ?cfg.resolve_every,
+                "upstream server name does not resolve; it is down until it does"
+            );
+        }
         let tls = cfg
             .tls()
             .map(crate::tls::client_config)
@@ -81,6 +108,7 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
         let s = Arc::new(Shared {
             cfg: cfg.clone(),
             tls,
+            roots,
             generation: AtomicU64::new(1),
             peers: Mutex::new(peers),
         });
@@ -101,31 +129,70 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
     Ok(all)
 }
 
+/// The digest of the roots file an upstream with verified TLS reads now
+/// (its `tls_ca`, else the system bundle).
+fn roots_digest(cfg: &UpstreamConfig) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let t = cfg.tls().filter(|t| t.verify)?;
+    let path = t.ca.clone().or_else(crate::tls::certs::system_bundle)?;
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
+}
+
 fn has_names(cfg: &UpstreamConfig) -> bool {
     cfg.servers
         .iter()
         .any(|s| s.host.parse::<IpAddr>().is_err())
 }
 
-/// Every address of every server, each with its server's weight.
-fn resolve(cfg: &UpstreamConfig) -> Result<Vec<PeerSpec>, String> {
+/// `host:port` of a server, as Host headers and logs write it.
+fn authority(s: &ServerSpec) -> Arc<str> {
+    if s.host.contains(':') {
+        format!("[{}]:{}", s.host, s.port).into()
+    } else {
+        format!("{}:{}", s.host, s.port).into()
+    }
+}
+
+/// The addresses of one server: its socket, its IP, or what its name
+/// resolves to now.
+pub fn server_addrs(s: &ServerSpec) -> Result<Vec<PeerAddr>, String> {
+    if let Some(path) = &s.unix {
+        return Ok(vec![PeerAddr::Unix(path.as_path().into())]);
+    }
+    if let Ok(ip) = s.host.parse::<IpAddr>() {
+        return Ok(vec![PeerAddr::Inet(SocketAddr::new(ip, s.port))]);
+    }
+    let addrs: Vec<PeerAddr> = (s.host.as_str(), s.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {}: {}", s.host, io_reason(&e)))?
+        .map(PeerAddr::Inet)
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!("{} resolves to no address", s.host));
+    }
+    Ok(addrs)
+}
+
+/// Every address of every server, each with its server's weight; and the
+/// servers whose names did not resolve (by authority, with why). Those keep
+/// the addresses they had in `old`, so a resolver that fails for a moment
+/// takes nothing out of the pool.
+fn resolve(cfg: &UpstreamConfig, old: &[PeerSpec]) -> (Vec<PeerSpec>, Vec<(Arc<str>, String)>) {
     let mut out: Vec<PeerSpec> = Vec::new();
+    let mut failed = Vec::new();
     for s in &cfg.servers {
-        let authority: Arc<str> = if s.host.contains(':') {
-            format!("[{}]:{}", s.host, s.port).into()
-        } else {
-            format!("{}:{}", s.host, s.port).into()
-        };
-        let addrs: Vec<PeerAddr> = if let Some(path) = &s.unix {
-            vec![PeerAddr::Unix(path.as_path().into())]
-        } else {
-            match s.host.parse::<IpAddr>() {
-                Ok(ip) => vec![PeerAddr::Inet(SocketAddr::new(ip, s.port))],
-                Err(_) => (s.host.as_str(), s.port)
-                    .to_socket_addrs()
-                    .map_err(|e| format!("cannot resolve {}: {e}", s.host))?
-                    .map(PeerAddr::Inet)
-                    .collect(),
+        let authority = authority(s);
+        let addrs: Vec<PeerAddr> = match server_addrs(s) {
+            Ok(a) => a,
+            Err(e) => {
+                failed.push((authority.clone(), e));
+                old.iter()
+                    .filter(|p| p.authority == authority)
+                    .map(|p| p.addr.clone())
+                    .collect()
             }
         };
         for addr in addrs {
@@ -139,10 +206,7 @@ fn resolve(cfg: &UpstreamConfig) -> Result<Vec<PeerSpec>, String> {
             }
         }
     }
-    if out.is_empty() {
-        return Err("no addresses".into());
-    }
-    Ok(out)
+    (out, failed)
 }
 
 #[derive(Default)]
@@ -172,12 +236,12 @@ fn monitor(watched: Vec<Weak<Shared>>) {
             if has_names(&s.cfg) {
                 if now >= next_resolve[i] {
                     next_resolve[i] = now + s.cfg.resolve_every;
-                    match resolve(&s.cfg) {
-                        Ok(fresh) => s.publish(|peers| merge(peers, fresh)),
-                        Err(e) => {
-                            tracing::warn!(upstream = %s.cfg.name, error = %e, "re-resolving failed; keeping the old addresses")
-                        }
+                    let (_, current) = s.snapshot();
+                    let (fresh, failed) = resolve(&s.cfg, &current);
+                    for (server, error) in failed {
+                        tracing::warn!(upstream = %s.cfg.name, %server, %error, "re-resolving failed; keeping the server's old addresses");
                     }
+                    s.publish(|peers| merge(peers, fresh));
                 }
                 wake = wake.min(next_resolve[i]);
             }
