@@ -19,8 +19,14 @@
 //!   --access-log PATH     log each request to PATH (combined format)
 //!   --pid-file PATH       write the pid there, for `ringside reload`
 //!   -V, --version
+//!   -t, --test            as `check`
+//!   --reuse-port-with-others
+//!                         start although another process listens on a
+//!                         listen address (the kernel splits connections)
 //! COMMANDS:
-//!   check FILE            validate FILE, print the effective config
+//!   check [FILE]          test FILE (else --config, else the built-in
+//!                         config) as nginx -t does; print the effective
+//!                         config
 //!   reload [--pid-file PATH | --config FILE]
 //!                         send SIGHUP to the running server: re-read its
 //!                         config (the pid file from the flag, else from
@@ -123,14 +129,27 @@ pub struct Cli {
     #[arg(long, value_name = "PATH", global = true)]
     pub pid_file: Option<PathBuf>,
 
+    /// Test the configuration and exit, as `ringside check` does.
+    #[arg(short = 't', long = "test")]
+    pub test: bool,
+
+    /// Start even where another process listens on a listen address
+    /// already: the kernel then splits connections between the two
+    /// (SO_REUSEPORT), as for a second binary taking over from this one.
+    #[arg(long)]
+    pub reuse_port_with_others: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
 pub enum Command {
-    /// Validate FILE and print the effective configuration.
-    Check { file: PathBuf },
+    /// Test the configuration as `nginx -t` does: validate FILE (or
+    /// --config FILE, or the built-in config), open every file it names,
+    /// try its listen addresses and resolve its upstream names; print the
+    /// effective configuration.
+    Check { file: Option<PathBuf> },
     /// Tell the running server to re-read its configuration (SIGHUP), found
     /// by --pid-file, else by the pid_file of --config, else by
     /// /run/ringside/ringside.pid.
@@ -387,10 +406,15 @@ mod tests {
         assert_eq!(
             c.command,
             Some(Command::Check {
-                file: "x.toml".into()
+                file: Some("x.toml".into())
             })
         );
-        assert!(Cli::try_parse_from(["ringside", "check"]).is_err());
+        let c = cli(&["check", "-c", "y.toml"]);
+        assert_eq!(c.command, Some(Command::Check { file: None }));
+        assert_eq!(c.config.as_deref(), Some(Path::new("y.toml")));
+        let c = cli(&["-t", "-c", "y.toml"]);
+        assert!(c.test);
+        assert_eq!(c.command, None);
     }
 
     #[test]

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use ringside::cli::{self, Cli, Command};
-use ringside::config::Config;
-use ringside::process;
+use ringside::{check, process};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -22,18 +21,8 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match &cli.command {
-        Some(Command::Check { file }) => {
-            return match Config::load(file) {
-                Ok(cfg) => {
-                    print!("{}", cfg.to_toml());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("ringside: {e}");
-                    ExitCode::FAILURE
-                }
-            };
-        }
+        Some(Command::Check { file }) => return check::command(&cli, file.as_deref()),
+        None if cli.test => return check::command(&cli, None),
         Some(Command::Reload) => return process::send_reload(&cli),
         None => {}
     }

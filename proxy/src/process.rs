@@ -15,9 +15,14 @@ use ringside_runtime::Backend;
 use ringside_static::StaticFiles;
 
 use crate::access_log::writer;
+use crate::check::listen::{probe, Probe};
+use crate::check::locate::{Locator, Setting};
+use crate::check::{self, Mode};
 use crate::cli::{self, Cli, DEFAULT_PID_FILE};
+use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
 use crate::config::Config;
+use crate::config::ConfigError;
 use crate::edge::https::HttpsPolicy;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
@@ -89,12 +94,62 @@ fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
     }
 }
 
+/// Refuses to start on an address where another process listens already:
+/// with SO_REUSEPORT the kernel would quietly split the connections
+/// between the two, and a second ringside of the same user is allowed to
+/// bind there.
+fn one_instance(cfg: &Config, loc: &Locator, allowed: bool) -> Result<(), ConfigError> {
+    for &addr in &cfg.server.listen {
+        let holder = match probe(addr) {
+            Probe::Free => continue,
+            Probe::InUse(o) => o,
+            Probe::Refused(e) => {
+                return Err(loc.error(
+                    Setting::Listen(addr),
+                    format!("cannot listen on {addr}: {}", io_reason(&e)),
+                ))
+            }
+        };
+        let who = holder.map_or("another process".to_owned(), |o| o.to_string());
+        if allowed {
+            tracing::warn!(%addr, holder = %who, "sharing the address (--reuse-port-with-others): the kernel splits new connections between the two");
+            continue;
+        }
+        return Err(loc.error(
+            Setting::Listen(addr),
+            format!("{addr} is served by {who} already; a second server there would take part of its connections. Stop it first, or start with --reuse-port-with-others to share the address on purpose"),
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     let signals = match signals::block() {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot set up signal handling: {e}")),
     };
     privileges::raise_fd_limit();
+    let loc = Locator::new(&cfg, Some(&cli));
+    let found = check::preflight(&cfg, &loc, Mode::Start);
+    if found.iter().any(|f| f.error) {
+        for f in &found {
+            eprintln!("ringside: {f}");
+        }
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) = one_instance(&cfg, &loc, cli.reuse_port_with_others) {
+        return fail(e);
+    }
+    // Forked before any thread starts (see keeper.rs).
+    // SAFETY: geteuid has no preconditions.
+    if cfg.ops.user.is_some() && unsafe { libc::geteuid() } == 0 {
+        let logs = cfg.ops.access_log.iter().map(|a| a.path.clone()).collect();
+        if let Err(e) = privileges::keeper::spawn(logs, cfg.ops.pid_file.clone()) {
+            return fail(format!(
+                "cannot start the root helper for [server] user: {e}"
+            ));
+        }
+    }
     if let Err(e) = load_tls(&mut cfg) {
         return fail(e);
     }
@@ -205,6 +260,8 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     if let Some(p) = pid_file {
         remove_pid(&p);
     }
+    // Without root, the keeper removes the pid file from a root-owned /run.
+    privileges::keeper::finish();
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }
@@ -236,6 +293,15 @@ fn try_reload(
 ) -> Result<(), String> {
     let mut new = cli::effective_config(cli).map_err(|e| e.to_string())?;
     keep_restart_only(live, &mut new);
+    let found = check::preflight(&new, &Locator::new(&new, Some(cli)), Mode::Start);
+    let errors: Vec<String> = found
+        .iter()
+        .filter(|f| f.error)
+        .map(|f| f.to_string())
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
     load_tls(&mut new)?;
     upstream_tls_backend(&new, server.backend)?;
     StaticFiles::from_config(&new.statics)

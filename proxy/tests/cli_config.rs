@@ -25,7 +25,7 @@ fn check_prints_the_effective_config() {
         "ringside.toml",
         b"[runtime]\nworkers = 3\n\n[timeouts]\nkeepalive = \"5s\"\n\n[[route]]\nprefix = \"/a/\"\ncache_control = \"max-age=9\"\n",
     );
-    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    let out = common::isolated().arg("check").arg(&file).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -70,7 +70,7 @@ host = ["API.example.com"]
 strip_prefix = true
 "#,
     );
-    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    let out = common::isolated().arg("check").arg(&file).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -87,7 +87,11 @@ strip_prefix = true
     }
     // What check prints is itself a valid config, and prints the same.
     let again = dir.write("effective.toml", text.as_bytes());
-    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    let out = common::isolated()
+        .arg("check")
+        .arg(&again)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
 }
@@ -112,7 +116,7 @@ root = "www"
 extension = ".php"
 "#,
     );
-    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    let out = common::isolated().arg("check").arg(&file).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -137,7 +141,11 @@ extension = ".php"
     assert!(!text.contains("health_path"), "{text}");
     // What check prints is itself a valid config, and prints the same.
     let again = dir.write("effective.toml", text.as_bytes());
-    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    let out = common::isolated()
+        .arg("check")
+        .arg(&again)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -210,7 +218,7 @@ fn errors_name_file_line_and_key() {
     ];
     for (text, want) in cases {
         let file = dir.write("bad.toml", text.as_bytes());
-        let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+        let out = common::isolated().arg("check").arg(&file).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{text}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains("bad.toml"), "{err}");

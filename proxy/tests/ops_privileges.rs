@@ -187,3 +187,92 @@ fn emfile_pauses_accepting_without_spinning_and_recovers() {
         "one warning per burst, not per try: {warnings}\n{log}"
     );
 }
+
+/// With `user` set, the logs and the pid file live in root-owned
+/// directories (as /var/log and /run): SIGUSR1 still reopens the access
+/// log after logrotate moved it, and the pid file is removed at exit. The
+/// root helper that does it is one thread, and ends with the server.
+#[test]
+fn with_a_user_sigusr1_reopens_and_the_pid_file_goes_at_exit() {
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test starts ringside as root"
+    );
+    let dir = TempDir::new("privileges-keeper");
+    dir.write("www/index.html", b"hello\n");
+    std::fs::create_dir_all(dir.path().join("log")).unwrap();
+    std::fs::create_dir_all(dir.path().join("run")).unwrap();
+    for d in ["", "www", "log", "run"] {
+        std::fs::set_permissions(
+            dir.path().join(d),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nroot = \"www\"\nuser = \"nobody\"\npid_file = \"run/ringside.pid\"\n\n[access_log]\npath = \"log/access.log\"\nflush_every = \"10ms\"\n",
+    );
+    let mut r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "off",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let pid = r.child.id();
+    let pid_file = dir.path().join("run/ringside.pid");
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap().trim(),
+        pid.to_string()
+    );
+    let keeper: Vec<u32> = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(keeper.len(), 1, "one helper process: {keeper:?}");
+    assert_eq!(status_field(keeper[0], "Threads:"), "1");
+    assert!(status_field(keeper[0], "Uid:").starts_with("0\t"));
+    assert!(status_field(pid, "Uid:").starts_with("65534\t"));
+
+    let log = dir.path().join("log/access.log");
+    let wait_lines = |path: &std::path::Path, n: usize| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.lines().count() >= n {
+                return text;
+            }
+            assert!(Instant::now() < end, "{} has {text:?}", path.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    assert_eq!(r.get("/index.html").0, 200);
+    wait_lines(&log, 1);
+    // logrotate: move, then SIGUSR1.
+    std::fs::rename(&log, dir.path().join("log/access.log.1")).unwrap();
+    r.signal(libc::SIGUSR1);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !log.exists() {
+        assert!(Instant::now() < end, "the log was not reopened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(r.get("/index.html?after").0, 200);
+    let text = wait_lines(&log, 1);
+    assert!(text.contains("GET /index.html?after"), "{text}");
+
+    r.signal(libc::SIGTERM);
+    assert!(r.wait(Duration::from_secs(20)).success());
+    let stderr = r.stderr();
+    assert!(!pid_file.exists(), "pid file left behind:\n{stderr}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", keeper[0])).exists(),
+        "the helper outlived the server"
+    );
+    assert!(stderr.contains("access log reopened"), "{stderr}");
+}

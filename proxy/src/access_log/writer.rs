@@ -6,7 +6,7 @@
 //! old (see [`super::CoreLog`]): one channel message per buffer, not per
 //! line.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -29,8 +29,10 @@ pub fn sender() -> Option<Sender<Msg>> {
     SENDER.get().cloned()
 }
 
+/// Through the keeper when privileges were dropped, so that SIGUSR1 can
+/// reopen a log in a directory only root may write.
 fn open(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    crate::privileges::keeper::open_log(path)
 }
 
 /// Opens `path` (an error here stops the start, as nginx does for a log it

@@ -1,6 +1,8 @@
 //! Dropping root after binding (`[server] user` and `group`), and raising
 //! the open-files limit.
 
+pub mod keeper;
+
 use std::ffi::CString;
 
 /// Switches the whole process to `user` (and `group`, else the user's own

@@ -267,6 +267,21 @@ impl Drop for Ringside {
     }
 }
 
+/// `ringside` to be run in a network namespace of its own with loopback
+/// up: for `check`, which tries the listen addresses, so that what else
+/// listens on this machine cannot change the outcome.
+pub fn isolated() -> Command {
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--net",
+        "sh",
+        "-c",
+        "ip link set lo up && exec \"$0\" \"$@\"",
+    ])
+    .arg(BIN);
+    cmd
+}
+
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
 

@@ -1,0 +1,254 @@
+//! `ringside check` (also `-t`): what `nginx -t` does, and the same checks
+//! at start so that a start fails the way the check would have.
+//!
+//! Past the parsing and validation that every load does, it opens what the
+//! config names (the access log, certificates and keys, CA bundles, the
+//! roots), checks the pid file's directory, tries each listen address, and
+//! resolves upstream names. A name that does not resolve is a warning (the
+//! server starts with that upstream server down); everything else that
+//! would stop the start is an error, placed at the file, line and key that
+//! set it.
+
+pub mod listen;
+pub mod locate;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::{self, Cli};
+use crate::config::error::io_reason;
+use crate::config::ops::AdminListen;
+use crate::config::{Config, ConfigError};
+use crate::tls::certs::{load_certified_key, CertPart, CertPaths};
+use crate::upstream::shared::server_addrs;
+use listen::{probe, Probe};
+use locate::{Locator, Part, Setting};
+
+/// One problem found.
+#[derive(Debug)]
+pub struct Finding {
+    /// An error stops the start; a warning does not.
+    pub error: bool,
+    pub what: ConfigError,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.error {
+            write!(f, "{}", self.what)
+        } else {
+            write!(f, "warning: {}", self.what)
+        }
+    }
+}
+
+/// What runs the checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `ringside check`: everything, listen addresses and names included.
+    Check,
+    /// A start or a reload: the files only (the start binds and resolves
+    /// by itself).
+    Start,
+}
+
+/// Every problem with what `cfg` names on this machine.
+pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut error = |what| out.push(Finding { error: true, what });
+    if let Some(a) = &cfg.ops.access_log {
+        if let Err(e) = open_append(&a.path) {
+            error(loc.error(
+                Setting::AccessLog,
+                format!("cannot open {}: {}", a.path.display(), io_reason(&e)),
+            ));
+        }
+    }
+    // A stopped service has no /run/ringside (systemd's RuntimeDirectory
+    // makes it at each start): for `check` that is a warning.
+    let mut pid_warning = None;
+    if let Some(p) = &cfg.ops.pid_file {
+        if let Err(m) = pid_dir(p) {
+            let what = loc.error(Setting::PidFile, m);
+            match mode {
+                Mode::Start => error(what),
+                Mode::Check => pid_warning = Some(what),
+            }
+        }
+    }
+    certs(cfg, loc, &mut error);
+    for u in &cfg.proxy.upstreams {
+        if let Some(t) = u.tls() {
+            if let Err(m) = crate::tls::client_config(t) {
+                error(loc.error(Setting::UpstreamCa(&u.name), m));
+            }
+        }
+    }
+    if let Err(e) = ringside_static::StaticFiles::from_config(&cfg.statics) {
+        error(loc.error(
+            Setting::Root,
+            format!("cannot open {}: {e}", cfg.statics.root.display()),
+        ));
+    }
+    if let Some(what) = pid_warning {
+        out.push(Finding { error: false, what });
+    }
+    if mode == Mode::Check {
+        listeners(cfg, loc, &mut out);
+        names(cfg, loc, &mut out);
+    }
+    out
+}
+
+/// As the access log writer opens it (through the keeper once privileges
+/// are dropped, so that a reload checks what SIGUSR1 would do).
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::privileges::keeper::open_log(path)
+}
+
+/// The pid file is written at start, before privileges are dropped; its
+/// directory must be there.
+fn pid_dir(path: &Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!("{} is not a directory", dir.display())),
+        Err(e) => Err(format!(
+            "cannot write {}: directory {}: {}",
+            path.display(),
+            dir.display(),
+            io_reason(&e)
+        )),
+    }
+}
+
+fn certs(cfg: &Config, loc: &Locator, error: &mut impl FnMut(ConfigError)) {
+    let part = |p: CertPart| match p {
+        CertPart::Cert => Part::Cert,
+        CertPart::Key => Part::Key,
+    };
+    let mut seen: Vec<&CertPaths> = Vec::new();
+    for (i, paths) in cfg.tls.listeners.iter().enumerate() {
+        let (Some(paths), Some(&addr)) = (paths, cfg.server.listen.get(i)) else {
+            continue;
+        };
+        if seen.contains(&paths) {
+            continue;
+        }
+        seen.push(paths);
+        if let Err(e) = load_certified_key(paths) {
+            error(loc.error(Setting::ListenCert(addr, part(e.part)), e.message));
+        }
+    }
+    for (i, v) in cfg.tls.vhosts.iter().enumerate() {
+        if let Some(paths) = &v.cert {
+            if let Err(e) = load_certified_key(paths) {
+                error(loc.error(Setting::VhostCert(i, part(e.part)), e.message));
+            }
+        }
+    }
+}
+
+/// Each listen address (and the admin one) bound on trial. One held by a
+/// ringside is only a warning: it is the server this config will reload.
+fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
+    let mut each = |addr, what: Setting<'_>, must: bool| {
+        let (error, message) = match probe(addr) {
+            Probe::Free => return,
+            Probe::InUse(Some(o)) if o.name == "ringside" => (
+                false,
+                format!("{addr} is served by {o} now; a reload keeps it, a second start would be refused"),
+            ),
+            Probe::InUse(Some(o)) => (must, format!("cannot listen on {addr}: in use by {o}")),
+            Probe::InUse(None) => (
+                must,
+                format!("cannot listen on {addr}: in use by another process"),
+            ),
+            Probe::Refused(e) => (must, format!("cannot listen on {addr}: {}", io_reason(&e))),
+        };
+        out.push(Finding {
+            error,
+            what: loc.error(what, message),
+        });
+    };
+    for &addr in &cfg.server.listen {
+        each(addr, Setting::Listen(addr), true);
+    }
+    match cfg.ops.admin {
+        AdminListen::At(a) => each(a, Setting::Admin, true),
+        // The default admin address is skipped at start when taken.
+        AdminListen::Default(a) => each(a, Setting::Admin, false),
+        AdminListen::Off => {}
+    }
+}
+
+/// Upstream server names resolved now; FastCGI sockets looked for.
+fn names(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
+    for u in &cfg.proxy.upstreams {
+        for (i, s) in u.servers.iter().enumerate() {
+            let message = match (&s.unix, server_addrs(s)) {
+                (Some(path), _) if !path.exists() => format!(
+                    "no socket at {} now; requests fail until its server creates it",
+                    path.display()
+                ),
+                (None, Err(e)) => format!(
+                    "{e}; the server starts with it down and resolves it again every {}",
+                    crate::config::size::format_duration(u.resolve_every)
+                ),
+                _ => continue,
+            };
+            out.push(Finding {
+                error: false,
+                what: loc.error(Setting::UpstreamServer(&u.name, i), message),
+            });
+        }
+    }
+}
+
+/// `ringside check [FILE]`, `ringside -t [-c FILE]`: prints the effective
+/// config on stdout, every finding on stderr, and a verdict.
+pub fn command(cli: &Cli, file: Option<&Path>) -> ExitCode {
+    let cli = match (file, &cli.config) {
+        (Some(f), Some(c)) if f != c => {
+            eprintln!(
+                "ringside: check: two configs named, {} and --config {}; name one",
+                f.display(),
+                c.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        (Some(f), _) => Cli {
+            config: Some(f.to_path_buf()),
+            ..cli.clone()
+        },
+        (None, _) => cli.clone(),
+    };
+    let name = cli
+        .config
+        .as_ref()
+        .map_or("the built-in config".to_owned(), |p| {
+            p.display().to_string()
+        });
+    let cfg = match cli::effective_config(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringside: {e}");
+            eprintln!("ringside: {name}: test failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let found = preflight(&cfg, &Locator::new(&cfg, Some(&cli)), Mode::Check);
+    for f in &found {
+        eprintln!("ringside: {f}");
+    }
+    if found.iter().any(|f| f.error) {
+        eprintln!("ringside: {name}: test failed");
+        return ExitCode::FAILURE;
+    }
+    print!("{}", cfg.to_toml());
+    eprintln!("ringside: {name}: test is successful");
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,296 @@
+//! `ringside check` and `-t` as `nginx -t`: the config file by either
+//! spelling, every file it names opened, each listen address tried, names
+//! resolved (a warning), every problem placed at its file, line and key;
+//! and a start that fails on the same problems with the same words.
+//!
+//! Each check runs in a network namespace of its own, so that what else
+//! listens on this machine cannot change the outcome.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{Ringside, TempDir, BIN};
+
+/// `ringside ARGS` in a network namespace of its own.
+fn isolated(args: &[&str]) -> Output {
+    common::isolated()
+        .args(args)
+        .output()
+        .expect("unshare (util-linux) and ip (iproute2)")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn the_file_by_any_spelling_and_never_two() {
+    let dir = TempDir::new("check-spelling");
+    let file = dir.write(
+        "a.toml",
+        b"[server]\nlisten = [\"127.0.0.1:8080\"]\n\n[runtime]\nworkers = 3\n",
+    );
+    let other = dir.write("b.toml", b"[runtime]\nworkers = 4\n");
+    let plain = isolated(&["check", s(&file)]);
+    assert!(plain.status.success(), "{}", text(&plain));
+    assert!(stderr(&plain).contains("a.toml: test is successful"));
+    for args in [
+        vec!["check", "-c", s(&file)],
+        vec!["check", "--config", s(&file)],
+        vec!["-t", "-c", s(&file)],
+        vec!["--test", "--config", s(&file)],
+        vec!["check", s(&file), "--config", s(&file)],
+    ] {
+        let out = isolated(&args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert_eq!(
+            out.stdout, plain.stdout,
+            "{args:?}: the same effective config"
+        );
+    }
+    let out = isolated(&["check", s(&file), "--config", s(&other)]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("two configs named") && err.contains("a.toml") && err.contains("b.toml"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn an_access_log_that_cannot_be_opened_fails_check_and_start_at_its_line() {
+    let dir = TempDir::new("check-log");
+    let file = dir.write(
+        "ringside.toml",
+        b"[server]\nlisten = [\"127.0.0.1:0\"]\n\n[admin]\nlisten = \"off\"\n\n[access_log]\npath = \"no/such/dir/access.log\"\n",
+    );
+    let want = "ringside.toml:8:8: [access_log] path: cannot open";
+    let out = isolated(&["check", s(&file)]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains(want), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("No such file or directory"),
+        "{}",
+        text(&out)
+    );
+    assert!(stderr(&out).contains("test failed"), "{}", text(&out));
+    // The start refuses with the same words, before serving anything.
+    let out = isolated(&["--config", s(&file)]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains(want), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+}
+
+/// A pid file whose directory is missing fails the start at its line;
+/// `check` warns only, as a stopped service has no /run/ringside yet.
+#[test]
+fn a_pid_file_in_a_missing_directory_is_placed_at_its_line() {
+    let dir = TempDir::new("check-pid");
+    let file = dir.write(
+        "ringside.toml",
+        b"[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:0\"]\npid_file = \"gone/ringside.pid\"\n",
+    );
+    let want = "ringside.toml:6:12: [server] pid_file: cannot write";
+    let out = isolated(&["check", s(&file)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains(&format!("warning: {}", dir.path().join(want).display())),
+        "{}",
+        text(&out)
+    );
+    let out = isolated(&["--config", s(&file)]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains(want), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+}
+
+/// A listen address that another program holds: check and start both
+/// name the program; a port below 1024 for a user without the right to it
+/// is refused by check with the kernel's reason.
+#[test]
+fn listen_addresses_are_tried() {
+    if !common::load::in_own_netns("listen_addresses_are_tried") {
+        return;
+    }
+    let dir = TempDir::new("check-listen");
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let file = dir.write(
+        "ringside.toml",
+        format!("[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:{port}\"]\n")
+            .as_bytes(),
+    );
+    let me = std::process::id();
+    let out = Command::new(BIN)
+        .args(["check", s(&file)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let want = format!(
+        "ringside.toml:5:11: [server] listen: cannot listen on 127.0.0.1:{port}: in use by "
+    );
+    assert!(stderr(&out).contains(&want), "{}", text(&out));
+    assert!(
+        stderr(&out).contains(&format!("(pid {me})")),
+        "{}",
+        text(&out)
+    );
+    let out = Command::new(BIN)
+        .args(["--config", s(&file)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains(&format!("127.0.0.1:{port} is served by ")),
+        "{}",
+        text(&out)
+    );
+    drop(held);
+    let out = Command::new(BIN)
+        .args(["check", s(&file)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let low = dir.write(
+        "low.toml",
+        b"[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:81\"]\n",
+    );
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "check",
+        ])
+        .arg(&low)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("[server] listen: cannot listen on 127.0.0.1:81: Permission denied"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Two ringsides on one port would split its connections: the second
+/// refuses to start, naming the first, unless told it is wanted. `check`
+/// on the running server's config passes (that is what a reload runs).
+#[test]
+fn a_second_server_on_a_port_refuses_to_start() {
+    if !common::load::in_own_netns("a_second_server_on_a_port_refuses_to_start") {
+        return;
+    }
+    let dir = TempDir::new("one-instance");
+    dir.write("a/index.html", b"from a\n");
+    dir.write("b/index.html", b"from b\n");
+    let first = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--admin",
+        "off",
+        "--root",
+        s(&dir.path().join("a")),
+    ]);
+    let addr = first.addr.to_string();
+    let second = |extra: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "--listen",
+            &addr,
+            "--workers",
+            "1",
+            "--admin",
+            "off",
+            "--root",
+        ])
+        .arg(dir.path().join("b"))
+        .args(extra);
+        cmd
+    };
+    let out = second(&[]).output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let want = format!(
+        "--listen: {addr} is served by ringside (pid {}) already",
+        first.child.id()
+    );
+    assert!(stderr(&out).contains(&want), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("--reuse-port-with-others"),
+        "{}",
+        text(&out)
+    );
+    // Still served by the first alone.
+    for _ in 0..20 {
+        assert_eq!(first.get("/index.html"), (200, b"from a\n".to_vec()));
+    }
+    // `check` on what runs now: a warning, not a failure.
+    let cfg = dir.write(
+        "run.toml",
+        format!("[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"{addr}\"]\n").as_bytes(),
+    );
+    let out = Command::new(BIN).arg("check").arg(&cfg).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "warning: {}:5:11: [server] listen: {addr} is served by ringside (pid {})",
+            cfg.display(),
+            first.child.id()
+        )),
+        "{}",
+        text(&out)
+    );
+    // Asked for, the second starts beside the first.
+    let mut both = Ringside::start_with(&mut second(&["--reuse-port-with-others"]));
+    assert_eq!(both.addr.to_string(), addr);
+    both.signal(libc::SIGTERM);
+    assert!(both.wait(std::time::Duration::from_secs(20)).success());
+    assert!(both.stderr().contains("sharing the address"));
+    first.stop();
+}
+
+/// A name that does not resolve is a warning with its line; the config
+/// passes, as the server would start with that server down.
+#[test]
+fn an_unresolvable_upstream_name_is_a_warning() {
+    let dir = TempDir::new("check-dns");
+    let file = dir.write(
+        "ringside.toml",
+        b"[server]\nlisten = [\"127.0.0.1:0\"]\n\n[upstream.app]\nservers = [\"127.0.0.1:9\", \"app.ringside.invalid:80\"]\nresolve_every = \"7s\"\n\n[[route]]\nprefix = \"/\"\nupstream = \"app\"\n",
+    );
+    // No network in the namespace: the lookup fails at once, wherever
+    // this machine's resolver points.
+    let out = isolated(&["check", s(&file)]);
+    assert!(out.status.success(), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: ")
+            && err.contains(
+                "ringside.toml:5:27: [upstream.app] servers: cannot resolve app.ringside.invalid"
+            ),
+        "{err}"
+    );
+    assert!(err.contains("resolves it again every 7s"), "{err}");
+    assert!(err.contains("test is successful"), "{err}");
+}
