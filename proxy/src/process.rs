@@ -78,6 +78,26 @@ fn load_tls(cfg: &mut Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Every certificate, key and CA file the config names, for the keeper to
+/// read again at reloads.
+fn tls_files(cfg: &Config) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let pairs = cfg.tls.listeners.iter().flatten();
+    let vhosts = cfg.tls.vhosts.iter().filter_map(|v| v.cert.as_ref());
+    for p in pairs.chain(vhosts) {
+        out.extend([p.cert.clone(), p.key.clone()]);
+    }
+    out.extend(
+        cfg.proxy
+            .upstreams
+            .iter()
+            .filter_map(|u| u.tls()?.ca.clone()),
+    );
+    out.sort();
+    out.dedup();
+    out
+}
+
 fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
     match a {
         AdminListen::Off => Ok(None),
@@ -144,7 +164,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     // SAFETY: geteuid has no preconditions.
     if cfg.ops.user.is_some() && unsafe { libc::geteuid() } == 0 {
         let logs = cfg.ops.access_log.iter().map(|a| a.path.clone()).collect();
-        if let Err(e) = privileges::keeper::spawn(logs, cfg.ops.pid_file.clone()) {
+        if let Err(e) = privileges::keeper::spawn(logs, tls_files(&cfg), cfg.ops.pid_file.clone()) {
             return fail(format!(
                 "cannot start the root helper for [server] user: {e}"
             ));

@@ -276,3 +276,78 @@ fn with_a_user_sigusr1_reopens_and_the_pid_file_goes_at_exit() {
     );
     assert!(stderr.contains("access log reopened"), "{stderr}");
 }
+
+/// The subject of the certificate the TLS listener at `port` presents.
+fn served_subject(port: u16) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "timeout 10 openssl s_client -connect 127.0.0.1:{port} -servername site.test </dev/null 2>/dev/null | openssl x509 -noout -subject"
+        ))
+        .output()
+        .expect("openssl (scripts/test.sh installs it)");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// With `user` set, certbot's keys (root's, mode 0600, in a 0700
+/// directory) are read again at a reload: a renewed certificate is served
+/// without a restart, as nginx's root master does.
+#[test]
+fn with_a_user_a_reload_reads_root_only_keys() {
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test starts ringside as root"
+    );
+    let dir = TempDir::new("privileges-certs");
+    dir.write("www/index.html", b"hello\n");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let live = TempDir(dir.path().join("live"));
+    std::fs::create_dir_all(&live.0).unwrap();
+    let ca = common::pki::Ca::new("test CA");
+    ca.leaf(&live, "site", "first", &["site.test"]);
+    let lock = |dir: &TempDir| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(
+            dir.path().join("site.key"),
+            PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+    };
+    lock(&live);
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nlisten = [{ addr = \"127.0.0.1:0\", tls = { cert = \"live/site.pem\", key = \"live/site.key\" } }]\nroot = \"www\"\nuser = \"nobody\"\n",
+    );
+    let mut r = Ringside::start(&[
+        "--workers",
+        "1",
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let port = r.addr.port();
+    assert!(
+        served_subject(port).contains("CN = first"),
+        "{}",
+        served_subject(port)
+    );
+    ca.leaf(&live, "site", "renewed", &["site.test"]);
+    lock(&live);
+    r.signal(libc::SIGHUP);
+    r.wait_reloads("ok", 1);
+    assert!(
+        served_subject(port).contains("CN = renewed"),
+        "{}",
+        served_subject(port)
+    );
+    let log = r.stop();
+    assert!(!log.contains("reload refused"), "{log}");
+    std::mem::forget(live);
+}

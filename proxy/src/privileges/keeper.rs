@@ -1,15 +1,17 @@
 //! The keeper: a small process that stays root when `[server] user` drops
-//! the server's privileges, for the two things that need root after the
-//! start: reopening the access log in a root-owned directory (SIGUSR1, as
-//! logrotate sends) and removing the pid file at exit.
+//! the server's privileges, for what needs root after the start: reopening
+//! the access log in a root-owned directory (SIGUSR1, as logrotate sends),
+//! reading certificates and keys again at a reload (certbot's keys are
+//! root's, mode 0600), and removing the pid file at exit.
 //!
 //! nginx keeps its master process root for this. Ringside's workers are
 //! threads of one process, and keeping that process privileged would put
 //! root into the request path; so the process that serves drops root
 //! entirely, and a forked child that never sees a request keeps it. It
-//! answers one kind of request on a socket pair, "open log N", for the
-//! paths named at start only (a compromised server cannot ask it to open
-//! anything else), and sends back the descriptor. When the server exits, or
+//! answers two kinds of request on a socket pair, "open log N" (append)
+//! and "open file N" (read only), for the paths named at start only (a
+//! compromised server cannot ask it to open anything else), and sends back
+//! the descriptor. When the server exits, or
 //! dies, its end of the pair closes; the keeper then removes the pid file
 //! if it still names the server, and exits.
 
@@ -23,22 +25,28 @@ use std::sync::{Mutex, OnceLock};
 struct Keeper {
     sock: Mutex<OwnedFd>,
     logs: Vec<PathBuf>,
+    reads: Vec<PathBuf>,
     pid: libc::pid_t,
 }
 
 static KEEPER: OnceLock<Keeper> = OnceLock::new();
 
 const OPEN: u8 = b'O';
+const READ: u8 = b'R';
 const EXIT: u8 = b'X';
 
 /// Forks the keeper. Must run before the process starts any thread: the
 /// child carries on single-threaded from here.
-pub fn spawn(logs: Vec<PathBuf>, pid_file: Option<PathBuf>) -> io::Result<()> {
-    let c_logs: Vec<CString> = logs
-        .iter()
-        .map(|p| CString::new(p.as_os_str().as_bytes()))
-        .collect::<Result<_, _>>()
-        .map_err(io::Error::other)?;
+pub fn spawn(logs: Vec<PathBuf>, reads: Vec<PathBuf>, pid_file: Option<PathBuf>) -> io::Result<()> {
+    if logs.len() > 255 || reads.len() > 255 {
+        return Err(io::Error::other("more than 255 files to keep open"));
+    }
+    let c_paths = |list: &[PathBuf]| -> io::Result<Vec<CString>> {
+        list.iter()
+            .map(|p| CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other))
+            .collect()
+    };
+    let (c_logs, c_reads) = (c_paths(&logs)?, c_paths(&reads)?);
     let mut fds = [0 as RawFd; 2];
     // SAFETY: socketpair fills the two descriptors on success.
     let r = unsafe {
@@ -61,13 +69,14 @@ pub fn spawn(logs: Vec<PathBuf>, pid_file: Option<PathBuf>) -> io::Result<()> {
         -1 => Err(io::Error::last_os_error()),
         0 => {
             drop(ours);
-            serve(theirs, &c_logs, pid_file.as_deref(), parent)
+            serve(theirs, &c_logs, &c_reads, pid_file.as_deref(), parent)
         }
         pid => {
             drop(theirs);
             let _ = KEEPER.set(Keeper {
                 sock: Mutex::new(ours),
                 logs,
+                reads,
                 pid,
             });
             tracing::info!(pid, "kept a root helper for log reopening and the pid file");
@@ -79,22 +88,46 @@ pub fn spawn(logs: Vec<PathBuf>, pid_file: Option<PathBuf>) -> io::Result<()> {
 /// Opens `path` for appending: through the keeper when it is one of the
 /// logs named at start, else here.
 pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
-    if let Some(k) = KEEPER.get() {
-        if let Some(i) = k.logs.iter().position(|p| p == path) {
-            let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
-            send(sock.as_raw_fd(), &[OPEN, i as u8], None)?;
-            let (errno, fd) = recv(sock.as_raw_fd())?;
-            return match (errno, fd) {
-                (0, Some(fd)) => Ok(std::fs::File::from(fd)),
-                (0, None) => Err(io::Error::other("the keeper sent no descriptor")),
-                (e, _) => Err(io::Error::from_raw_os_error(e)),
-            };
-        }
+    if let Some(file) = ask(OPEN, |k| &k.logs, path) {
+        return file;
     }
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
+}
+
+/// Reads `path` whole: through the keeper when it is one of the
+/// certificate, key or CA files named at start, else here.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    match ask(READ, |k| &k.reads, path) {
+        Some(file) => {
+            let mut out = Vec::new();
+            io::Read::read_to_end(&mut file?, &mut out)?;
+            Ok(out)
+        }
+        None => std::fs::read(path),
+    }
+}
+
+/// The keeper's answer for `path` in the list `list` picks, or `None` when
+/// there is no keeper or it does not keep that path.
+fn ask(
+    kind: u8,
+    list: impl Fn(&Keeper) -> &Vec<PathBuf>,
+    path: &Path,
+) -> Option<io::Result<std::fs::File>> {
+    let k = KEEPER.get()?;
+    let i = list(k).iter().position(|p| p == path)?;
+    let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
+    Some((|| {
+        send(sock.as_raw_fd(), &[kind, i as u8], None)?;
+        match recv(sock.as_raw_fd())? {
+            (0, Some(fd)) => Ok(std::fs::File::from(fd)),
+            (0, None) => Err(io::Error::other("the keeper sent no descriptor")),
+            (e, _) => Err(io::Error::from_raw_os_error(e)),
+        }
+    })())
 }
 
 /// At exit: has the keeper remove the pid file, and waits for it to end.
@@ -115,7 +148,13 @@ pub fn finish() -> bool {
 
 /// The keeper's life. Ends the process: nothing of the server's state may
 /// run here (no destructors, no atexit).
-fn serve(sock: OwnedFd, logs: &[CString], pid_file: Option<&Path>, parent: libc::pid_t) -> ! {
+fn serve(
+    sock: OwnedFd,
+    logs: &[CString],
+    reads: &[CString],
+    pid_file: Option<&Path>,
+    parent: libc::pid_t,
+) -> ! {
     let fd = sock.as_raw_fd();
     // SAFETY: prctl with a static NUL-terminated name.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"ringside-keep".as_ptr()) };
@@ -131,16 +170,15 @@ fn serve(sock: OwnedFd, logs: &[CString], pid_file: Option<&Path>, parent: libc:
             break;
         }
         match buf[0] {
-            OPEN if n >= 2 => {
-                let opened = logs.get(buf[1] as usize).map(|p| {
+            kind @ (OPEN | READ) if n >= 2 => {
+                let (list, flags) = if kind == OPEN {
+                    (logs, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT)
+                } else {
+                    (reads, libc::O_RDONLY)
+                };
+                let opened = list.get(buf[1] as usize).map(|p| {
                     // SAFETY: open with a NUL-terminated path.
-                    unsafe {
-                        libc::open(
-                            p.as_ptr(),
-                            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-                            0o640,
-                        )
-                    }
+                    unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC, 0o640) }
                 });
                 let reply = match opened {
                     Some(-1) => send(fd, &errno_bytes(last_errno()), None),

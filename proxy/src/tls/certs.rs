@@ -16,7 +16,6 @@
 //! on the loader and not the other way round.
 
 use std::fmt;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -81,7 +80,10 @@ fn pem_reason(e: &pem::Error) -> String {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {
-    fs::read(path).map_err(|e| format!("cannot read {}: {}", path.display(), io_reason(&e)))
+    // Through the keeper once privileges are dropped: a reload re-reads
+    // keys only root may read.
+    crate::privileges::keeper::read(path)
+        .map_err(|e| format!("cannot read {}: {}", path.display(), io_reason(&e)))
 }
 
 /// The certificates in a PEM file, in order; an error names the file.

@@ -135,7 +135,7 @@ fn roots_digest(cfg: &UpstreamConfig) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let t = cfg.tls().filter(|t| t.verify)?;
     let path = t.ca.clone().or_else(crate::tls::certs::system_bundle)?;
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::privileges::keeper::read(&path).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
     Some(h.finish())
