@@ -372,9 +372,14 @@ fn unit_has_what_operations_need() {
         "ProtectSystem=strict",
         "LogsDirectory=ringside",
         "RuntimeDirectory=ringside",
+        // What DynamicUser needs for the README's PHP and TLS examples,
+        // ready to uncomment.
+        "#SupplementaryGroups=www-data",
+        "#LoadCredential=privkey.pem:/etc/letsencrypt/live/",
     ] {
         assert!(unit.lines().any(|l| l.starts_with(line)), "no {line}");
     }
+    assert!(unit.contains("/run/credentials/ringside.service/privkey.pem"));
 }
 
 /// The one test that may pass without running: the issue asks for
@@ -401,14 +406,25 @@ fn systemd_analyze_verifies_the_unit_and_its_dropin() {
     let dropin = fs::read_to_string(installed.join("ringside.service.d/cpus.conf")).unwrap();
     write(&dir.0.join("ringside.service.d/cpus.conf"), &dropin);
 
+    verify_unit(&dir.0);
+    // And with the lines for php-fpm's socket and certbot's keys enabled.
+    let enabled = unit
+        .replace("\n#SupplementaryGroups=", "\nSupplementaryGroups=")
+        .replace("\n#LoadCredential=", "\nLoadCredential=");
+    assert_ne!(enabled, unit);
+    write(&dir.0.join("ringside.service"), &enabled);
+    verify_unit(&dir.0);
+}
+
+fn verify_unit(dir: &Path) {
     let out = Command::new("systemd-analyze")
         .arg("verify")
-        .arg(dir.0.join("ringside.service"))
+        .arg(dir.join("ringside.service"))
         .output()
         .unwrap();
     // verify exits 0 on unknown keys and unparsable values, and only says so.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let dir_name = dir.0.display().to_string();
+    let dir_name = dir.display().to_string();
     assert!(
         out.status.success() && !stderr.lines().any(|l| l.contains(&dir_name)),
         "{}",
