@@ -2,7 +2,8 @@
 # Runs the whole test suite on a fresh Debian machine as root: installs what
 # the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
-# slowhttptest for the slow-client test),
+# slowhttptest for the slow-client test; kubernetes-validate, in a venv
+# under /opt/ringside-test, for the Kubernetes manifests),
 # then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
 set -euo pipefail
@@ -26,6 +27,11 @@ command -v shellcheck >/dev/null || need+=(shellcheck)
 command -v slowhttptest >/dev/null || need+=(slowhttptest)
 # The metrics test parses /metrics with Prometheus's own Python client.
 /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
+# The Kubernetes manifests are validated with kubernetes-validate (PyPI),
+# in a venv of its own: Debian's Python refuses pip installs (PEP 668).
+/usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# The cgroup quota test runs ringside in a mount namespace of its own.
+command -v unshare >/dev/null || need+=(util-linux)
 # php-fpm, the FastCGI peer: any version will do (Debian bookworm's is
 # php8.2-fpm, /usr/sbin/php-fpm8.2; the php-fpm package depends on it).
 if ! compgen -G '/usr/sbin/php-fpm*' >/dev/null && ! compgen -c php-fpm >/dev/null; then
@@ -54,6 +60,16 @@ if [ ${#need[@]} -gt 0 ]; then
         svc="php$(basename "$fpm" | sed 's/^php-fpm//')-fpm"
         systemctl stop "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
     done
+fi
+
+venv=/opt/ringside-test/venv
+if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: missing $venv/bin/kubernetes-validate; run as root or install it" >&2
+        exit 1
+    fi
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q kubernetes-validate
 fi
 
 cargo test --workspace --all-targets "$@"

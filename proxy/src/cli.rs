@@ -85,7 +85,8 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub listen: Vec<String>,
 
-    /// Number of workers, or "auto" for one per CPU.
+    /// Number of workers, or "auto" for one per CPU (no more than the
+    /// cgroup CPU quota pays for).
     #[arg(long, value_name = "N|auto")]
     pub workers: Option<String>,
 

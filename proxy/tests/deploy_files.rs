@@ -3,7 +3,10 @@
 //! run, and a second run that finds everything in place);
 //! `systemd-analyze verify` on the unit with install.sh's drop-in; the
 //! sysctl file's comments; `ringside check` on the Kubernetes ConfigMap's
-//! config and on the example config install.sh installs.
+//! config and on the example config install.sh installs; the Kubernetes
+//! manifests against the API schemas of two Kubernetes versions
+//! (kubernetes-validate, strict), the seccomp profile's system calls, the
+//! drain's timing, the admin port's exposure, and the image build file.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -369,9 +372,14 @@ fn unit_has_what_operations_need() {
         "ProtectSystem=strict",
         "LogsDirectory=ringside",
         "RuntimeDirectory=ringside",
+        // What DynamicUser needs for the README's PHP and TLS examples,
+        // ready to uncomment.
+        "#SupplementaryGroups=www-data",
+        "#LoadCredential=privkey.pem:/etc/letsencrypt/live/",
     ] {
         assert!(unit.lines().any(|l| l.starts_with(line)), "no {line}");
     }
+    assert!(unit.contains("/run/credentials/ringside.service/privkey.pem"));
 }
 
 /// The one test that may pass without running: the issue asks for
@@ -398,14 +406,25 @@ fn systemd_analyze_verifies_the_unit_and_its_dropin() {
     let dropin = fs::read_to_string(installed.join("ringside.service.d/cpus.conf")).unwrap();
     write(&dir.0.join("ringside.service.d/cpus.conf"), &dropin);
 
+    verify_unit(&dir.0);
+    // And with the lines for php-fpm's socket and certbot's keys enabled.
+    let enabled = unit
+        .replace("\n#SupplementaryGroups=", "\nSupplementaryGroups=")
+        .replace("\n#LoadCredential=", "\nLoadCredential=");
+    assert_ne!(enabled, unit);
+    write(&dir.0.join("ringside.service"), &enabled);
+    verify_unit(&dir.0);
+}
+
+fn verify_unit(dir: &Path) {
     let out = Command::new("systemd-analyze")
         .arg("verify")
-        .arg(dir.0.join("ringside.service"))
+        .arg(dir.join("ringside.service"))
         .output()
         .unwrap();
     // verify exits 0 on unknown keys and unparsable values, and only says so.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let dir_name = dir.0.display().to_string();
+    let dir_name = dir.display().to_string();
     assert!(
         out.status.success() && !stderr.lines().any(|l| l.contains(&dir_name)),
         "{}",
@@ -511,4 +530,541 @@ fn example_config_passes_check() {
     let file = dir.0.join("ringside.toml");
     write(&file, &toml);
     check(&file);
+}
+
+/// Where scripts/test.sh installs kubernetes-validate (and PyYAML with it).
+const VENV: &str = "/opt/ringside-test/venv";
+
+fn venv_bin(name: &str) -> PathBuf {
+    let bin = Path::new(VENV).join("bin").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: scripts/test.sh installs kubernetes-validate in {VENV}",
+        bin.display()
+    );
+    bin
+}
+
+fn k8s() -> PathBuf {
+    repo().join("deploy/k8s")
+}
+
+/// Every manifest kustomization.yaml applies, which must be every YAML file
+/// beside it.
+fn manifests() -> Vec<String> {
+    let mut files: Vec<String> = fs::read_dir(k8s())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
+        .collect();
+    files.sort();
+    let kust = yaml(&k8s().join("kustomization.yaml"));
+    let mut listed: Vec<String> = kust[0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, files, "kustomization.yaml's resources");
+    files
+}
+
+/// The documents of a YAML file, read by PyYAML (from the venv).
+fn yaml(file: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new(venv_bin("python3"))
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn k8s_doc(file: &str) -> serde_json::Value {
+    let mut docs = yaml(&k8s().join(file));
+    assert_eq!(docs.len(), 1, "{file}");
+    docs.remove(0)
+}
+
+/// The oldest version with the preStop sleep action, and the newest that
+/// the installed kubernetes-validate bundles.
+const KUBERNETES: [&str; 2] = ["1.30", "1.37"];
+
+#[test]
+fn k8s_manifests_validate_strictly() {
+    let files = manifests();
+    for version in KUBERNETES {
+        let out = Command::new(venv_bin("kubernetes-validate"))
+            .args(["--strict", "--kubernetes-version", version])
+            .args(&files)
+            .current_dir(k8s())
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert!(out.status.success(), "Kubernetes {version}: {all}");
+        // A kind it has no schema for is only a warning.
+        assert!(
+            !all.contains("WARN") && !all.contains("ERROR"),
+            "Kubernetes {version}: {all}"
+        );
+        for f in &files {
+            assert!(
+                all.lines()
+                    .any(|l| l.contains(&format!("{f} passed")) && l.ends_with(version)),
+                "{f} not validated against {version}: {all}"
+            );
+        }
+    }
+}
+
+#[test]
+fn k8s_validator_rejects_an_unknown_field() {
+    // That the validation above can fail: strict mode on a field 1.28
+    // does not have (the sleep action) and on a misspelt one.
+    let dir = TempDir::new("k8s-bad");
+    let daemonset = fs::read_to_string(k8s().join("daemonset.yaml")).unwrap();
+    let bad = daemonset.replace("hostPort: 80", "hostPort: 80\n              hostPorts: 80");
+    assert_ne!(bad, daemonset);
+    write(&dir.0.join("bad.yaml"), &bad);
+    write(&dir.0.join("daemonset.yaml"), &daemonset);
+    for (file, version) in [("bad.yaml", "1.37"), ("daemonset.yaml", "1.28")] {
+        let out = Command::new(venv_bin("kubernetes-validate"))
+            .args(["--strict", "--kubernetes-version", version, file])
+            .current_dir(&dir.0)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{file} {version}: {}", text(&out));
+    }
+}
+
+/// The configuration in the ConfigMap, parsed.
+fn configmap_config() -> toml::Table {
+    let yaml = fs::read_to_string(k8s().join("configmap.yaml")).unwrap();
+    configmap_toml(&yaml).parse().unwrap()
+}
+
+fn seconds(duration: &str) -> u64 {
+    duration
+        .strip_suffix('s')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("expected whole seconds like \"30s\", got {duration:?}"))
+}
+
+/// After shutdown_grace, the workers close what is left and wait up to 1 s
+/// (runtime/src/worker.rs) before the process exits.
+const HARD_CLOSE_S: u64 = 1;
+
+#[test]
+fn k8s_prestop_and_drain_fit_the_grace_period() {
+    let ds = k8s_doc("daemonset.yaml");
+    let pod = &ds["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_u64()
+        .expect("a preStop sleep action");
+    let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+    let cfg = configmap_config();
+    let shutdown = seconds(cfg["timeouts"]["shutdown_grace"].as_str().unwrap());
+    assert!(pre_stop > 0);
+    assert!(
+        pre_stop + shutdown + HARD_CLOSE_S < grace,
+        "preStop {pre_stop} s + shutdown_grace {shutdown} s + {HARD_CLOSE_S} s \
+         must end before terminationGracePeriodSeconds {grace} s"
+    );
+    // The quota is what workers = "auto" counts: a Guaranteed pod with
+    // whole CPUs, the same in requests and limits.
+    assert_eq!(cfg["runtime"]["workers"].as_str(), Some("auto"));
+    let res = &container["resources"];
+    assert_eq!(res["requests"], res["limits"]);
+    let cpu = res["limits"]["cpu"].as_str().unwrap();
+    assert!(cpu.parse::<u32>().is_ok(), "whole CPUs, got {cpu:?}");
+    // The profile in seccomp/ as the kubelet finds it once installed.
+    let sc = &container["securityContext"]["seccompProfile"];
+    assert_eq!(sc["type"], "Localhost");
+    assert_eq!(sc["localhostProfile"], "profiles/ringside.json");
+    assert!(k8s().join("seccomp/ringside.json").is_file());
+    let readme = fs::read_to_string(k8s().join("README.md")).unwrap();
+    assert!(
+        readme.contains("/var/lib/kubelet/seccomp/profiles/ringside.json"),
+        "README.md does not say where the profile goes on the node"
+    );
+}
+
+#[test]
+fn k8s_admin_port_is_scraped_and_fenced() {
+    let cfg = configmap_config();
+    let admin = cfg["admin"]["listen"].as_str().unwrap();
+    assert_eq!(admin, "0.0.0.0:9180");
+    let ds = k8s_doc("daemonset.yaml");
+    let container = &ds["spec"]["template"]["spec"]["containers"][0];
+    let port = |name: &str| {
+        container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no container port {name}"))["containerPort"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(port("admin"), 9180);
+    assert_eq!(port("http"), 8080);
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(container[probe]["httpGet"]["port"], "admin", "{probe}");
+    }
+
+    let svc = k8s_doc("metrics-service.yaml");
+    let pod_meta = &ds["spec"]["template"]["metadata"];
+    for annotations in [&svc["metadata"]["annotations"], &pod_meta["annotations"]] {
+        assert_eq!(annotations["prometheus.io/scrape"], "true");
+        assert_eq!(annotations["prometheus.io/port"], "9180");
+        assert_eq!(annotations["prometheus.io/path"], "/metrics");
+    }
+    assert_eq!(svc["spec"]["selector"], pod_meta["labels"]);
+    assert_eq!(svc["spec"]["ports"][0]["name"], "admin");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 9180);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "admin");
+
+    let np = k8s_doc("networkpolicy.yaml");
+    assert_eq!(np["spec"]["podSelector"]["matchLabels"], pod_meta["labels"]);
+    assert_eq!(np["spec"]["policyTypes"], serde_json::json!(["Ingress"]));
+    let rules = np["spec"]["ingress"].as_array().unwrap();
+    let ports_of = |rule: &serde_json::Value| -> Vec<String> {
+        rule["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["port"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The admin port only from the monitoring namespace; http from anywhere.
+    for rule in rules {
+        let ports = ports_of(rule);
+        if ports.contains(&"admin".to_string()) {
+            assert_eq!(ports, ["admin"]);
+            assert_eq!(
+                rule["from"],
+                serde_json::json!([{"namespaceSelector": {"matchLabels":
+                    {"kubernetes.io/metadata.name": "monitoring"}}}])
+            );
+        } else {
+            assert_eq!(ports, ["http"]);
+            assert!(rule.get("from").is_none(), "{rule}");
+        }
+    }
+    assert!(rules.iter().any(|r| ports_of(r) == ["admin"]));
+    assert!(rules.iter().any(|r| ports_of(r) == ["http"]));
+}
+
+/// What the profile does with one system call on x86_64, for a container
+/// without capabilities: the actions of the rules that name it, with
+/// their argument conditions (empty: unconditional).
+fn seccomp_rules<'a>(
+    profile: &'a serde_json::Value,
+    name: &str,
+) -> Vec<(&'a str, &'a [serde_json::Value])> {
+    let mut rules = Vec::new();
+    for group in profile["syscalls"].as_array().unwrap() {
+        if !group["names"].as_array().unwrap().iter().any(|n| n == name) {
+            continue;
+        }
+        // Rules for other architectures or for capabilities never apply
+        // to this pod.
+        let includes = &group["includes"];
+        if includes.get("caps").is_some()
+            || includes
+                .get("arches")
+                .is_some_and(|a| !a.as_array().unwrap().iter().any(|a| a == "amd64"))
+        {
+            continue;
+        }
+        let excluded = group["excludes"]["arches"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a == "amd64"));
+        if excluded {
+            continue;
+        }
+        let args = group["args"].as_array().map_or(&[][..], |a| a.as_slice());
+        rules.push((group["action"].as_str().unwrap(), args));
+    }
+    rules
+}
+
+/// Whether `name` called with first argument `arg0` is allowed.
+fn seccomp_allows(profile: &serde_json::Value, name: &str, arg0: u64) -> bool {
+    seccomp_rules(profile, name).iter().any(|(action, args)| {
+        *action == "SCMP_ACT_ALLOW"
+            && args.iter().all(|a| {
+                assert_eq!(a["index"], 0, "{name}: only first-argument rules expected");
+                let v = a["value"].as_u64().unwrap();
+                match a["op"].as_str().unwrap() {
+                    "SCMP_CMP_EQ" => arg0 == v,
+                    "SCMP_CMP_NE" => arg0 != v,
+                    "SCMP_CMP_LT" => arg0 < v,
+                    "SCMP_CMP_GT" => arg0 > v,
+                    "SCMP_CMP_MASKED_EQ" => arg0 & v == a["valueTwo"].as_u64().unwrap_or(0),
+                    op => panic!("{name}: unexpected op {op}"),
+                }
+            })
+    })
+}
+
+#[test]
+fn seccomp_profile_allows_io_uring_and_what_ringside_needs() {
+    let file = k8s().join("seccomp/ringside.json");
+    let profile: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    // Deny by default, as the runtime default does.
+    assert_eq!(profile["defaultAction"], "SCMP_ACT_ERRNO");
+    assert_eq!(profile["defaultErrnoRet"], 1);
+    let arches: Vec<&str> = profile["archMap"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["architecture"].as_str().unwrap())
+        .collect();
+    for arch in ["SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"] {
+        assert!(arches.contains(&arch), "no {arch} in archMap");
+    }
+    for call in ["io_uring_setup", "io_uring_enter", "io_uring_register"] {
+        assert_eq!(
+            seccomp_rules(&profile, call),
+            [("SCMP_ACT_ALLOW", &[][..])],
+            "{call}"
+        );
+    }
+    // What ringside calls itself, on either backend: the io_uring calls
+    // above, and epoll's, sockets, files, sendfile and splice, threads
+    // pinned to CPUs, signals, timers, privileges dropped at start.
+    for call in [
+        "epoll_create1",
+        "epoll_ctl",
+        "epoll_wait",
+        "epoll_pwait",
+        "eventfd2",
+        "accept4",
+        "bind",
+        "listen",
+        "connect",
+        "getsockopt",
+        "setsockopt",
+        "getsockname",
+        "getpeername",
+        "shutdown",
+        "socketpair",
+        "recvfrom",
+        "sendto",
+        "recvmsg",
+        "sendmsg",
+        "read",
+        "write",
+        "readv",
+        "writev",
+        "close",
+        "openat",
+        "openat2",
+        "statx",
+        "newfstatat",
+        "fstat",
+        "getdents64",
+        "sendfile",
+        "splice",
+        "pipe2",
+        "fcntl",
+        "ioctl",
+        "mmap",
+        "munmap",
+        "mprotect",
+        "madvise",
+        "brk",
+        "futex",
+        "sched_getaffinity",
+        "sched_setaffinity",
+        "sched_yield",
+        "prctl",
+        "rt_sigaction",
+        "rt_sigprocmask",
+        "rt_sigtimedwait",
+        "sigaltstack",
+        "clock_gettime",
+        "clock_nanosleep",
+        "timerfd_create",
+        "timerfd_settime",
+        "getrandom",
+        "prlimit64",
+        "setrlimit",
+        "setgroups",
+        "setresuid",
+        "setresgid",
+        "getpid",
+        "gettid",
+        "tgkill",
+        "kill",
+        "set_robust_list",
+        "rseq",
+        "exit",
+        "exit_group",
+        "execve",
+        "uname",
+    ] {
+        assert!(
+            seccomp_allows(&profile, call, 0),
+            "{call} is not allowed unconditionally"
+        );
+        assert_eq!(
+            seccomp_rules(&profile, call).len(),
+            1,
+            "{call}: one unconditional rule"
+        );
+    }
+    // socket(2) for the families ringside opens, as in the default (which
+    // refuses AF_ALG and AF_VSOCK).
+    for (family, name) in [
+        (1, "AF_UNIX"),
+        (2, "AF_INET"),
+        (10, "AF_INET6"),
+        (16, "AF_NETLINK"),
+    ] {
+        assert!(seccomp_allows(&profile, "socket", family), "socket({name})");
+    }
+    assert!(!seccomp_allows(&profile, "socket", 40), "socket(AF_VSOCK)");
+    // Threads: clone without namespace flags (what pthread_create passes);
+    // clone3, whose flags seccomp cannot see, answers ENOSYS as in the
+    // default, so glibc falls back to clone.
+    let thread_flags = (libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_FILES
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM
+        | libc::CLONE_SETTLS
+        | libc::CLONE_PARENT_SETTID
+        | libc::CLONE_CHILD_CLEARTID) as u64;
+    assert!(seccomp_allows(&profile, "clone", thread_flags));
+    assert!(!seccomp_allows(
+        &profile,
+        "clone",
+        thread_flags | libc::CLONE_NEWNET as u64
+    ));
+    let clone3 = profile["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["names"].as_array().unwrap().iter().any(|n| n == "clone3"))
+        .expect("a rule for clone3");
+    assert_eq!(clone3["action"], "SCMP_ACT_ERRNO");
+    assert_eq!(clone3["errnoRet"], libc::ENOSYS);
+    // And not more than the default for a container without capabilities:
+    // none of what the default grants only with a capability, or never.
+    for call in [
+        "mount",
+        "umount2",
+        "unshare",
+        "setns",
+        "bpf",
+        "perf_event_open",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "kexec_load",
+        "reboot",
+        "swapon",
+        "chroot",
+        "pivot_root",
+        "open_by_handle_at",
+        "add_key",
+        "keyctl",
+        "request_key",
+        "userfaultfd",
+        "acct",
+        "settimeofday",
+        "clock_settime",
+        "iopl",
+        "ioperm",
+        "kcmp",
+        "process_madvise",
+        "pidfd_getfd",
+        "syslog",
+        "quotactl",
+        "nfsservctl",
+        "lookup_dcookie",
+        "fsopen",
+        "open_tree",
+        "move_mount",
+    ] {
+        assert!(!seccomp_allows(&profile, call, 0), "{call} is allowed");
+    }
+}
+
+#[test]
+fn containerfile_builds_this_repo() {
+    let file = fs::read_to_string(k8s().join("Containerfile")).unwrap();
+    let lines: Vec<&str> = file
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let froms: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("FROM "))
+        .collect();
+    assert_eq!(froms.len(), 2, "{froms:?}");
+    assert!(froms[0].contains("rust:") && froms[0].ends_with(" AS build"));
+    assert!(
+        froms[1].contains("gcr.io/distroless/cc-debian12:nonroot"),
+        "{froms:?}"
+    );
+    // The build stage gets every workspace member and the patched crates.
+    let cargo: toml::Table = fs::read_to_string(repo().join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut need: Vec<String> = cargo["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    for patched in cargo["patch"]["crates-io"].as_table().unwrap().values() {
+        let path = patched["path"].as_str().unwrap();
+        need.push(path.split('/').next().unwrap().to_string());
+    }
+    need.extend(["Cargo.toml".into(), "Cargo.lock".into()]);
+    let mut copied = Vec::new();
+    for l in lines.iter().filter(|l| l.starts_with("COPY ")) {
+        let words: Vec<&str> = l.split_whitespace().skip(1).collect();
+        if words[0].starts_with("--from=") {
+            continue;
+        }
+        for src in &words[..words.len() - 1] {
+            assert!(repo().join(src).exists(), "COPY {src}: not in the repo");
+            copied.push(src.to_string());
+        }
+    }
+    for n in &need {
+        assert!(copied.contains(n), "the build stage does not COPY {n}");
+    }
+    // The package and binary are the ones proxy/Cargo.toml defines.
+    let proxy: toml::Table = fs::read_to_string(repo().join("proxy/Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(proxy["package"]["name"].as_str(), Some("ringside"));
+    assert_eq!(proxy["bin"][0]["name"].as_str(), Some("ringside"));
+    assert!(file.contains("cargo build --release --locked -p ringside --bin ringside"));
+    assert!(file.contains("target/release/ringside /out/ringside"));
+    assert!(lines.contains(&"COPY --from=build /out/ringside /usr/local/bin/ringside"));
+    assert!(lines.contains(&"USER 65532:65532"));
+    // What daemonset.yaml runs is what the image has.
+    let ds = k8s_doc("daemonset.yaml");
+    let container = &ds["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"][0], "/usr/local/bin/ringside");
+    assert_eq!(container["securityContext"]["runAsUser"], 65532);
+    let ignore = fs::read_to_string(repo().join(".dockerignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "target"), "{ignore}");
 }

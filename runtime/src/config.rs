@@ -51,7 +51,8 @@ pub struct ConnConfig {
 /// How many workers to start: one per core by default.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Workers {
-    /// One worker per CPU the process may run on.
+    /// One worker per CPU the process may run on, or fewer where its
+    /// cgroup's CPU quota pays for fewer (see `worker::place`).
     Auto,
     Count(usize),
 }
@@ -61,7 +62,9 @@ pub enum Workers {
 pub enum Affinity {
     /// No pinning: the scheduler decides.
     Off,
-    /// Worker `i` is pinned to the `i`-th CPU the process may run on.
+    /// Worker `i` is pinned to the `i`-th CPU the process may run on;
+    /// none is pinned where a cgroup CPU quota is worth fewer CPUs than
+    /// that (the CPUs are then shared with others).
     Auto,
     /// Worker `i` is pinned to `cpus[i % cpus.len()]`.
     Cpus(Vec<usize>),

@@ -51,6 +51,7 @@ compile_error!(
 
 pub mod backend;
 pub mod capacity;
+pub mod cgroup;
 pub mod coalesce;
 pub mod config;
 pub mod conns;

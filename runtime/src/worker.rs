@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::backend::{self, Backend, BackendError};
+use crate::cgroup::Quota;
 use crate::config::{Affinity, ConnConfig, RuntimeConfig, ServerConfig, Workers};
 use crate::conns;
 pub use crate::context::WorkerContext;
@@ -86,14 +87,49 @@ pub fn available_cpus() -> Vec<usize> {
 }
 
 fn placement(rt: &RuntimeConfig) -> Result<(usize, Vec<Option<usize>>), StartError> {
-    let cpus = available_cpus();
-    let n = match rt.workers {
-        Workers::Auto => cpus.len().max(1),
-        Workers::Count(n) => n.max(1),
+    let p = place(rt, &available_cpus(), crate::cgroup::cpu_quota())?;
+    if let Some(why) = p.why {
+        tracing::info!("{why}");
+    }
+    Ok((p.n, p.pins))
+}
+
+/// What [`place`] decided.
+#[derive(Debug, PartialEq, Eq)]
+struct Placement {
+    n: usize,
+    pins: Vec<Option<usize>>,
+    why: Option<String>,
+}
+
+/// How many workers, each pinned where, for the CPUs `cpus` this process
+/// may run on and its cgroup's CPU `quota`; and, when the quota changed
+/// that, why (said once at start).
+///
+/// A quota worth fewer CPUs than the affinity mask holds (a Kubernetes CPU
+/// limit without the static CPU manager, `docker run --cpus`) caps
+/// `workers = "auto"`: more workers than the quota pays for only take turns
+/// being throttled. Such workers are not pinned either: the mask's CPUs are
+/// shared with other containers, and which of them the quota is spent on
+/// is the kernel's choice, not ours. Where the mask is no larger than the
+/// quota (the static CPU manager's exclusive cores), it pins as before.
+fn place(
+    rt: &RuntimeConfig,
+    cpus: &[usize],
+    quota: Option<Quota>,
+) -> Result<Placement, StartError> {
+    let limit = quota
+        .filter(|q| q.cpus() < cpus.len())
+        .map(|q| (q, q.cpus()));
+    let n = match (&rt.workers, limit) {
+        (Workers::Auto, Some((_, q))) => q,
+        (Workers::Auto, None) => cpus.len().max(1),
+        (Workers::Count(n), _) => (*n).max(1),
     };
+    let unpinned = limit.is_some() && rt.affinity == Affinity::Auto;
     let pins = match &rt.affinity {
         Affinity::Off => vec![None; n],
-        Affinity::Auto if cpus.is_empty() => vec![None; n],
+        Affinity::Auto if cpus.is_empty() || unpinned => vec![None; n],
         Affinity::Auto => (0..n).map(|i| Some(cpus[i % cpus.len()])).collect(),
         Affinity::Cpus(list) => {
             if let Some(&bad) = list.iter().find(|c| !cpus.contains(c)) {
@@ -102,7 +138,25 @@ fn placement(rt: &RuntimeConfig) -> Result<(usize, Vec<Option<usize>>), StartErr
             (0..n).map(|i| Some(list[i % list.len()])).collect()
         }
     };
-    Ok((n, pins))
+    let why = limit
+        .filter(|_| rt.workers == Workers::Auto || unpinned)
+        .map(|(quota, q)| {
+            let mut what = Vec::new();
+            if rt.workers == Workers::Auto {
+                what.push(format!("workers {n}"));
+            }
+            if unpinned {
+                what.push("not pinned (those CPUs are shared; the kernel places the quota)".into());
+            }
+            format!(
+                "cgroup CPU quota {}/{} us = {q} CPU (rounded up), below the {} CPUs this process may run on: {}",
+                quota.quota,
+                quota.period,
+                cpus.len(),
+                what.join(", ")
+            )
+        });
+    Ok(Placement { n, pins, why })
 }
 
 /// Binds every listener (so port 0 resolves once and errors come back before
@@ -515,5 +569,95 @@ fn run_engine<Fut: std::future::Future<Output = ()>>(
         }
         #[allow(unreachable_patterns)]
         other => Err(io::Error::other(format!("backend {other} is not built in"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(workers: Workers, affinity: Affinity) -> RuntimeConfig {
+        RuntimeConfig {
+            workers,
+            affinity,
+            ..RuntimeConfig::default()
+        }
+    }
+
+    fn cpus(quota: u64) -> Option<Quota> {
+        Some(Quota {
+            quota: quota * 100_000,
+            period: 100_000,
+        })
+    }
+
+    const ALL: [usize; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+
+    #[test]
+    fn no_quota_one_pinned_worker_per_cpu() {
+        let Placement { n, pins, why } =
+            place(&rt(Workers::Auto, Affinity::Auto), &ALL, None).unwrap();
+        assert_eq!(n, 8);
+        assert_eq!(pins, ALL.map(Some).to_vec());
+        assert_eq!(why, None);
+    }
+
+    #[test]
+    fn quota_below_the_cpuset_caps_auto_and_unpins() {
+        // A 4-CPU limit on an 8-CPU node without the static CPU manager.
+        let Placement { n, pins, why } =
+            place(&rt(Workers::Auto, Affinity::Auto), &ALL, cpus(4)).unwrap();
+        assert_eq!(n, 4);
+        assert_eq!(pins, vec![None; 4]);
+        let why = why.unwrap();
+        assert!(
+            why.contains("400000/100000 us = 4 CPU (rounded up), below the 8 CPUs"),
+            "{why}"
+        );
+        assert!(why.contains("workers 4, not pinned"), "{why}");
+        // 1.5 CPUs: two workers.
+        let half = Some(Quota {
+            quota: 150_000,
+            period: 100_000,
+        });
+        let Placement { n, .. } = place(&rt(Workers::Auto, Affinity::Auto), &ALL, half).unwrap();
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn quota_equal_to_the_cpuset_pins() {
+        // The static CPU manager: 4 exclusive CPUs and a 4-CPU quota.
+        let set = [2, 3, 6, 7];
+        let Placement { n, pins, why } =
+            place(&rt(Workers::Auto, Affinity::Auto), &set, cpus(4)).unwrap();
+        assert_eq!(n, 4);
+        assert_eq!(pins, set.map(Some).to_vec());
+        assert_eq!(why, None);
+        // A quota above the set changes nothing either.
+        let Placement { n, why, .. } =
+            place(&rt(Workers::Auto, Affinity::Auto), &set, cpus(16)).unwrap();
+        assert_eq!((n, why), (4, None));
+    }
+
+    #[test]
+    fn explicit_settings_under_a_quota() {
+        // A count is kept; pinning is still dropped, as the CPUs are shared.
+        let Placement { n, pins, why } =
+            place(&rt(Workers::Count(6), Affinity::Auto), &ALL, cpus(2)).unwrap();
+        assert_eq!((n, pins), (6, vec![None; 6]));
+        assert!(!why.as_deref().unwrap().contains("workers"));
+        // An explicit CPU list is the operator's choice.
+        let list = Affinity::Cpus(vec![1, 3]);
+        let Placement { n, pins, why } = place(&rt(Workers::Auto, list), &ALL, cpus(2)).unwrap();
+        assert_eq!((n, pins), (2, vec![Some(1), Some(3)]));
+        assert!(why.as_deref().unwrap().contains("workers 2"));
+        // Pinning off: only the count changes.
+        let Placement { n, pins, why } =
+            place(&rt(Workers::Auto, Affinity::Off), &ALL, cpus(3)).unwrap();
+        assert_eq!((n, pins), (3, vec![None; 3]));
+        assert!(!why.unwrap().contains("pinned"));
+        let Placement { why, .. } =
+            place(&rt(Workers::Count(2), Affinity::Off), &ALL, cpus(3)).unwrap();
+        assert_eq!(why, None);
     }
 }

@@ -4,6 +4,10 @@
 //! `Cpus_allowed_list` line of `/proc/self/status` (so it honours `taskset`
 //! and container cpusets, and needs no libc call). Elsewhere, or when that
 //! file cannot be read, it is `0..std::thread::available_parallelism()`.
+//!
+//! A cgroup CPU quota does not narrow this list (the CPUs stay allowed, only
+//! their time is rationed); the runtime counts it when it starts `workers =
+//! "auto"` (`ringside_runtime::cgroup`).
 
 use std::thread;
 
