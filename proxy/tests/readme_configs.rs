@@ -1,0 +1,164 @@
+//! Every ```toml block of README.md through `ringside check`, as a user
+//! would paste it: each passes (warnings allowed: the README's upstream
+//! names do not resolve here), and each with a misspelt key fails at the
+//! file, line and key of that key.
+//!
+//! The host paths the blocks name (/srv, /var/log/ringside, /run/...) are
+//! moved into a temporary directory, and the certificates they name are
+//! made by the test. Each check runs in a network namespace of its own.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::pki::Ca;
+use common::TempDir;
+
+/// (README line of the block's first line, its text).
+fn blocks() -> Vec<(usize, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        match &mut current {
+            None if line.trim_start() == "```toml" => current = Some((i + 2, String::new())),
+            None => {}
+            Some(_) if line.trim_start() == "```" => out.push(current.take().unwrap()),
+            Some((_, block)) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Host paths the README uses, each moved beneath `d`.
+const HOST_DIRS: [&str; 6] = [
+    "/srv/assets",
+    "/srv/www",
+    "/srv",
+    "/var/log/ringside",
+    "/run/ringside",
+    "/run/php",
+];
+
+fn localize(block: &str, d: &Path) -> String {
+    let mut text = block.to_owned();
+    for dir in HOST_DIRS {
+        text = text.replace(&format!("\"{dir}"), &format!("\"{}{dir}", d.display()));
+    }
+    text
+}
+
+/// The directory a block runs in: the host directories, and every
+/// certificate the README's TLS block names.
+fn fixture() -> TempDir {
+    let dir = TempDir::new("readme");
+    for d in HOST_DIRS {
+        std::fs::create_dir_all(dir.path().join(&d[1..])).unwrap();
+    }
+    let certs = TempDir(dir.path().join("certs"));
+    std::fs::create_dir_all(&certs.0).unwrap();
+    let ca = Ca::new("readme CA");
+    ca.leaf(&certs, "site", "site", &["localhost"]);
+    ca.leaf(
+        &certs,
+        "example",
+        "example",
+        &["example.com", "*.example.com"],
+    );
+    certs.write("internal-ca.pem", ca.pem().as_bytes());
+    // The parent removes it.
+    std::mem::forget(certs);
+    dir
+}
+
+fn check(file: &Path) -> Output {
+    common::isolated()
+        .arg("check")
+        .arg(file)
+        .output()
+        .expect("unshare (util-linux) and ip (iproute2)")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {
+    dir.write(name, text.as_bytes())
+}
+
+#[test]
+fn every_readme_config_block_passes_check() {
+    let all = blocks();
+    assert!(all.len() >= 6, "found {} toml blocks", all.len());
+    for (line, block) in all {
+        let dir = fixture();
+        let file = write(&dir, "ringside.toml", &localize(&block, dir.path()));
+        let out = check(&file);
+        assert!(
+            out.status.success(),
+            "README.md line {line}: the block fails check:\n{block}\n{}",
+            text(&out)
+        );
+        // Nothing it names is missing here; what it may warn about is
+        // names that do not resolve without a network, and sockets.
+        for l in String::from_utf8_lossy(&out.stderr).lines() {
+            let ok = !l.contains("warning")
+                || l.contains("cannot resolve")
+                || l.contains("no socket at");
+            assert!(ok, "README.md line {line}: unexpected warning {l}");
+        }
+    }
+}
+
+#[test]
+fn every_readme_config_block_with_a_misspelt_key_fails_at_its_line() {
+    for (line, block) in blocks() {
+        let dir = fixture();
+        // After the block's first table header, a key no table has.
+        let lines: Vec<&str> = block.lines().collect();
+        let header = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with('['))
+            .unwrap_or_else(|| panic!("README.md line {line}: no table in the block"));
+        let table = lines[header]
+            .trim()
+            .split('#')
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned();
+        let mut broken: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        broken.insert(header + 1, "bogus_key = 1".into());
+        let file = write(
+            &dir,
+            "broken.toml",
+            &localize(&(broken.join("\n") + "\n"), dir.path()),
+        );
+        let out = check(&file);
+        assert!(
+            !out.status.success(),
+            "README.md line {line}: {}",
+            text(&out)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        let want = format!(
+            "broken.toml:{}:1: {table} bogus_key: unknown key",
+            header + 2
+        );
+        assert!(
+            err.contains(&want),
+            "README.md line {line}: want {want:?} in\n{err}"
+        );
+    }
+}
