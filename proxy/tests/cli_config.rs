@@ -49,6 +49,35 @@ fn check_prints_the_effective_config() {
         .success());
 }
 
+/// An alias route comes out of `check` as an alias, its directory made
+/// absolute, and reads back the same.
+#[test]
+fn check_prints_alias_routes() {
+    let dir = TempDir::new("check-alias");
+    dir.write("srv/assets/a.css", b"a");
+    let file = dir.write(
+        "ringside.toml",
+        b"[[route]]\nprefix = \"/assets/\"\nalias = \"srv/assets\"\nlisting = true\n",
+    );
+    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let assets = std::fs::canonicalize(dir.path().join("srv/assets")).unwrap();
+    let want = format!(
+        "[[route]]\nprefix = \"/assets/\"\nalias = {:?}\nlisting = true\n",
+        assets.to_str().unwrap()
+    );
+    assert!(text.contains(&want), "want {want:?} in\n{text}");
+    let again = dir.write("effective.toml", text.as_bytes());
+    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+}
+
 #[test]
 fn check_prints_upstreams_and_proxy_routes() {
     let dir = TempDir::new("check-proxy");

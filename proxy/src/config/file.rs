@@ -133,6 +133,9 @@ pub struct RouteSection {
     pub prefix: Spanned<String>,
     // Static routes only.
     pub root: Option<Spanned<String>>,
+    /// nginx's `alias`: the directory that replaces the prefix; never
+    /// beside `root`.
+    pub alias: Option<Spanned<String>>,
     pub cache_control: Option<Spanned<String>>,
     pub listing: Option<Spanned<bool>>,
     // Proxy routes only: `upstream` makes the route one.

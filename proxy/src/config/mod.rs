@@ -56,7 +56,7 @@
 //!
 //! [[route]]
 //! prefix = "/assets/"
-//! root = "/srv/assets"      # the whole request path is looked up beneath it
+//! alias = "/srv/assets"     # replaces the prefix; or root = "/srv": the whole path beneath it
 //! cache_control = "public, max-age=31536000, immutable"
 //! listing = true
 //!

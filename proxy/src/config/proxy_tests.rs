@@ -488,7 +488,7 @@ fn documented_examples_are_valid() {
     );
     for (source, block) in &examples {
         // The static route's root may not exist here.
-        let text = block.replace("root = \"/srv/assets\"", "root = \".\"");
+        let text = block.replace("alias = \"/srv/assets\"", "alias = \".\"");
         let p = parse(&text).unwrap_or_else(|e| panic!("{source}: {e}"));
         assert_eq!(p.proxy.upstreams.len(), 1, "{source}");
         assert_eq!(p.proxy.routes.len(), 1, "{source}");
