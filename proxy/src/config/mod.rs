@@ -140,6 +140,7 @@ pub mod size;
 pub mod tls;
 pub mod upstream;
 pub mod validate;
+mod wording;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -235,6 +236,8 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod error_tests;
 #[cfg(test)]
 mod fastcgi_tests;
 #[cfg(test)]
