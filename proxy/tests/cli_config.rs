@@ -49,6 +49,35 @@ fn check_prints_the_effective_config() {
         .success());
 }
 
+/// An alias route comes out of `check` as an alias, its directory made
+/// absolute, and reads back the same.
+#[test]
+fn check_prints_alias_routes() {
+    let dir = TempDir::new("check-alias");
+    dir.write("srv/assets/a.css", b"a");
+    let file = dir.write(
+        "ringside.toml",
+        b"[[route]]\nprefix = \"/assets/\"\nalias = \"srv/assets\"\nlisting = true\n",
+    );
+    let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let assets = std::fs::canonicalize(dir.path().join("srv/assets")).unwrap();
+    let want = format!(
+        "[[route]]\nprefix = \"/assets/\"\nalias = {:?}\nlisting = true\n",
+        assets.to_str().unwrap()
+    );
+    assert!(text.contains(&want), "want {want:?} in\n{text}");
+    let again = dir.write("effective.toml", text.as_bytes());
+    let out = Command::new(BIN).arg("check").arg(&again).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+}
+
 #[test]
 fn check_prints_upstreams_and_proxy_routes() {
     let dir = TempDir::new("check-proxy");
@@ -233,6 +262,34 @@ fn errors_name_file_line_and_key() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml:2:11"));
+}
+
+/// A broken file is explained in the config's words, at its line and key,
+/// not in serde's ("invalid type: string, expected a sequence").
+#[test]
+fn broken_configs_are_explained() {
+    let dir = TempDir::new("broken");
+    #[rustfmt::skip]
+    let cases: &[(&str, &str)] = &[
+        ("[server]\nlisten = \"0.0.0.0:80\"\n",
+         "broken.toml:2:10: [server] listen: expected a list of addresses, like [\"0.0.0.0:80\"], got the string \"0.0.0.0:80\"; write it in brackets: [\"0.0.0.0:80\"]\n"),
+        ("[limits]\nmax_headers = \"100\"\n",
+         "broken.toml:2:15: [limits] max_headers: expected a whole number, got the string \"100\"; write it without quotes: 100\n"),
+        ("[runtime]\nworkers = 2\nbackend = \"epoll\"\nworkers = 3\n",
+         "broken.toml:4:1: [runtime] workers: given twice (first on line 2); keep one\n"),
+        ("[route]\nprefix = \"/\"\n",
+         "broken.toml:1:1: [[route]]: written [route], one table, but routes are an array of tables: write [[route]] above each\n"),
+        ("[[route]]\nprefix = \"/a/\"\nroot = \".\"\nalias = \".\"\n",
+         "broken.toml:4:9: [[route]] alias: root is given too (line 3); a route takes one: root looks the whole path up beneath it, alias replaces the prefix with it\n"),
+    ];
+    for (text, want) in cases {
+        let file = dir.write("broken.toml", text.as_bytes());
+        let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(out.stdout.is_empty(), "{text}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.ends_with(want), "want {want:?} at the end of {err:?}");
+    }
 }
 
 #[test]

@@ -46,9 +46,15 @@ const VARIANT_KEY: u8 = 0x80;
 struct Route {
     prefix: Box<[u8]>,
     root: OwnedFd,
+    /// nginx's `alias`: the prefix is replaced by `root`, not looked up
+    /// beneath it.
+    alias: bool,
     cache_control: Option<Box<[u8]>>,
     listing: bool,
-    /// First byte of this route's cache keys.
+    /// First byte of this route's cache keys: one per directory, not per
+    /// route, since a key's path is relative to the directory. Routes on
+    /// one directory then share entries (a file is the same file whichever
+    /// prefix reached it), and routes on different directories never do.
     id: u8,
 }
 
@@ -71,23 +77,32 @@ impl StaticFiles {
     pub fn from_config(cfg: &StaticConfig) -> io::Result<StaticFiles> {
         let mut routes = Vec::new();
         let cc = |c: &Option<String>| c.as_ref().map(|s| s.as_bytes().into());
-        for (i, r) in cfg.routes.iter().enumerate() {
-            let root = r.root.as_ref().unwrap_or(&cfg.root);
+        // The config layer hands over canonical paths, so one directory is
+        // one path here.
+        let mut dirs: Vec<&std::path::Path> = vec![&cfg.root];
+        for r in &cfg.routes {
+            let root = r.root.as_deref().unwrap_or(&cfg.root);
+            let id = dirs.iter().position(|d| *d == root).unwrap_or_else(|| {
+                dirs.push(root);
+                dirs.len() - 1
+            });
             routes.push(Route {
                 prefix: r.prefix.as_bytes().into(),
                 root: open::open_root(root)?,
+                alias: r.alias,
                 cache_control: cc(&r.cache_control).or_else(|| cc(&cfg.cache_control)),
                 listing: r.listing.unwrap_or(cfg.listing),
-                id: u8::try_from(i + 1)
+                id: u8::try_from(id)
                     .ok()
                     .filter(|&id| id & VARIANT_KEY == 0)
-                    .ok_or_else(|| io::Error::other("at most 127 static routes"))?,
+                    .ok_or_else(|| io::Error::other("at most 127 static route directories"))?,
             });
         }
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         routes.push(Route {
             prefix: Box::new([]),
             root: open::open_root(&cfg.root)?,
+            alias: false,
             cache_control: cc(&cfg.cache_control),
             listing: cfg.listing,
             id: 0,
@@ -128,16 +143,20 @@ impl StaticFiles {
             )?;
             return Ok(None);
         }
+        let route = self.route(ex.route_path());
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
-        scratch.push(0);
-        match path::decode_path_into(ex.path(), &mut scratch) {
-            Ok(()) => {}
-            Err(PathError::Hidden) => return status(ex, 404),
-            Err(PathError::Invalid) => return status(ex, 400),
+        scratch.push(route.id);
+        let rel = if route.alias {
+            path::alias_rest(ex.path(), &route.prefix)
+        } else {
+            Some(ex.path())
+        };
+        match rel.map(|p| path::decode_path_into(p, &mut scratch)) {
+            Some(Ok(())) => {}
+            Some(Err(PathError::Hidden)) => return status(ex, 404),
+            Some(Err(PathError::Invalid)) | None => return status(ex, 400),
         }
-        let route = self.route(ex.route_path());
-        scratch[0] = route.id;
         let now = Instant::now();
         let mut cache = self.cache.borrow_mut();
         let hit = match cache.lookup(&scratch, now) {

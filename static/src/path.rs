@@ -61,9 +61,48 @@ pub fn decode_path_into(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathError>
     Ok(())
 }
 
+/// What an alias route looks up beneath its directory: the normalized
+/// `path` with the route's `prefix` taken off, as a path from `/`, so
+/// [`decode_path_into`] checks it as it checks any path. The prefix ends at
+/// a segment boundary (the router's rule), so `/assets` never takes
+/// `/assetsfoo`, and what is left cannot climb out of the directory: `..`
+/// was resolved before routing and is refused here. `None` when `path` does
+/// not start with the prefix, which only a path the router matched in
+/// another spelling (an encoded slash passed on) can do.
+pub fn alias_rest<'a>(path: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    let dir = prefix.strip_suffix(b"/").unwrap_or(prefix);
+    match path.strip_prefix(dir)? {
+        b"" => Some(b"/"),
+        rest if rest[0] == b'/' => Some(rest),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alias_rest_replaces_whole_segments() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("/assets/css/a.css", "/assets/", Some("/css/a.css")),
+            ("/assets/", "/assets/", Some("/")),
+            ("/assets", "/assets/", Some("/")),
+            ("/assets/x", "/assets", Some("/x")),
+            ("/assets", "/assets", Some("/")),
+            ("/assetsfoo/x", "/assets", None),
+            ("/assets%2Fx", "/assets/", None),
+            ("/x", "/", Some("/x")),
+            ("/", "/", Some("/")),
+        ];
+        for (path, prefix, want) in cases {
+            assert_eq!(
+                alias_rest(path.as_bytes(), prefix.as_bytes()),
+                want.map(str::as_bytes),
+                "{path} under {prefix}"
+            );
+        }
+    }
 
     #[test]
     fn table() {

@@ -37,12 +37,18 @@ pub struct CacheConfig {
     pub revalidate: Duration,
 }
 
-/// A URL prefix served from a docroot; nginx's `root` semantics: the whole
-/// request path is looked up beneath the root.
+/// A URL prefix served from a docroot. By default nginx's `root`: the whole
+/// request path is looked up beneath the root, so `/assets/a.css` under root
+/// `/srv` is `/srv/assets/a.css`. With `alias`, nginx's `alias`: the prefix
+/// is replaced by the root, so `/assets/a.css` under `/srv/assets` is
+/// `/srv/assets/a.css`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteConfig {
     pub prefix: String,
     pub root: Option<PathBuf>,
+    /// The prefix is replaced by `root` (else the server's root) instead of
+    /// being looked up beneath it.
+    pub alias: bool,
     pub cache_control: Option<String>,
     pub listing: Option<bool>,
 }

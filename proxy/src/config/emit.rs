@@ -185,8 +185,19 @@ impl Config {
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;
-            if let Some(root) = &r.root {
-                writeln!(out, "root = {}", quote(&root.to_string_lossy()))?;
+            match (&r.root, r.alias) {
+                (Some(root), false) => {
+                    writeln!(out, "root = {}", quote(&root.to_string_lossy()))?;
+                }
+                (Some(root), true) => {
+                    writeln!(out, "alias = {}", quote(&root.to_string_lossy()))?;
+                }
+                // No config gives an alias without a directory; the server
+                // root is what it would replace the prefix with.
+                (None, true) => {
+                    writeln!(out, "alias = {}", quote(&self.root.to_string_lossy()))?;
+                }
+                (None, false) => {}
             }
             if let Some(cc) = &r.cache_control {
                 writeln!(out, "cache_control = {}", quote(cc))?;

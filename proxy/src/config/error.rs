@@ -4,7 +4,8 @@
 //!
 //! Positions come from byte spans: `toml::Spanned` on every file-layer field
 //! for validation errors, and `toml::de::Error::span` for syntax errors,
-//! unknown keys and wrong types. Lines and columns count from 1; columns count
+//! unknown keys and wrong types, whose messages `wording.rs` says again in
+//! the config's words. Lines and columns count from 1; columns count
 //! characters, not bytes, as editors do.
 
 use std::fmt;
@@ -102,19 +103,16 @@ impl ConfigError {
         }
     }
 
-    /// A TOML syntax or type error, with the key recovered from the error.
+    /// A TOML syntax or type error, with the key recovered from the error
+    /// and serde's words replaced by the config's (`wording.rs`).
     pub(crate) fn from_toml(file: &Path, text: &str, err: &toml::de::Error) -> ConfigError {
-        let mut path = toml_key_path(err);
-        let mut message = err.message().trim_end().to_owned();
-        // deny_unknown_fields: "unknown field `x`, expected `a` or `b`". The
-        // path then names the table; the unknown key itself goes last.
-        if let Some(rest) = message.strip_prefix("unknown field `") {
-            if let Some((name, tail)) = rest.split_once('`') {
-                path.push(name.to_owned());
-                message = format!("unknown key{tail}");
-            }
-        }
-        ConfigError::at(file, text, err.span(), key_name(&path), message)
+        let r = super::wording::reword(
+            err.message().trim_end(),
+            toml_key_path(err),
+            text,
+            err.span(),
+        );
+        ConfigError::at(file, text, err.span(), r.key, r.message)
     }
 }
 
@@ -141,7 +139,7 @@ fn toml_key_path(err: &toml::de::Error) -> Vec<String> {
 }
 
 /// The top-level arrays of tables, written `[[name]]`.
-const TABLE_ARRAYS: [&str; 2] = ["route", "vhost"];
+pub(super) const TABLE_ARRAYS: [&str; 2] = ["route", "vhost"];
 
 /// `["runtime", "workers"]` -> `[runtime] workers`; `["upstream", "a", "host"]`
 /// -> `[upstream.a] host`; `["vhost", "names"]` -> `[[vhost]] names`, as

@@ -293,7 +293,7 @@ fn fastcgi_validation_errors() {
         // protocol.
         (up("protocol = \"fcgi\""), "3:12: [upstream.app] protocol", "expected \"http\" or \"fastcgi\", got \"fcgi\""),
         (up("protocol = \"FastCGI\""), "3:12: [upstream.app] protocol", "got \"FastCGI\""),
-        (up("protocol = true"), "3:12: [upstream.app] protocol", "invalid type"),
+        (up("protocol = true"), "3:12: [upstream.app] protocol", "expected a string, got true"),
         // FastCGI keys on an HTTP upstream.
         (up("max_conns = 8"), "3:13: [upstream.app] max_conns", "only for protocol = \"fastcgi\" (this upstream speaks HTTP)"),
         (up("protocol = \"http\"\nqueue_size = 10"), "4:14: [upstream.app] queue_size", "only for protocol = \"fastcgi\""),
@@ -304,12 +304,12 @@ fn fastcgi_validation_errors() {
         // FastCGI keys' values.
         (fup("max_conns = 0"), "4:13: [upstream.php] max_conns", "expected an integer from 1 to 65535, got 0"),
         (fup("max_conns = 65536"), "4:13: [upstream.php] max_conns", "got 65536"),
-        (fup("max_conns = \"auto\""), "4:13: [upstream.php] max_conns", "invalid type"),
+        (fup("max_conns = \"auto\""), "4:13: [upstream.php] max_conns", "expected a whole number, got the string \"auto\""),
         (fup("queue_size = -1"), "4:14: [upstream.php] queue_size", "expected an integer from 0 to 1000000, got -1"),
         (fup("queue_size = 1000001"), "4:14: [upstream.php] queue_size", "got 1000001"),
         (fup("queue_timeout = 0"), "4:17: [upstream.php] queue_timeout", "expected a nonzero duration"),
         (fup("queue_timeout = \"soon\""), "4:17: [upstream.php] queue_timeout", "expected a duration like"),
-        (fup("keep_conn = \"yes\""), "4:13: [upstream.php] keep_conn", "invalid type"),
+        (fup("keep_conn = \"yes\""), "4:13: [upstream.php] keep_conn", "expected true or false, got the string \"yes\""),
         (fup("max_conns = 1\nbogus = 1"), "5:1: [upstream.php] bogus", "unknown key"),
         // Active health checks cannot probe FastCGI.
         (fup("health_path = \"/ping\""), "4:15: [upstream.php] health_path", "not for protocol = \"fastcgi\": active health checks are HTTP requests, which a FastCGI server cannot answer (passive checks, max_fails, still apply)"),
@@ -353,7 +353,7 @@ fn fastcgi_validation_errors() {
         (route("php", "index = \".php\""), "9:9: [[route]] index", "not starting with '.'"),
         (route("php", "index = \"a/index.php\""), "9:9: [[route]] index", "without '/'"),
         (route("php", "index = \"\""), "9:9: [[route]] index", "expected a file name"),
-        (route("php", "index = [\"index.php\"]"), "9:9: [[route]] index", "invalid type"),
+        (route("php", "index = [\"index.php\"]"), "9:9: [[route]] index", "expected a string, got a list"),
         (route("php", "bogus = 1"), "9:1:", "bogus: unknown key"),
         // Routes that could never be chosen.
         (format!("{HTTP}{FCGI}[[route]]\nprefix = \"/x/\"\n[[route]]\nprefix = \"/x/\"\nupstream = \"php\"\n"), "9:10: [[route]] prefix", "already a static route; a proxy route on it needs host = [...]"),

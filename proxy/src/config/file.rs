@@ -10,7 +10,9 @@
 //! Values that may be written two ways (`workers = "auto" | 8`, sizes as
 //! `8192 | "8k"`, durations as `10 | "10s"`) are kept as written here; the
 //! validating layer parses them. Wrong types are refused here, with messages
-//! that say what was expected.
+//! that say what was expected (serde's own are reworded in `wording.rs`).
+//! Tables are read from tables only (`tables_only!`): serde's derive would
+//! take a list as a tuple of the fields.
 //!
 //! The proxy's sections sit beside the static ones: `[proxy]` (headers added
 //! to every proxied request), `[upstream.NAME]` (a `BTreeMap` keyed by the
@@ -60,7 +62,7 @@ pub struct FileConfig {
 
 /// `[tls]`: settings shared by every TLS listener.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct TlsSection {
     /// `"default"` or `"refuse"`.
     pub unknown_name: Option<Spanned<String>>,
@@ -71,7 +73,7 @@ pub struct TlsSection {
 
 /// `[[vhost]]`: host names with their certificate and HTTPS policy.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct VhostSection {
     pub names: Spanned<Vec<Spanned<String>>>,
     pub tls: Option<Spanned<CertSection>>,
@@ -82,7 +84,7 @@ pub struct VhostSection {
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
 /// private key, relative to the config file's directory.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct CertSection {
     pub cert: Spanned<String>,
     pub key: Spanned<String>,
@@ -90,7 +92,7 @@ pub struct CertSection {
 
 /// `[admin]`: the listener for `/metrics` and `/healthz`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct AdminSection {
     /// `"HOST:PORT"`, or `"off"`.
     pub listen: Option<Spanned<String>>,
@@ -98,7 +100,7 @@ pub struct AdminSection {
 
 /// `[access_log]`: one line per request, off unless `path` is given.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct AccessLogSection {
     /// Relative to the config file's directory.
     pub path: Option<Spanned<String>>,
@@ -112,7 +114,7 @@ pub struct AccessLogSection {
 
 /// `[static]`: how files are served, for every route that does not say.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct StaticSection {
     pub index: Option<Spanned<Vec<Spanned<String>>>>,
     pub listing: Option<Spanned<bool>>,
@@ -128,11 +130,14 @@ pub struct StaticSection {
 /// `[[route]]`: a URL prefix served from a root, with its own headers; or,
 /// with `upstream`, passed to that upstream.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct RouteSection {
     pub prefix: Spanned<String>,
     // Static routes only.
     pub root: Option<Spanned<String>>,
+    /// nginx's `alias`: the directory that replaces the prefix; never
+    /// beside `root`.
+    pub alias: Option<Spanned<String>>,
     pub cache_control: Option<Spanned<String>>,
     pub listing: Option<Spanned<bool>>,
     // Proxy routes only: `upstream` makes the route one.
@@ -155,7 +160,7 @@ pub struct RouteSection {
 
 /// `[proxy]`: headers added to every proxied request.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct ProxySection {
     pub x_forwarded: Option<Spanned<bool>>,
     pub forwarded: Option<Spanned<bool>>,
@@ -168,7 +173,7 @@ pub struct ProxySection {
 
 /// `[upstream.NAME]`: a group of servers and how requests reach them.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct UpstreamSection {
     /// `"http"` (the default) or `"fastcgi"`.
     pub protocol: Option<Spanned<String>>,
@@ -237,7 +242,7 @@ pub enum ViaValue {
 
 /// `[runtime]`: workers, placement and the I/O backend.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct RuntimeSection {
     pub workers: Option<Spanned<WorkersValue>>,
     pub cpu_affinity: Option<Spanned<AffinityValue>>,
@@ -248,7 +253,7 @@ pub struct RuntimeSection {
 
 /// `[server]`: listeners and the static root.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct ServerSection {
     pub listen: Option<Spanned<Vec<Spanned<ListenValue>>>>,
     pub backlog: Option<Spanned<i64>>,
@@ -263,7 +268,7 @@ pub struct ServerSection {
 
 /// `[limits]`: request size limits.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct LimitsSection {
     pub max_request_line: Option<Spanned<SizeValue>>,
     pub max_head: Option<Spanned<SizeValue>>,
@@ -274,7 +279,7 @@ pub struct LimitsSection {
 
 /// `[timeouts]`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct TimeoutsSection {
     pub header_read: Option<Spanned<DurationValue>>,
     pub keepalive: Option<Spanned<DurationValue>>,
@@ -359,6 +364,49 @@ impl fmt::Display for DurationValue {
         }
     }
 }
+
+/// serde's derived structs also take a list, read as a tuple of their
+/// fields, so `tls = ["a.pem", "a.key"]` was a certificate and `runtime =
+/// [4]` four workers. Each table is read from a table only, through toml's
+/// own map (so the fields keep their spans); a list is then a wrong type,
+/// reported as one.
+macro_rules! tables_only {
+    ($($t:ident),* $(,)?) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct TableOnly;
+                impl<'de> Visitor<'de> for TableOnly {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a table")
+                    }
+                    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<$t, A::Error> {
+                        // The derived impl, which `remote = "Self"` leaves
+                        // as an inherent function.
+                        $t::deserialize(de::value::MapAccessDeserializer::new(map))
+                    }
+                }
+                d.deserialize_map(TableOnly)
+            }
+        }
+    )*};
+}
+
+tables_only!(
+    TlsSection,
+    VhostSection,
+    CertSection,
+    AdminSection,
+    AccessLogSection,
+    StaticSection,
+    RouteSection,
+    ProxySection,
+    UpstreamSection,
+    RuntimeSection,
+    ServerSection,
+    LimitsSection,
+    TimeoutsSection,
+);
 
 /// The error for a value of the wrong kind: "expected X, got Y".
 fn wrong<E: de::Error>(expected: &str, got: impl fmt::Display) -> E {

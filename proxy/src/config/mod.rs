@@ -57,7 +57,7 @@
 //!
 //! [[route]]
 //! prefix = "/assets/"
-//! root = "/srv/assets"      # the whole request path is looked up beneath it
+//! alias = "/srv/assets"     # replaces the prefix; or root = "/srv": the whole path beneath it
 //! cache_control = "public, max-age=31536000, immutable"
 //! listing = true
 //!
@@ -141,6 +141,7 @@ pub mod size;
 pub mod tls;
 pub mod upstream;
 pub mod validate;
+mod wording;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -236,6 +237,8 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod error_tests;
 #[cfg(test)]
 mod fastcgi_tests;
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! What is refused, beyond wrong values:
 //! - keys that would have no effect: `hash_key` without `balance = "hash"`,
 //!   `fail_window` with `max_fails = 0`, `health_*` without `health_path`;
-//!   on a route, `listing`/`cache_control` together with `upstream`, `root`
+//!   on a route, `listing`/`cache_control`/`alias` together with `upstream`, `root`
 //!   with an HTTP upstream, and `host`/`strip_prefix`/`replace_prefix`/
 //!   `proxy_host` without one;
 //! - keys for the other protocol (see `fastcgi.rs`): the FastCGI keys on an
@@ -557,6 +557,7 @@ impl Cx<'_> {
         let static_only = [
             ("cache_control", r.cache_control.as_ref().map(Spanned::span)),
             ("listing", r.listing.as_ref().map(Spanned::span)),
+            ("alias", r.alias.as_ref().map(Spanned::span)),
         ];
         if let Some((k, Some(span))) = static_only.into_iter().find(|(_, s)| s.is_some()) {
             return Err(self.err(

@@ -376,12 +376,29 @@ impl Cx<'_> {
                 }
                 Ok(p.clone())
             })?;
+            let (root, alias) = match (&r.root, &r.alias) {
+                (Some(root), Some(alias)) => {
+                    let line = super::error::Position::of(self.text, root.span().start).line;
+                    return Err(self.err(
+                        alias.span(),
+                        "[[route]] alias",
+                        format!(
+                            "root is given too (line {line}); a route takes one: root looks the \
+                             whole path up beneath it, alias replaces the prefix with it"
+                        ),
+                    ));
+                }
+                (Some(v), None) => (Some((v, "[[route]] root")), false),
+                (None, Some(v)) => (Some((v, "[[route]] alias")), true),
+                (None, None) => (None, false),
+            };
             routes.push(RouteConfig {
                 prefix,
-                root: match &r.root {
-                    Some(v) => Some(self.check(v, "[[route]] root", |s| root_dir(&join(base, s)))?),
+                root: match root {
+                    Some((v, k)) => Some(self.check(v, k, |s| root_dir(&join(base, s)))?),
                     None => None,
                 },
+                alias,
                 cache_control: match &r.cache_control {
                     Some(v) => Some(self.check(v, "[[route]] cache_control", |v| header_value(v))?),
                     None => None,
