@@ -284,11 +284,14 @@ fn broken_configs_are_explained() {
     ];
     for (text, want) in cases {
         let file = dir.write("broken.toml", text.as_bytes());
-        let out = Command::new(BIN).arg("check").arg(&file).output().unwrap();
+        let out = common::isolated().arg("check").arg(&file).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{text}");
         assert!(out.stdout.is_empty(), "{text}");
         let err = String::from_utf8(out.stderr).unwrap();
-        assert!(err.ends_with(want), "want {want:?} at the end of {err:?}");
+        assert!(
+            err.contains(want) && err.ends_with("broken.toml: test failed\n"),
+            "want {want:?}, then the verdict, in {err:?}"
+        );
     }
 }
 
