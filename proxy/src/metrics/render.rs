@@ -14,7 +14,7 @@ fn esc(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -42,16 +42,18 @@ pub fn render(reg: &Registry) -> String {
     let mut out = String::with_capacity(8 << 10);
     let cores = reg.cores();
 
+    // An info metric ends in `_info` (OpenMetrics), so a query can join
+    // its labels onto any other series.
     family(
         &mut out,
-        "ringside_info",
+        "ringside_build_info",
         "gauge",
-        "Version and I/O backend.",
+        "Version and I/O backend; always 1.",
     );
     let backend = reg.backend.get().map_or("", String::as_str);
     let _ = writeln!(
         out,
-        "ringside_info{{version=\"{}\",backend=\"{}\"}} 1",
+        "ringside_build_info{{version=\"{}\",backend=\"{}\"}} 1",
         env!("CARGO_PKG_VERSION"),
         esc(backend)
     );
@@ -66,6 +68,7 @@ pub fn render(reg: &Registry) -> String {
         "ringside_uptime_seconds {:.3}",
         reg.started.elapsed().as_secs_f64()
     );
+    super::process::render(&mut out);
     family(
         &mut out,
         "ringside_reloads_total",
