@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use ringside_runtime::stats::WorkerStats;
 
+use crate::upstream::failure::Reason;
 use crate::upstream::shared::Shared;
 
 /// A counter or gauge written by one thread only.
@@ -91,7 +92,8 @@ pub struct ServerStats {
     pub idle: Counter,
     pub opened: Counter,
     pub reused: Counter,
-    pub failures: Counter,
+    /// Failed tries, by `Reason::index`.
+    pub failures: [Counter; Reason::ALL.len()],
     /// 1 while this core holds it down after failures (passive health).
     pub down: Counter,
 }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Registry, RouteLabel, LATENCY_BOUNDS_US};
+use crate::upstream::failure::Reason;
 
 /// A label value with `\`, `"` and newlines escaped.
 fn esc(v: &str) -> String {
@@ -34,7 +35,7 @@ struct ServerSum {
     idle: u64,
     opened: u64,
     reused: u64,
-    failures: u64,
+    failures: [u64; Reason::ALL.len()],
     down_cores: u64,
 }
 
@@ -265,7 +266,9 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                     sum.idle += s.idle.get();
                     sum.opened += s.opened.get();
                     sum.reused += s.reused.get();
-                    sum.failures += s.failures.get();
+                    for (a, b) in sum.failures.iter_mut().zip(&s.failures) {
+                        *a += b.get();
+                    }
                     sum.down_cores += s.down.get();
                 }
             }
@@ -274,7 +277,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
     }
     let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
     type Pick = fn(bool, &ServerSum) -> String;
-    let families: [(&str, &str, &str, Pick); 8] = [
+    let families: [(&str, &str, &str, Pick); 7] = [
         (
             "ringside_upstream_server_up",
             "gauge",
@@ -324,17 +327,30 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                 }
             },
         ),
-        (
-            "ringside_upstream_failures_total",
-            "counter",
-            "Tries that failed (connect, timeout, bad response).",
-            |_, s| s.failures.to_string(),
-        ),
     ];
     for (name, kind, help, pick) in families {
         family(out, name, kind, help);
         for (key, healthy, sum) in &servers {
             let _ = writeln!(out, "{name}{{{}}} {}", lab(key), pick(*healthy, sum));
+        }
+    }
+    family(
+        out,
+        "ringside_upstream_failures_total",
+        "counter",
+        "Tries to the server that failed, by reason (as the access log's upstream_error).",
+    );
+    for (key, _, sum) in &servers {
+        // Every reason a server's try can fail with, zeros included, so a
+        // rate over a reason never starts from a missing series.
+        for r in Reason::ALL.into_iter().filter(|&r| r != Reason::NoServer) {
+            let _ = writeln!(
+                out,
+                "ringside_upstream_failures_total{{{},reason=\"{}\"}} {}",
+                lab(key),
+                r.token(),
+                sum.failures[r.index()]
+            );
         }
     }
     render_fastcgi(reg, out);
