@@ -352,14 +352,13 @@ impl Local {
     /// (rate-limited), and held against the peer's health if it was the
     /// server's fault.
     fn fail(&mut self, i: usize, e: &Error) {
-        let Some(reason) = Reason::of(e) else { return };
-        let p = &mut self.peers[i];
-        if reason == Reason::Reset && e.kind() == ringside_http::Kind::Stale {
-            // A pooled connection the server had closed is no fault of
-            // its: retried where the request allows, else the access log
-            // says so.
+        // A pooled connection the server had closed is no fault of its:
+        // retried where the request allows, else the access log says so.
+        if e.kind() == ringside_http::Kind::Stale {
             return;
         }
+        let Some(reason) = Reason::of(e) else { return };
+        let p = &mut self.peers[i];
         p.stats.failures[reason.index()].add(1);
         p.gates
             .warn(reason, e, &self.shared.cfg.name, Some(&p.spec.addr));
