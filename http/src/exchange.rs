@@ -73,8 +73,9 @@ pub struct Exchange<'a> {
     status: u16,
     /// Body bytes of the response handed to the connection.
     body_bytes: u64,
-    /// The handler's own note about this request, for `Handler::done`.
-    tag: u32,
+    /// The handler's own note about this request, for `Handler::done`:
+    /// wide enough for a route and what its upstream tries came to.
+    tag: u64,
     /// A thin pointer: the exchange is part of every connection's future.
     added: Option<Rc<HeaderLine>>,
 }
@@ -103,12 +104,12 @@ impl<'a> Exchange<'a> {
     /// Notes a number for [`crate::Handler::done`] to read back (which
     /// route took the request, say), so it need not be worked out twice.
     #[inline]
-    pub fn set_tag(&mut self, tag: u32) {
+    pub fn set_tag(&mut self, tag: u64) {
         self.tag = tag;
     }
 
     #[inline]
-    pub fn tag(&self) -> u32 {
+    pub fn tag(&self) -> u64 {
         self.tag
     }
 

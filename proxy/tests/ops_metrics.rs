@@ -68,11 +68,13 @@ fn value(f: &Families, family: &str, name: &str, labels: &[(&str, &str)]) -> f64
 
 fn config(dir: &TempDir, origin: u16) -> std::path::PathBuf {
     dir.write("www/index.html", b"hello\n");
+    dir.write("www/docs/a.txt", b"docs\n");
     dir.write(
         "ringside.toml",
         format!(
             "[server]\nroot = \"www\"\n\n[upstream.app]\nservers = [\"127.0.0.1:{origin}\"]\n\n\
-             [[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nstrip_prefix = true\n"
+             [[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nstrip_prefix = true\n\n\
+             [[route]]\nprefix = \"/docs/\"\n"
         )
         .as_bytes(),
     )
@@ -90,6 +92,9 @@ fn a_scrape_parses_and_counts_what_was_served() {
     }
     for _ in 0..3 {
         assert_eq!(c.get("/missing").status, 404);
+    }
+    for _ in 0..4 {
+        assert_eq!(c.get("/docs/a.txt").status, 200);
     }
     // One client connection lands on one worker: its pool opens one
     // upstream connection and reuses it.
@@ -111,8 +116,11 @@ fn a_scrape_parses_and_counts_what_was_served() {
             &[("route", route), ("class", class)],
         )
     };
-    assert_eq!(req("static", "2xx"), 20.0);
-    assert_eq!(req("static", "4xx"), 3.0);
+    // Each static route counts apart: the root as "/".
+    assert_eq!(req("/", "2xx"), 20.0);
+    assert_eq!(req("/", "4xx"), 3.0);
+    assert_eq!(req("/docs/", "2xx"), 4.0);
+    assert!(!text.contains("route=\"static\""), "{text}");
     assert_eq!(req("/api/", "2xx"), 10.0);
     assert_eq!(req("/api/", "5xx"), 0.0);
     let dur = "ringside_request_duration_seconds";
@@ -121,10 +129,22 @@ fn a_scrape_parses_and_counts_what_was_served() {
             &f,
             dur,
             "ringside_request_duration_seconds_count",
-            &[("route", "static")]
+            &[("route", "/")]
         ),
         23.0
     );
+    // Buckets from 25 µs, where a cached file's answer lands, not 250.
+    let bounds: Vec<f64> = f[dur]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s[0] == "ringside_request_duration_seconds_bucket" && s[1]["route"] == "/")
+        .map(|s| s[1]["le"].as_str().unwrap().parse().unwrap())
+        .collect();
+    for want in [25e-6, 50e-6, 100e-6, 250e-6, 1e-3, 10.0, f64::INFINITY] {
+        assert!(bounds.contains(&want), "no le={want} in {bounds:?}");
+    }
+    assert!(bounds.windows(2).all(|w| w[0] < w[1]), "{bounds:?}");
     assert_eq!(
         value(
             &f,
@@ -139,9 +159,21 @@ fn a_scrape_parses_and_counts_what_was_served() {
             &f,
             "ringside_response_body_bytes",
             "ringside_response_body_bytes_total",
-            &[("route", "static")]
+            &[("route", "/")]
         ),
         20.0 * 6.0 + 3.0 * "404 Not Found\n".len() as f64
+    );
+    assert_process_metrics(&f);
+    // An info metric's name ends in _info (OpenMetrics).
+    assert!(!f.contains_key("ringside_info"));
+    assert_eq!(
+        value(
+            &f,
+            "ringside_build_info",
+            "ringside_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        1.0
     );
     // The kept client connection is open on one of the two workers.
     assert_eq!(
@@ -208,6 +240,34 @@ fn a_scrape_parses_and_counts_what_was_served() {
     );
     drop(c);
     r.stop();
+}
+
+/// The process_* families by Prometheus's own names, with values that fit
+/// this process.
+fn assert_process_metrics(f: &Families) {
+    let one = |family: &str, name: &str| value(f, family, name, &[]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = one("process_start_time_seconds", "process_start_time_seconds");
+    assert!((now - started).abs() < 60.0, "started {started}, now {now}");
+    let open = one("process_open_fds", "process_open_fds");
+    assert!(open > 0.0, "{open}");
+    assert!(one("process_max_fds", "process_max_fds") >= open);
+    let rss = one(
+        "process_resident_memory_bytes",
+        "process_resident_memory_bytes",
+    );
+    assert!(rss > 1e6, "{rss}");
+    assert!(
+        one(
+            "process_virtual_memory_bytes",
+            "process_virtual_memory_bytes"
+        ) >= rss
+    );
+    assert_eq!(f["process_cpu_seconds"]["type"], "counter");
+    assert!(one("process_cpu_seconds", "process_cpu_seconds_total") >= 0.0);
 }
 
 #[test]

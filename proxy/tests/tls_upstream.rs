@@ -111,13 +111,30 @@ fn https_upstream_refuses_what_it_cannot_verify() {
         &format!("{bad_ca}\ntls_sni = \"origin.test\""),
     );
     assert_eq!(f.get("/hello.txt").0, 502);
-    f.stop();
+    // Said at the default level, with the cause, as nginx's "upstream SSL
+    // certificate verify error".
+    let log = f.stop();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("upstream TLS certificate verify error"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(warned[0].contains("UnknownIssuer"), "{}", warned[0]);
+    assert!(
+        warned[0].contains(&format!("upstream \"o\" server 127.0.0.1:{port}")),
+        "{}",
+        warned[0]
+    );
     // The right CA but no tls_sni: the name checked is 127.0.0.1, which
     // the certificate does not name (and the origin refuses the handshake
     // without SNI for origin.test anyway): 502.
     let f = front(&dir, "io-uring", port, &good_ca);
     assert_eq!(f.get("/hello.txt").0, 502);
-    f.stop();
+    // The origin's refusal comes first, and is told apart from a
+    // certificate that did not verify.
+    let log = f.stop();
+    assert!(log.contains("upstream TLS handshake failed"), "{log}");
+    assert!(log.contains("AccessDenied"), "{log}");
     // tls_verify = false takes a certificate no root it knows signed; SNI
     // still goes.
     let f = front(

@@ -12,6 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ringside_http::date::civil_from_days;
 
+use crate::upstream::outcome::Outcome;
+
 /// What a line says about one request.
 pub struct Entry<'a> {
     pub peer: Option<SocketAddr>,
@@ -24,6 +26,8 @@ pub struct Entry<'a> {
     pub user_agent: Option<&'a [u8]>,
     pub host: Option<&'a [u8]>,
     pub elapsed: Duration,
+    /// What the request's upstream tries came to (empty when none).
+    pub upstream: Outcome,
 }
 
 const MONTHS: [&str; 12] = [
@@ -126,7 +130,10 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
 }
 
 /// One JSON object: time, remote, method, uri, protocol, status,
-/// body_bytes, referer, user_agent, host, request_time (seconds).
+/// body_bytes, referer, user_agent, host, request_time (seconds),
+/// upstream_status (as nginx's `$upstream_status`: `"502, 200"` after a
+/// retry, `"-"` without a status) and upstream_error (the reason of the
+/// last failed try, `"-"` when none failed).
 pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|_, iso| {
         let _ = write!(Buf(out), "{{\"time\":\"{iso}\",\"remote\":");
@@ -165,10 +172,13 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
             }
         }
     }
+    let mut status = String::new();
+    e.upstream.write_status(&mut status);
     let _ = writeln!(
         Buf(out),
-        ",\"request_time\":{:.6}}}",
-        e.elapsed.as_secs_f64()
+        ",\"request_time\":{:.6},\"upstream_status\":\"{status}\",\"upstream_error\":\"{}\"}}",
+        e.elapsed.as_secs_f64(),
+        e.upstream.error()
     );
 }
 
@@ -188,6 +198,7 @@ mod tests {
             user_agent: ua,
             host: Some(b"example.com"),
             elapsed: Duration::from_micros(1500),
+            upstream: Outcome::default(),
         }
     }
 
@@ -215,5 +226,7 @@ mod tests {
         assert_eq!(v["user_agent"], serde_json::Value::Null);
         assert_eq!(v["host"], "example.com");
         assert_eq!(v["request_time"], 0.0015);
+        assert_eq!(v["upstream_status"], "-");
+        assert_eq!(v["upstream_error"], "-");
     }
 }

@@ -8,7 +8,7 @@
 //! pid_file = "/run/ringside/ringside.pid"   # for `ringside reload`
 //!
 //! [admin]
-//! listen = "127.0.0.1:9090" # /metrics and /healthz; "off" for none
+//! listen = "127.0.0.1:9180" # /metrics and /healthz; "off" for none
 //!
 //! [access_log]
 //! path = "/var/log/ringside/access.log"     # given: access log on
@@ -52,7 +52,7 @@ impl AdminListen {
     }
 }
 
-pub const DEFAULT_ADMIN: &str = "127.0.0.1:9090";
+pub const DEFAULT_ADMIN: &str = "127.0.0.1:9180";
 
 impl Default for AdminListen {
     fn default() -> Self {

@@ -575,7 +575,7 @@ cache_max_open = 256
 revalidate = "1s"
 
 [admin]
-# listen = "127.0.0.1:9090" (the default)
+# listen = "127.0.0.1:9180" (the default)
 
 [proxy]
 x_forwarded = true

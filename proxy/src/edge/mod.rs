@@ -26,6 +26,7 @@ use crate::fastcgi::script::{Resolved, Scripts};
 use crate::upstream::forward::forward;
 use crate::upstream::h1::H1;
 use crate::upstream::local::Local;
+use crate::upstream::outcome::Outcome;
 use crate::upstream::settings::{ForwardHeaders, ForwardPath, ProxyConfig, Underscores};
 use crate::upstream::shared::Shared;
 use https::HttpsPolicy;
@@ -37,28 +38,31 @@ pub struct Edge {
     proxy: Rc<ProxyCore>,
     /// Per proxy route: its scripts' docroot when the upstream is FastCGI.
     scripts: Vec<Option<Scripts>>,
-    /// Counters by tag (see [`TAG_NO_ROUTE`]).
+    /// Counters by route tag (see [`TAG_NO_ROUTE`]).
     route_stats: Vec<Arc<RouteStats>>,
+    /// The route tag of proxy route 0: after the static root's and the
+    /// static routes'.
+    proxy_tag: u32,
     log: Option<LogSettings>,
     /// https redirects and HSTS, where a vhost asks for them.
     https: Option<HttpsPolicy>,
     encoded_slash: ringside_http::EncodedSlash,
 }
 
-/// The request's tag (`Exchange::set_tag`): which way it went.
-/// The tag of a request no route took (refused, redirected, answered by
-/// the edge itself): 0, what an exchange starts with, so a request the
-/// driver refuses before routing is counted here too.
+/// The request's route tag (the low half of `Exchange::set_tag`'s, whose
+/// high half the forward loop fills: `upstream::outcome`): which way it
+/// went. The tag of a request no route took (refused, redirected,
+/// answered by the edge itself): 0, what an exchange starts with, so a
+/// request the driver refuses before routing is counted here too.
 const TAG_NO_ROUTE: u32 = 0;
+/// `Target::Static(i)` is tagged `TAG_STATIC + i` (0: the root), and proxy
+/// route `i` `Edge::proxy_tag + i`.
 const TAG_STATIC: u32 = 1;
-/// Proxy route `i` is tagged `TAG_PROXY + i`.
-const TAG_PROXY: u32 = 2;
 
 struct LogSettings {
     format: LogFormat,
-    /// By tag: whether the route's requests are logged.
+    /// By route tag: whether the route's requests are logged.
     logged: Vec<bool>,
-    unlogged_static: Vec<String>,
 }
 
 /// This core's upstreams, in the order of `ProxyConfig::upstreams`.
@@ -142,7 +146,13 @@ impl Edge {
                 host,
             })
         };
-        let mut route_stats = vec![label("none", String::new()), label("static", String::new())];
+        // Each static route is a route of its own, by its prefix, as the
+        // proxy routes are; the root's prefix is "/".
+        let mut route_stats = vec![label("none", String::new()), label("/", String::new())];
+        for p in &static_prefixes {
+            route_stats.push(label(p, String::new()));
+        }
+        let proxy_tag = route_stats.len() as u32;
         for r in &proxy.routes {
             route_stats.push(label(&r.prefix, r.hosts.join(",")));
         }
@@ -150,12 +160,16 @@ impl Edge {
             access_log::configure_core(a);
             let mut logged = vec![true; route_stats.len()];
             for &i in &ops.unlogged_proxy_routes {
-                logged[TAG_PROXY as usize + i] = false;
+                logged[proxy_tag as usize + i] = false;
+            }
+            for (i, p) in static_prefixes.iter().enumerate() {
+                if ops.unlogged_static_prefixes.contains(p) {
+                    logged[TAG_STATIC as usize + 1 + i] = false;
+                }
             }
             LogSettings {
                 format: a.format,
                 logged,
-                unlogged_static: ops.unlogged_static_prefixes.clone(),
             }
         });
         Ok(Edge {
@@ -164,6 +178,7 @@ impl Edge {
             proxy: core,
             scripts,
             route_stats,
+            proxy_tag,
             log,
             https,
             encoded_slash: proxy.encoded_slash,
@@ -171,16 +186,8 @@ impl Edge {
     }
 
     fn log(&self, log: &LogSettings, ex: &Exchange<'_>, status: u16, elapsed: Duration) {
-        let tag = ex.tag();
-        if !log.logged[tag as usize] {
-            return;
-        }
-        if tag == TAG_STATIC
-            && log
-                .unlogged_static
-                .iter()
-                .any(|p| ringside_http::path::prefix_matches(ex.route_path(), p.as_bytes()))
-        {
+        let (route, upstream) = Outcome::unpack(ex.tag());
+        if !log.logged[route as usize] {
             return;
         }
         access_log::log(
@@ -196,6 +203,7 @@ impl Edge {
                 user_agent: ex.header("user-agent"),
                 host: ex.host(),
                 elapsed,
+                upstream,
             },
         );
     }
@@ -236,7 +244,12 @@ impl Handler for Edge {
             0 => 499,
             s => s,
         };
-        self.route_stats[ex.tag() as usize].record(status, ex.body_bytes(), ex.head_len(), elapsed);
+        self.route_stats[ex.tag() as u32 as usize].record(
+            status,
+            ex.body_bytes(),
+            ex.head_len(),
+            elapsed,
+        );
         if let Some(log) = &self.log {
             self.log(log, ex, status, elapsed);
         }
@@ -259,6 +272,7 @@ impl Handler for Edge {
                         user_agent: None,
                         host: None,
                         elapsed: Duration::ZERO,
+                        upstream: Outcome::default(),
                     },
                 );
             }
@@ -271,26 +285,26 @@ impl Handler for Edge {
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
         if ex.method() == Method::Connect || ex.target() == b"*" {
-            ex.set_tag(TAG_NO_ROUTE);
+            ex.set_tag(TAG_NO_ROUTE.into());
             return own::server_wide(ex, !self.router.routes().is_empty());
         }
         if let Some(p) = &self.https {
             if let Some(redirected) = p.apply(ex) {
-                ex.set_tag(TAG_NO_ROUTE);
+                ex.set_tag(TAG_NO_ROUTE.into());
                 return redirected;
             }
         }
         let target = self.router.route(ex.host(), ex.route_path());
-        ex.set_tag(match target {
-            Target::Static => TAG_STATIC,
+        ex.set_tag(u64::from(match target {
+            Target::Static(i) => TAG_STATIC + i as u32,
             Target::NotFound => TAG_NO_ROUTE,
-            Target::Proxy(i) => TAG_PROXY + i as u32,
-        });
+            Target::Proxy(i) => self.proxy_tag + i as u32,
+        }));
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));
         }
         match target {
-            Target::Static => self.statics.handle(ex).await,
+            Target::Static(_) => self.statics.handle(ex).await,
             Target::Proxy(i) => {
                 let route = &self.router.routes()[i];
                 let up = &self.proxy.upstreams[route.upstream];

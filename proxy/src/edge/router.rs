@@ -18,7 +18,9 @@ use crate::upstream::settings::ProxyRoute;
 pub enum Target {
     /// Index into the proxy routes.
     Proxy(usize),
-    Static,
+    /// The static files: 0 for the root, `i + 1` for static route `i`,
+    /// the one the static handler picks by the same rule.
+    Static(usize),
     /// A named virtual host with no route for the path.
     NotFound,
 }
@@ -52,16 +54,16 @@ impl Router {
             }
         }
         let proxy = self.longest(path, |r| r.hosts.is_empty());
-        let static_len = self
+        let (static_len, static_route) = self
             .static_prefixes
             .iter()
-            .filter(|p| prefix_matches(path, p.as_bytes()))
-            .map(|p| p.len())
-            .max()
-            .unwrap_or(1);
+            .enumerate()
+            .filter(|(_, p)| prefix_matches(path, p.as_bytes()))
+            .max_by_key(|(_, p)| p.len())
+            .map_or((1, 0), |(i, p)| (p.len(), i + 1));
         match proxy {
             Some((i, len)) if len >= static_len => Target::Proxy(i),
-            _ => Target::Static,
+            _ => Target::Static(static_route),
         }
     }
 
@@ -143,8 +145,8 @@ mod tests {
             (Some("c.b.example"), "/x", Target::Proxy(4)),
             (Some("other"), "/api/x", Target::Proxy(0)),
             (Some("other"), "/api", Target::Proxy(0)),
-            (Some("other"), "/api/static/x", Target::Static),
-            (Some("other"), "/assets/x", Target::Static),
+            (Some("other"), "/api/static/x", Target::Static(2)),
+            (Some("other"), "/assets/x", Target::Static(1)),
             (None, "/x", Target::Proxy(5)),
         ];
         for (host, path, want) in cases {
@@ -157,13 +159,13 @@ mod tests {
     fn named_host_without_a_match_is_not_found() {
         let router = Router::new(vec![r(&["a.example"], "/api/")], vec![]);
         assert_eq!(router.route(Some(b"a.example"), b"/x"), Target::NotFound);
-        assert_eq!(router.route(Some(b"b.example"), b"/x"), Target::Static);
+        assert_eq!(router.route(Some(b"b.example"), b"/x"), Target::Static(0));
     }
 
     #[test]
     fn static_root_without_proxy_root() {
         let router = Router::new(vec![r(&[], "/api/")], vec![]);
-        assert_eq!(router.route(None, b"/index.html"), Target::Static);
-        assert_eq!(router.route(None, b"/apix"), Target::Static);
+        assert_eq!(router.route(None, b"/index.html"), Target::Static(0));
+        assert_eq!(router.route(None, b"/apix"), Target::Static(0));
     }
 }

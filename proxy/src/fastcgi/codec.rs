@@ -231,10 +231,12 @@ async fn relay_stdout(
                 match sock.read_some(&mut inb, deadline).await {
                     Ok(0) if !received && reused => return Err(stale()),
                     Ok(0) => {
+                        // An EOF as the cause: a `reset` (`upstream::failure`).
                         return Err(failed(
                             Kind::InvalidResponse,
                             "FastCGI closed before END_REQUEST",
-                        ))
+                        )
+                        .because(io::Error::from(io::ErrorKind::UnexpectedEof)));
                     }
                     Ok(_) => received = true,
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {

@@ -11,6 +11,7 @@
 //! `_total` series.
 
 pub mod admin;
+mod process;
 pub mod render;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use ringside_runtime::stats::WorkerStats;
 
+use crate::upstream::failure::Reason;
 use crate::upstream::shared::Shared;
 
 /// A counter or gauge written by one thread only.
@@ -47,10 +49,12 @@ impl Counter {
     }
 }
 
-/// Upper bounds of the latency histogram's buckets, in microseconds.
-pub const LATENCY_BOUNDS_US: [u64; 14] = [
-    250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
-    2_500_000, 10_000_000,
+/// Upper bounds of the latency histogram's buckets, in microseconds: 1,
+/// 2.5, 5 per decade from 25 µs, since a cached static file is answered in
+/// tens of microseconds and a lowest bound of 250 µs held every one of them.
+pub const LATENCY_BOUNDS_US: [u64; 18] = [
+    25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
 ];
 
 /// What a route's requests did.
@@ -88,7 +92,8 @@ pub struct ServerStats {
     pub idle: Counter,
     pub opened: Counter,
     pub reused: Counter,
-    pub failures: Counter,
+    /// Failed tries, by `Reason::index`.
+    pub failures: [Counter; Reason::ALL.len()],
     /// 1 while this core holds it down after failures (passive health).
     pub down: Counter,
 }
@@ -203,8 +208,8 @@ mod tests {
     #[test]
     fn latency_lands_in_the_first_bucket_at_or_above_it() {
         let r = RouteStats::default();
-        r.record(200, 10, 5, Duration::from_micros(250));
-        r.record(404, 0, 5, Duration::from_micros(251));
+        r.record(200, 10, 5, Duration::from_micros(25));
+        r.record(404, 0, 5, Duration::from_micros(26));
         r.record(502, 0, 5, Duration::from_secs(60));
         assert_eq!(r.latency[0].get(), 1);
         assert_eq!(r.latency[1].get(), 1);

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Registry, RouteLabel, LATENCY_BOUNDS_US};
+use crate::upstream::failure::Reason;
 
 /// A label value with `\`, `"` and newlines escaped.
 fn esc(v: &str) -> String {
@@ -14,7 +15,7 @@ fn esc(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -34,7 +35,7 @@ struct ServerSum {
     idle: u64,
     opened: u64,
     reused: u64,
-    failures: u64,
+    failures: [u64; Reason::ALL.len()],
     down_cores: u64,
 }
 
@@ -42,16 +43,18 @@ pub fn render(reg: &Registry) -> String {
     let mut out = String::with_capacity(8 << 10);
     let cores = reg.cores();
 
+    // An info metric ends in `_info` (OpenMetrics), so a query can join
+    // its labels onto any other series.
     family(
         &mut out,
-        "ringside_info",
+        "ringside_build_info",
         "gauge",
-        "Version and I/O backend.",
+        "Version and I/O backend; always 1.",
     );
     let backend = reg.backend.get().map_or("", String::as_str);
     let _ = writeln!(
         out,
-        "ringside_info{{version=\"{}\",backend=\"{}\"}} 1",
+        "ringside_build_info{{version=\"{}\",backend=\"{}\"}} 1",
         env!("CARGO_PKG_VERSION"),
         esc(backend)
     );
@@ -66,6 +69,7 @@ pub fn render(reg: &Registry) -> String {
         "ringside_uptime_seconds {:.3}",
         reg.started.elapsed().as_secs_f64()
     );
+    super::process::render(&mut out);
     family(
         &mut out,
         "ringside_reloads_total",
@@ -262,7 +266,9 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                     sum.idle += s.idle.get();
                     sum.opened += s.opened.get();
                     sum.reused += s.reused.get();
-                    sum.failures += s.failures.get();
+                    for (a, b) in sum.failures.iter_mut().zip(&s.failures) {
+                        *a += b.get();
+                    }
                     sum.down_cores += s.down.get();
                 }
             }
@@ -271,7 +277,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
     }
     let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
     type Pick = fn(bool, &ServerSum) -> String;
-    let families: [(&str, &str, &str, Pick); 8] = [
+    let families: [(&str, &str, &str, Pick); 7] = [
         (
             "ringside_upstream_server_up",
             "gauge",
@@ -321,17 +327,30 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                 }
             },
         ),
-        (
-            "ringside_upstream_failures_total",
-            "counter",
-            "Tries that failed (connect, timeout, bad response).",
-            |_, s| s.failures.to_string(),
-        ),
     ];
     for (name, kind, help, pick) in families {
         family(out, name, kind, help);
         for (key, healthy, sum) in &servers {
             let _ = writeln!(out, "{name}{{{}}} {}", lab(key), pick(*healthy, sum));
+        }
+    }
+    family(
+        out,
+        "ringside_upstream_failures_total",
+        "counter",
+        "Tries to the server that failed, by reason (as the access log's upstream_error).",
+    );
+    for (key, _, sum) in &servers {
+        // Every reason a server's try can fail with, zeros included, so a
+        // rate over a reason never starts from a missing series.
+        for r in Reason::ALL.into_iter().filter(|&r| r != Reason::NoServer) {
+            let _ = writeln!(
+                out,
+                "ringside_upstream_failures_total{{{},reason=\"{}\"}} {}",
+                lab(key),
+                r.token(),
+                sum.failures[r.index()]
+            );
         }
     }
     render_fastcgi(reg, out);

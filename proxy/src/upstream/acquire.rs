@@ -14,6 +14,7 @@ use ringside_runtime::net::TcpStream;
 use ringside_runtime::task;
 
 use super::addr::PeerAddr;
+use super::failure::TlsFailed;
 use super::local::{Chosen, Local};
 use super::policy::Grant;
 use crate::fastcgi::capacity::Waited;
@@ -56,7 +57,7 @@ pub async fn acquire(
             drop(waiter);
             let mut l = up.borrow_mut();
             match leftover {
-                Some(s) => l.release(chosen, Some(s), false),
+                Some(s) => l.release(chosen, Some(s), None),
                 None => l.abandon(chosen),
             }
             Err(Error::new(
@@ -69,10 +70,9 @@ pub async fn acquire(
 
 /// Opens a connection under a grant; a failure gives the grant back.
 async fn open(up: &RefCell<Local>, chosen: &Chosen) -> Result<TcpStream, Error> {
-    connect(chosen, up).await.inspect_err(|e| {
-        up.borrow_mut()
-            .release(chosen, None, e.kind().server_failed());
-    })
+    connect(chosen, up)
+        .await
+        .inspect_err(|e| up.borrow_mut().release(chosen, None, Some(e)))
 }
 
 /// Opens a connection to `chosen`, with the TLS handshake where the
@@ -84,25 +84,31 @@ pub(crate) async fn connect(chosen: &Chosen, up: &RefCell<Local>) -> Result<TcpS
         let tls = crate::upstream::shared::tls_for(&l.shared, &chosen.authority);
         (l.shared.cfg.timeouts.connect, tls)
     };
+    let connect_failed =
+        |e: io::Error| Error::new(Kind::ConnectFailed, format!("connecting to {addr}")).because(e);
+    // A handshake failure keeps its stage in its cause, so that it is
+    // reported as TLS's and not as the connect's (`super::failure`).
+    let tls_failed = |e: io::Error| {
+        Error::new(Kind::ConnectFailed, format!("TLS handshake with {addr}")).because(TlsFailed(e))
+    };
     let connecting = async {
         let mut s = match addr {
-            PeerAddr::Inet(a) => TcpStream::connect(*a).await?,
-            PeerAddr::Unix(p) => TcpStream::connect_unix(p)?,
-        };
-        if let Some((cfg, name)) = tls {
-            s.start_tls_client(cfg, name)?;
-            s.handshake().await?;
+            PeerAddr::Inet(a) => TcpStream::connect(*a).await,
+            PeerAddr::Unix(p) => TcpStream::connect_unix(p),
         }
-        Ok::<_, io::Error>(s)
+        .map_err(connect_failed)?;
+        if let Some((cfg, name)) = tls {
+            s.start_tls_client(cfg, name).map_err(tls_failed)?;
+            s.handshake().await.map_err(tls_failed)?;
+        }
+        Ok::<_, Error>(s)
     };
     match task::timeout(limit, Box::pin(connecting)).await {
         Ok(Ok(s)) => {
             up.borrow().count_opened(addr);
             Ok(s)
         }
-        Ok(Err(e)) => {
-            Err(Error::new(Kind::ConnectFailed, format!("connecting to {addr}")).because(e))
-        }
+        Ok(Err(e)) => Err(e),
         Err(_) => Err(Error::new(
             Kind::ConnectTimeout,
             format!("connecting to {addr} timed out"),

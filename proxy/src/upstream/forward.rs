@@ -32,15 +32,31 @@ use super::acquire::acquire;
 use super::addr::PeerAddr;
 use super::balance::hash_key;
 use super::codec::{Codec, Tried};
+use super::failure::Reason;
 use super::io::UpSock;
 use super::local::{Chosen, Local};
+use super::outcome::Outcome;
 use super::settings::{Balance, HashKey};
 
-/// Proxies `ex` to the upstream in `up`, speaking `codec`.
+/// Proxies `ex` to the upstream in `up`, speaking `codec`, and notes in
+/// the exchange's tag what the tries came to (`super::outcome`).
 pub async fn forward<C: Codec>(
     ex: &mut Exchange<'_>,
     up: &RefCell<Local>,
     codec: &C,
+) -> Result<(), Error> {
+    let mut outcome = Outcome::default();
+    let r = tries(ex, up, codec, &mut outcome).await;
+    let route = ex.tag() as u32;
+    ex.set_tag(outcome.pack(route));
+    r
+}
+
+async fn tries<C: Codec>(
+    ex: &mut Exchange<'_>,
+    up: &RefCell<Local>,
+    codec: &C,
+    outcome: &mut Outcome,
 ) -> Result<(), Error> {
     let (retry, key) = {
         let l = up.borrow();
@@ -57,19 +73,33 @@ pub async fn forward<C: Codec>(
     loop {
         let chosen = up.borrow_mut().pick(&tries.tried, key);
         let Some(chosen) = chosen else {
-            // With every server tried, the last failure decides 502 or 504.
-            return Err(tries
-                .last
-                .unwrap_or_else(|| Error::new(Kind::NoServer, "no live upstream server")));
+            // With every server tried, the last failure decides 502 or 504;
+            // its cause was logged when it happened.
+            if let Some(last) = tries.last {
+                outcome.ended_there();
+                return Err(last);
+            }
+            let e = Error::new(Kind::NoServer, "no live upstream server");
+            up.borrow_mut().note_no_server(&e);
+            outcome.failed(Some(Reason::NoServer));
+            return Err(e);
         };
         let (sock, reused) = match acquire(up, &chosen, tries.fresh_only, !replayable).await {
             Ok(got) => got,
             Err(e) => {
                 tracing::debug!(server = %chosen.addr, error = %e, "no connection to the upstream");
+                if !e.kind().server_failed() {
+                    // What acquire did not release a connection with (a
+                    // queue full or waited out) is counted here.
+                    up.borrow_mut().note_failure(&chosen, &e);
+                }
                 if e.kind().nothing_sent() && retry.on.connect && tries.left > 0 {
+                    outcome.failed(Reason::of(&e));
+                    outcome.went_on(None);
                     tries.another(&chosen, Some(e));
                     continue;
                 }
+                outcome.failed(Reason::of(&e));
                 return Err(e);
             }
         };
@@ -80,19 +110,35 @@ pub async fn forward<C: Codec>(
             .await
         {
             Ok(Tried::Done(keep)) => {
-                up.borrow_mut().release(&chosen, keep, false);
+                up.borrow_mut().release(&chosen, keep, None);
+                outcome.answered(ex.status());
                 return Ok(());
             }
             Ok(Tried::RetryStatus(status)) => {
-                up.borrow_mut().release(&chosen, None, false);
+                up.borrow_mut().release(&chosen, None, None);
                 tracing::debug!(server = %chosen.addr, status, "retrying on another server");
+                outcome.went_on(Some(status));
+                // Should no server be left, the client is answered for what
+                // this one said, not for a lack of servers.
+                let kind = match status {
+                    503 => Kind::Overloaded,
+                    504 => Kind::UpstreamTimeout,
+                    _ => Kind::InvalidResponse,
+                };
                 tries.another(&chosen, None);
+                tries.last = Some(Error::new(
+                    kind,
+                    format!("{} answered {status}", chosen.addr),
+                ));
                 continue;
             }
             Err(e) => e,
         };
-        up.borrow_mut()
-            .release(&chosen, None, e.kind().server_failed());
+        up.borrow_mut().release(&chosen, None, Some(&e));
+        if ex.responded() {
+            // The server's head reached the client before the try broke.
+            outcome.answered(ex.status());
+        }
         if e.side() == Side::Client {
             return Err(e);
         }
@@ -112,9 +158,12 @@ pub async fn forward<C: Codec>(
         // again (a FastCGI request without a body is replayable when its
         // pooled connection was stale, but a POST is not idempotent).
         if retry_ok && replayable && ex.method().idempotent() && tries.left > 0 && !ex.responded() {
+            outcome.failed(Reason::of(&e));
+            outcome.went_on(None);
             tries.another(&chosen, Some(e));
             continue;
         }
+        outcome.failed(Reason::of(&e));
         return Err(e);
     }
 }

@@ -82,6 +82,12 @@ fn invalid(why: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(Kind::InvalidResponse, why)
 }
 
+/// The server closed before the response was whole: an EOF as the cause
+/// makes it a `reset`, not a `bad_response` (`super::failure`).
+fn closed(why: &'static str) -> Error {
+    invalid(why).because(io::Error::from(io::ErrorKind::UnexpectedEof))
+}
+
 fn timed_out(what: &'static str) -> Error {
     Error::new(Kind::UpstreamTimeout, what)
 }
@@ -182,7 +188,7 @@ impl H1<'_> {
             }
             match sock.read_some(&mut inb, deadline).await {
                 Ok(0) if !received && reused => return Err(stale()),
-                Ok(0) => return Err(invalid("closed before a complete response head")),
+                Ok(0) => return Err(closed("closed before a complete response head")),
                 Ok(_) => received = true,
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                     return Err(timed_out("no response head in time"))
@@ -394,7 +400,7 @@ async fn relay_until_close(
 /// Reads more of a body; EOF here means the upstream cut the body short.
 async fn read_body_piece(sock: &mut UpSock, inb: &mut Buf, idle: Duration) -> Result<(), Error> {
     match sock.read_some(inb, Instant::now() + idle).await {
-        Ok(0) => Err(invalid("upstream closed mid-body")),
+        Ok(0) => Err(closed("upstream closed mid-body")),
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(timed_out("response body stalled")),
         Err(e) => Err(invalid("reading the response body").because(e)),

@@ -8,10 +8,12 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ringside_http::Error;
 use ringside_runtime::net::TcpStream;
 
 use super::addr::PeerAddr;
 use super::balance::Balancer;
+use super::failure::{Gate, Gates, Reason};
 use super::policy::{Grant, Policy};
 use super::pool::Pool;
 use super::settings::UpstreamProtocol;
@@ -30,6 +32,8 @@ pub struct Peer {
     first_fail: Instant,
     down_until: Option<Instant>,
     stats: Arc<ServerStats>,
+    /// This core's error-log gates for the server's failures.
+    gates: Gates,
 }
 
 impl Drop for Peer {
@@ -88,6 +92,8 @@ pub struct Local {
     me: Weak<RefCell<Local>>,
     /// Run when this core's bell rings (FastCGI: another core's ask).
     on_ring: Option<Rc<ringside_runtime::doorbell::Listener>>,
+    /// The error-log gate for requests that found no server to try.
+    no_server: Gate,
 }
 
 /// A peer chosen for one try: its index in this generation and its address,
@@ -139,6 +145,7 @@ impl Local {
         let mut l = Local {
             me,
             on_ring: None,
+            no_server: Gate::default(),
             balancer: Balancer::new(&shared.cfg.balance, &weights, seed),
             in_flight: vec![0; specs.len()],
             peers: Vec::with_capacity(specs.len()),
@@ -184,6 +191,7 @@ impl Local {
             first_fail: Instant::now(),
             down_until: None,
             stats,
+            gates: Gates::default(),
         }
     }
 
@@ -287,8 +295,8 @@ impl Local {
 
     /// Ends a try: a connection fit for reuse goes to the first waiter or
     /// the pool; `None` (closed, or never opened) frees what it held.
-    /// Records whether the peer failed.
-    pub fn release(&mut self, c: &Chosen, keep: Option<TcpStream>, failed: bool) {
+    /// `failure`: what the try failed with, if it did.
+    pub fn release(&mut self, c: &Chosen, keep: Option<TcpStream>, failure: Option<&Error>) {
         let Some(i) = self.find(c) else { return };
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
         let max = self.pool_max();
@@ -304,8 +312,8 @@ impl Local {
             }
         }
         p.idle_changed();
-        if failed {
-            self.fail(i);
+        if let Some(e) = failure {
+            self.fail(i, e);
         }
         if freed {
             self.feed(i);
@@ -340,8 +348,23 @@ impl Local {
         }
     }
 
-    fn fail(&mut self, i: usize) {
-        self.peers[i].stats.failures.add(1);
+    /// A try to peer `i` failed with `e`: counted and logged by its reason
+    /// (rate-limited), and held against the peer's health if it was the
+    /// server's fault.
+    fn fail(&mut self, i: usize, e: &Error) {
+        // A pooled connection the server had closed is no fault of its:
+        // retried where the request allows, else the access log says so.
+        if e.kind() == ringside_http::Kind::Stale {
+            return;
+        }
+        let Some(reason) = Reason::of(e) else { return };
+        let p = &mut self.peers[i];
+        p.stats.failures[reason.index()].add(1);
+        p.gates
+            .warn(reason, e, &self.shared.cfg.name, Some(&p.spec.addr));
+        if !e.kind().server_failed() {
+            return;
+        }
         let Some(ph) = self.shared.cfg.passive else {
             return;
         };
@@ -364,6 +387,20 @@ impl Local {
             p.stats.down.set(1);
             tracing::warn!(upstream = %self.shared.cfg.name, server = %p.spec.addr, cooldown = ?ph.cooldown, "server marked down after failures");
         }
+    }
+
+    /// A try to `c` failed with `e` without a connection to release (its
+    /// queue was full, say): counted and logged like any failure.
+    pub fn note_failure(&mut self, c: &Chosen, e: &Error) {
+        if let Some(i) = self.find(c) {
+            self.fail(i, e);
+        }
+    }
+
+    /// No server was left to try: logged (rate-limited) for the upstream.
+    pub fn note_no_server(&mut self, e: &Error) {
+        self.no_server
+            .warn(Reason::NoServer, e, &self.shared.cfg.name, None);
     }
 
     /// Closes idle connections past their timeout or closed by the server.

@@ -38,22 +38,23 @@ impl Local {
             // The server left the upstream meanwhile; its count went with it.
             return;
         };
+        if let Opened::Failed(e) = &opened {
+            // Counted and logged here, where every opening's failure comes
+            // by, whether or not a request still waits for it.
+            self.fail(i, e);
+        }
         let max = self.pool_max();
         let p = &mut self.peers[i];
         let Policy::Slots(slots) = &mut p.policy else {
             return;
         };
-        let mut failed = false;
         match opened {
             Opened::Served(s) => {
                 slots.capacity().set_answers(Answers::Yes);
                 slots.answered();
                 p.give_back(s, max);
             }
-            Opened::Failed(e) => {
-                failed = e.kind().server_failed();
-                slots.open_failed(e);
-            }
+            Opened::Failed(e) => slots.open_failed(e),
             Opened::GaveUp => slots.gave_up(),
             Opened::Shed => {}
             Opened::NoAnswer => {
@@ -64,9 +65,6 @@ impl Local {
             }
         }
         p.idle_changed();
-        if failed {
-            self.fail(i);
-        }
         self.feed(i);
     }
 
