@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{Ringside, TempDir, BIN};
+use common::{output_text as text, Ringside, TempDir, BIN};
 
 /// `ringside ARGS` in a network namespace of its own.
 fn isolated(args: &[&str]) -> Output {
@@ -20,15 +20,6 @@ fn isolated(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("unshare (util-linux) and ip (iproute2)")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn stderr(out: &Output) -> String {

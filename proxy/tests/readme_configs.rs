@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::pki::Ca;
-use common::TempDir;
+use common::{output_text as text, TempDir};
 
 /// (README line of the block's first line, its text).
 fn blocks() -> Vec<(usize, String)> {
@@ -82,15 +82,6 @@ fn check(file: &Path) -> Output {
         .arg(file)
         .output()
         .expect("unshare (util-linux) and ip (iproute2)")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {

@@ -282,6 +282,16 @@ pub fn isolated() -> Command {
     cmd
 }
 
+/// A finished command's status and output, for an assertion's message.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// A fresh directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);
 
