@@ -12,8 +12,6 @@
 
 use std::ops::Range;
 
-use super::error::{key_name, TABLE_ARRAYS};
-
 /// What to say for a toml error: the key it is about and the message.
 pub(super) struct Reworded {
     pub key: Option<String>,
@@ -336,4 +334,47 @@ fn edits(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// The top-level arrays of tables, written `[[name]]`.
+const TABLE_ARRAYS: [&str; 2] = ["route", "vhost"];
+
+/// `["runtime", "workers"]` -> `[runtime] workers`; `["upstream", "a", "host"]`
+/// -> `[upstream.a] host`; `["vhost", "names"]` -> `[[vhost]] names`, as
+/// the validation errors name them; a top-level key stays bare.
+fn key_name(path: &[String]) -> Option<String> {
+    match path {
+        [] => None,
+        [key] => Some(key.clone()),
+        [table, key] if TABLE_ARRAYS.contains(&table.as_str()) => {
+            Some(format!("[[{table}]] {key}"))
+        }
+        [table @ .., key] => Some(format!("[{}] {key}", table.join("."))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_names() {
+        let p = |s: &[&str]| key_name(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(p(&[]), None);
+        assert_eq!(p(&["bogus"]).as_deref(), Some("bogus"));
+        assert_eq!(
+            p(&["runtime", "workers"]).as_deref(),
+            Some("[runtime] workers")
+        );
+        assert_eq!(
+            p(&["upstream", "a", "host"]).as_deref(),
+            Some("[upstream.a] host")
+        );
+        assert_eq!(p(&["route", "host"]).as_deref(), Some("[[route]] host"));
+        assert_eq!(p(&["vhost", "tls"]).as_deref(), Some("[[vhost]] tls"));
+        assert_eq!(
+            p(&["vhost", "tls", "cert"]).as_deref(),
+            Some("[vhost.tls] cert")
+        );
+    }
 }

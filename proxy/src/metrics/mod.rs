@@ -13,6 +13,7 @@
 pub mod admin;
 mod process;
 pub mod render;
+mod text;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::render::family;
+use super::text::family;
 
 /// What `/proc/self/stat` says, with the units converted.
 struct Stat {

@@ -5,20 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::text::{esc, family};
 use super::{Registry, RouteLabel, LATENCY_BOUNDS_US};
 use crate::upstream::failure::Reason;
-
-/// A label value with `\`, `"` and newlines escaped.
-fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
 
 #[derive(Default)]
 struct RouteSum {
