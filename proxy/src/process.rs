@@ -26,6 +26,7 @@ use crate::config::ConfigError;
 use crate::edge::https::HttpsPolicy;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
+use crate::privileges::keeper::Kept;
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
 use crate::{notify, privileges};
@@ -122,7 +123,7 @@ fn one_instance(cfg: &Config, loc: &Locator, allowed: bool) -> Result<(), Config
     for &addr in &cfg.server.listen {
         let holder = match probe(addr) {
             Probe::Free => continue,
-            Probe::InUse(o) => o,
+            Probe::InUse(h) => h,
             Probe::Refused(e) => {
                 return Err(loc.error(
                     Setting::Listen(addr),
@@ -130,14 +131,18 @@ fn one_instance(cfg: &Config, loc: &Locator, allowed: bool) -> Result<(), Config
                 ))
             }
         };
-        let who = holder.map_or("another process".to_owned(), |o| o.to_string());
-        if allowed {
-            tracing::warn!(%addr, holder = %who, "sharing the address (--reuse-port-with-others): the kernel splits new connections between the two");
+        if allowed && holder.shareable() {
+            tracing::warn!(%addr, %holder, "sharing the address (--reuse-port-with-others): the kernel splits new connections between the two");
             continue;
         }
+        let how = if holder.shareable() {
+            "Stop it first, or start with --reuse-port-with-others to share the address on purpose"
+        } else {
+            "Stop it first: it is another user's, and the kernel shares an address between one user's sockets only"
+        };
         return Err(loc.error(
             Setting::Listen(addr),
-            format!("{addr} is served by {who} already; a second server there would take part of its connections. Stop it first, or start with --reuse-port-with-others to share the address on purpose"),
+            format!("{addr} is served by {holder} already; a second server there would take part of its connections. {how}"),
         ));
     }
     Ok(())
@@ -162,14 +167,21 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     }
     // Forked before any thread starts (see keeper.rs).
     // SAFETY: geteuid has no preconditions.
-    if cfg.ops.user.is_some() && unsafe { libc::geteuid() } == 0 {
-        let logs = cfg.ops.access_log.iter().map(|a| a.path.clone()).collect();
-        if let Err(e) = privileges::keeper::spawn(logs, tls_files(&cfg), cfg.ops.pid_file.clone()) {
+    if let (Some(user), 0) = (&cfg.ops.user, unsafe { libc::geteuid() }) {
+        let kept = privileges::ids(user, cfg.ops.group.as_deref()).map(|(uid, gid)| Kept {
+            logs: cfg.ops.access_log.iter().map(|a| a.path.clone()).collect(),
+            reads: tls_files(&cfg),
+            pid_file: cfg.ops.pid_file.clone(),
+            uid,
+            gid,
+        });
+        if let Err(e) = kept.and_then(|k| privileges::keeper::spawn(k).map_err(|e| e.to_string())) {
             return fail(format!(
                 "cannot start the root helper for [server] user: {e}"
             ));
         }
     }
+
     if let Err(e) = load_tls(&mut cfg) {
         return fail(e);
     }

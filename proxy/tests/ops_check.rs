@@ -285,3 +285,50 @@ fn an_unresolvable_upstream_name_is_a_warning() {
     assert!(err.contains("resolves it again every 7s"), "{err}");
     assert!(err.contains("test is successful"), "{err}");
 }
+
+/// The check systemd's ExecReload runs, as the server's own user, while a
+/// server that dropped root to that user serves the address: the server
+/// is not dumpable, so its descriptors cannot be looked into; its pid
+/// file names it, and the check passes with a warning.
+#[test]
+fn check_as_the_servers_user_passes_while_it_serves() {
+    if !common::load::in_own_netns("check_as_the_servers_user_passes_while_it_serves") {
+        return;
+    }
+    let dir = TempDir::new("check-as-user");
+    dir.write("www/index.html", b"hi\n");
+    std::fs::create_dir_all(dir.path().join("run")).unwrap();
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:8080\"]\nroot = \"www\"\nuser = \"nobody\"\npid_file = \"run/ringside.pid\"\n",
+    );
+    for d in ["", "www", "run"] {
+        std::fs::set_permissions(
+            dir.path().join(d),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let server = Ringside::start(&["--workers", "1", "--config", s(&cfg)]);
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "check",
+        ])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "127.0.0.1:8080 is served by ringside (pid {}) now",
+            server.child.id()
+        )),
+        "{}",
+        text(&out)
+    );
+    server.stop();
+}

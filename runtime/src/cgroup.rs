@@ -58,6 +58,11 @@ pub fn quota_in(root: &Path, membership: &str) -> Option<Quota> {
         else {
             continue;
         };
+        // Outside its cgroup namespace's root a process sees `/../..`
+        // paths, which would lead out of the cgroup file system.
+        if path.split('/').any(|c| c == "..") {
+            continue;
+        }
         if controllers.is_empty() {
             for dir in ancestors(&root.join(relative(path)), root) {
                 found.extend(read(&dir.join("cpu.max")).and_then(|t| parse_cpu_max(&t)));

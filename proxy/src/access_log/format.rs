@@ -172,12 +172,15 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
             }
         }
     }
-    let mut status = String::new();
-    e.upstream.write_status(&mut status);
+    let _ = write!(
+        Buf(out),
+        ",\"request_time\":{:.6},\"upstream_status\":\"",
+        e.elapsed.as_secs_f64()
+    );
+    let _ = e.upstream.write_status(&mut Buf(out));
     let _ = writeln!(
         Buf(out),
-        ",\"request_time\":{:.6},\"upstream_status\":\"{status}\",\"upstream_error\":\"{}\"}}",
-        e.elapsed.as_secs_f64(),
+        "\",\"upstream_error\":\"{}\"}}",
         e.upstream.error()
     );
 }

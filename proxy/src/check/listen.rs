@@ -16,11 +16,41 @@ use socket2::{Domain, Protocol, Socket, Type};
 #[derive(Debug)]
 pub enum Probe {
     Free,
-    /// Something listens there; the process, when it could be found.
-    InUse(Option<Owner>),
+    /// Something listens there.
+    InUse(Holder),
     /// The bind failed otherwise (no such local address, a port below 1024
     /// without the privilege).
     Refused(io::Error),
+}
+
+/// What is known of a socket listening at an address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holder {
+    /// The process, when its descriptors could be looked into (another
+    /// user's, or a non-dumpable one's as a server that dropped root is,
+    /// cannot).
+    pub owner: Option<Owner>,
+    /// The socket's user, from the kernel's table, which anyone may read.
+    pub uid: Option<u32>,
+}
+
+impl Holder {
+    /// Whether SO_REUSEPORT could share the address with it: the kernel
+    /// allows that between sockets of one user only.
+    pub fn shareable(&self) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        self.uid.is_none_or(|u| u == unsafe { libc::geteuid() })
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.owner, self.uid) {
+            (Some(o), _) => write!(f, "{o}"),
+            (None, Some(uid)) => write!(f, "a process of uid {uid}"),
+            (None, None) => f.write_str("another process"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +74,7 @@ pub fn probe(addr: SocketAddr) -> Probe {
     }
     match try_bind(addr) {
         Ok(()) => Probe::Free,
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Probe::InUse(owner(addr)),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Probe::InUse(holder(addr)),
         Err(e) => Probe::Refused(e),
     }
 }
@@ -59,17 +89,25 @@ fn try_bind(addr: SocketAddr) -> io::Result<()> {
     sock.bind(&addr.into())
 }
 
-/// The process with a socket listening on `addr`'s port at `addr` (or at
-/// the wildcard address), found through /proc. Best effort: another user's
-/// processes cannot be looked into.
-pub fn owner(addr: SocketAddr) -> Option<Owner> {
-    let table = if addr.is_ipv6() {
-        "/proc/net/tcp6"
-    } else {
-        "/proc/net/tcp"
-    };
-    let text = std::fs::read_to_string(table).ok()?;
-    let inodes = listening_inodes(&text, addr);
+/// The socket listening on `addr`'s port at `addr` (or at a wildcard
+/// address that covers it: `0.0.0.0`, or `::` for either family), found
+/// through /proc. Best effort.
+pub fn holder(addr: SocketAddr) -> Holder {
+    let mut found: Vec<(u64, u32)> = Vec::new();
+    for (table, v6) in [("/proc/net/tcp", false), ("/proc/net/tcp6", true)] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            found.extend(listening_inodes(&text, addr, v6));
+        }
+    }
+    let inodes: Vec<u64> = found.iter().map(|&(i, _)| i).collect();
+    Holder {
+        owner: owner(&inodes),
+        uid: found.first().map(|&(_, uid)| uid),
+    }
+}
+
+/// The process holding one of the sockets `inodes`.
+fn owner(inodes: &[u64]) -> Option<Owner> {
     if inodes.is_empty() {
         return None;
     }
@@ -105,15 +143,23 @@ pub fn owner(addr: SocketAddr) -> Option<Owner> {
     None
 }
 
-/// The inodes of sockets in LISTEN state (`0A`) on `addr`'s port, at
-/// `addr` or at the wildcard, from a /proc/net/tcp{,6} table.
-fn listening_inodes(table: &str, addr: SocketAddr) -> Vec<u64> {
+/// The inodes and users of sockets in LISTEN state (`0A`) on `addr`'s
+/// port that cover `addr`, from a /proc/net/tcp table (`/proc/net/tcp6`
+/// when `v6`): at `addr` itself or a wildcard of the table's family (a
+/// dual-stack `[::]` listener also holds IPv4 ports).
+fn listening_inodes(table: &str, addr: SocketAddr, v6: bool) -> Vec<(u64, u32)> {
     let want_port = format!("{:04X}", addr.port());
-    let mine = hex_addr(addr);
-    let any = hex_addr(match addr {
-        SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], addr.port())),
-        SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], addr.port())),
-    });
+    let mine = if addr.is_ipv6() == v6 {
+        hex_addr(addr)
+    } else {
+        String::new()
+    };
+    let any = if v6 {
+        hex_addr(SocketAddr::from(([0u16; 8], addr.port())))
+    } else {
+        hex_addr(SocketAddr::from(([0, 0, 0, 0], addr.port())))
+    };
+    let wildcard_addr = addr.ip().is_unspecified();
     let mut out = Vec::new();
     for line in table.lines().skip(1) {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -123,10 +169,10 @@ fn listening_inodes(table: &str, addr: SocketAddr) -> Vec<u64> {
         let Some((ip, port)) = f[1].split_once(':') else {
             continue;
         };
-        let wildcard_or_mine = ip == mine || ip == any || mine == any;
-        if port == want_port && wildcard_or_mine {
-            if let Ok(inode) = f[9].parse() {
-                out.push(inode);
+        let covers = ip == mine || ip == any || (wildcard_addr && addr.is_ipv6() == v6);
+        if port == want_port && covers {
+            if let (Ok(inode), Ok(uid)) = (f[9].parse(), f[7].parse()) {
+                out.push((inode, uid));
             }
         }
     }
@@ -160,12 +206,21 @@ mod tests {
    2: 0100007F:1F90 0100007F:C000 01 00000000:00000000 00:00000000 00000000     0        0 333 1 0 100 0 0 10 0\n\
    3: 0100007F:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 444 1 0 100 0 0 10 0\n";
         if cfg!(target_endian = "little") {
+            let inodes = |addr: &str| -> Vec<u64> {
+                let addr: SocketAddr = addr.parse().unwrap();
+                listening_inodes(table, addr, false)
+                    .into_iter()
+                    .map(|(i, _)| i)
+                    .collect()
+            };
+            assert_eq!(inodes("127.0.0.1:8080"), vec![111, 222]);
+            assert_eq!(inodes("127.0.0.2:8080"), vec![222]);
+            assert_eq!(inodes("0.0.0.0:8080"), vec![111, 222]);
+            // A dual-stack [::]:8080 holds IPv4's 8080 too.
+            let v6 = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 555 1 0 100 0 0 10 0\n";
             let lo: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-            assert_eq!(listening_inodes(table, lo), vec![111, 222]);
-            let other: SocketAddr = "127.0.0.2:8080".parse().unwrap();
-            assert_eq!(listening_inodes(table, other), vec![222]);
-            let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
-            assert_eq!(listening_inodes(table, any), vec![111, 222]);
+            assert_eq!(listening_inodes(v6, lo, true), vec![(555, 1000)]);
         }
     }
 
@@ -174,7 +229,13 @@ mod tests {
         let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = held.local_addr().unwrap();
         match probe(addr) {
-            Probe::InUse(Some(o)) => assert_eq!(o.pid, std::process::id()),
+            Probe::InUse(Holder {
+                owner: Some(o),
+                uid,
+            }) => {
+                assert_eq!(o.pid, std::process::id());
+                assert_eq!(uid, Some(unsafe { libc::geteuid() }));
+            }
             other => panic!("expected in use by this process, got {other:?}"),
         }
         drop(held);

@@ -21,7 +21,7 @@ use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
 use crate::tls::certs::{load_certified_key, CertPart, CertPaths};
 use crate::upstream::shared::server_addrs;
-use listen::{probe, Probe};
+use listen::{probe, Owner, Probe};
 use locate::{Locator, Part, Setting};
 
 /// One problem found.
@@ -57,7 +57,7 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut error = |what| out.push(Finding { error: true, what });
     if let Some(a) = &cfg.ops.access_log {
-        if let Err(e) = open_append(&a.path) {
+        if let Err(e) = open_append(&a.path, mode) {
             error(loc.error(
                 Setting::AccessLog,
                 format!("cannot open {}: {}", a.path.display(), io_reason(&e)),
@@ -101,9 +101,30 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
 }
 
 /// As the access log writer opens it (through the keeper once privileges
-/// are dropped, so that a reload checks what SIGUSR1 would do).
-fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
-    crate::privileges::keeper::open_log(path)
+/// are dropped, so that a reload checks what SIGUSR1 would do). `check`
+/// creates nothing: a log it made as root could not be opened by a server
+/// started as another user; for a missing file the directory is checked.
+fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
+    if mode == Mode::Start {
+        return crate::privileges::keeper::open_log(path).map(drop);
+    }
+    match std::fs::OpenOptions::new().append(true).open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            std::fs::metadata(dir)?;
+            let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
+                .map_err(std::io::Error::other)?;
+            // SAFETY: access with a NUL-terminated path.
+            if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        }
+        other => other.map(drop),
+    }
 }
 
 /// The pid file is written at start, before privileges are dropped; its
@@ -158,15 +179,13 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
     let mut each = |addr, what: Setting<'_>, must: bool| {
         let (error, message) = match probe(addr) {
             Probe::Free => return,
-            Probe::InUse(Some(o)) if o.name == "ringside" => (
-                false,
-                format!("{addr} is served by {o} now; a reload keeps it, a second start would be refused"),
-            ),
-            Probe::InUse(Some(o)) => (must, format!("cannot listen on {addr}: in use by {o}")),
-            Probe::InUse(None) => (
-                must,
-                format!("cannot listen on {addr}: in use by another process"),
-            ),
+            Probe::InUse(h) => match h.owner.clone().or_else(|| pid_file_ringside(cfg)) {
+                Some(o) if o.name == "ringside" => (
+                    false,
+                    format!("{addr} is served by {o} now; a reload keeps it, a second start would be refused"),
+                ),
+                _ => (must, format!("cannot listen on {addr}: in use by {h}")),
+            },
             Probe::Refused(e) => (must, format!("cannot listen on {addr}: {}", io_reason(&e))),
         };
         out.push(Finding {
@@ -183,6 +202,23 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
         AdminListen::Default(a) => each(a, Setting::Admin, false),
         AdminListen::Off => {}
     }
+}
+
+/// The running ringside the config's pid file names, if it runs. A server
+/// that dropped root is not dumpable, so its descriptors cannot be looked
+/// into by its own user; its pid file and `comm` can.
+fn pid_file_ringside(cfg: &Config) -> Option<Owner> {
+    let path = cfg
+        .ops
+        .pid_file
+        .clone()
+        .unwrap_or_else(|| cli::DEFAULT_PID_FILE.into());
+    let pid: u32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(Owner {
+        pid,
+        name: name.trim().to_owned(),
+    })
 }
 
 /// Upstream server names resolved now; FastCGI sockets looked for.

@@ -227,7 +227,10 @@ fn missing(field: &str) -> String {
 /// table header), so the key is read from the text there, and its first
 /// line looked for above it, within its table.
 fn duplicate(text: &str, offset: usize) -> Reworded {
-    let offset = offset.min(text.len());
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = text[line_start..].lines().next().unwrap_or("");
     let above = || text[..line_start].lines().enumerate().collect::<Vec<_>>();

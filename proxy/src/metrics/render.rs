@@ -327,7 +327,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
         out,
         "ringside_upstream_failures_total",
         "counter",
-        "Tries to the server that failed, by reason (as the access log's upstream_error).",
+        "Tries to the server that failed, by reason (as the access log's upstream_error; no_server, which no server is to blame for, is in the log only).",
     );
     for (key, _, sum) in &servers {
         // Every reason a server's try can fail with, zeros included, so a

@@ -11,7 +11,10 @@
 //! answers two kinds of request on a socket pair, "open log N" (append)
 //! and "open file N" (read only), for the paths named at start only (a
 //! compromised server cannot ask it to open anything else), and sends back
-//! the descriptor. When the server exits, or
+//! the descriptor. A path is kept only when the user cannot replace an
+//! entry on the way to it (`safe_path.rs`), the check is made again at each
+//! open, and a log must be a regular file reached without a final symlink;
+//! so the user cannot point root at another file. When the server exits, or
 //! dies, its end of the pair closes; the keeper then removes the pid file
 //! if it still names the server, and exits.
 
@@ -20,13 +23,31 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
+
+use super::safe_path::safe_for;
 
 struct Keeper {
     sock: Mutex<OwnedFd>,
     logs: Vec<PathBuf>,
     reads: Vec<PathBuf>,
     pid: libc::pid_t,
+    /// Set at the first reply that did not come as the protocol says: the
+    /// next one might answer an earlier request, so none is trusted.
+    broken: AtomicBool,
+}
+
+/// What the keeper keeps, and for whom.
+pub struct Kept {
+    /// Opened for appending (created when missing).
+    pub logs: Vec<PathBuf>,
+    /// Opened read-only: certificates, keys, CA bundles.
+    pub reads: Vec<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    /// The user and group the server runs as.
+    pub uid: u32,
+    pub gid: u32,
 }
 
 static KEEPER: OnceLock<Keeper> = OnceLock::new();
@@ -37,9 +58,28 @@ const EXIT: u8 = b'X';
 
 /// Forks the keeper. Must run before the process starts any thread: the
 /// child carries on single-threaded from here.
-pub fn spawn(logs: Vec<PathBuf>, reads: Vec<PathBuf>, pid_file: Option<PathBuf>) -> io::Result<()> {
-    if logs.len() > 255 || reads.len() > 255 {
-        return Err(io::Error::other("more than 255 files to keep open"));
+pub fn spawn(kept: Kept) -> io::Result<()> {
+    let Kept {
+        logs,
+        reads,
+        pid_file,
+        uid,
+        gid,
+    } = kept;
+    let safe = |list: Vec<PathBuf>| -> Vec<PathBuf> {
+        list.into_iter()
+            .filter(|p| {
+                let ok = safe_for(p, uid, gid);
+                if !ok {
+                    tracing::warn!(file = %p.display(), uid, "not opened as root after the start: the server's user can write a directory on its path");
+                }
+                ok
+            })
+            .collect()
+    };
+    let (logs, reads) = (safe(logs), safe(reads));
+    if logs.len() > usize::from(u16::MAX) || reads.len() > usize::from(u16::MAX) {
+        return Err(io::Error::other("too many files to keep"));
     }
     let c_paths = |list: &[PathBuf]| -> io::Result<Vec<CString>> {
         list.iter()
@@ -69,15 +109,39 @@ pub fn spawn(logs: Vec<PathBuf>, reads: Vec<PathBuf>, pid_file: Option<PathBuf>)
         -1 => Err(io::Error::last_os_error()),
         0 => {
             drop(ours);
-            serve(theirs, &c_logs, &c_reads, pid_file.as_deref(), parent)
+            serve(
+                theirs,
+                &c_logs,
+                &c_reads,
+                pid_file.as_deref(),
+                parent,
+                (uid, gid),
+            )
         }
         pid => {
             drop(theirs);
+            // A keeper that stops answering must not hang a reload or the
+            // exit.
+            let timeout = libc::timeval {
+                tv_sec: 10,
+                tv_usec: 0,
+            };
+            // SAFETY: setsockopt with a local timeval of the right size.
+            unsafe {
+                libc::setsockopt(
+                    ours.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    (&timeout as *const libc::timeval).cast(),
+                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+                );
+            }
             let _ = KEEPER.set(Keeper {
                 sock: Mutex::new(ours),
                 logs,
                 reads,
                 pid,
+                broken: AtomicBool::new(false),
             });
             tracing::info!(pid, "kept a root helper for log reopening and the pid file");
             Ok(())
@@ -95,6 +159,22 @@ pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
         .create(true)
         .append(true)
         .open(path)
+        .map_err(|e| not_kept(path, e))
+}
+
+/// An error opening a file the keeper does not keep, with why root did not
+/// open it when that may be the reason.
+fn not_kept(path: &Path, e: io::Error) -> io::Error {
+    if KEEPER.get().is_none() || e.kind() != io::ErrorKind::PermissionDenied {
+        return e;
+    }
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{e}; the root helper opens only the files named at start in directories the server's user cannot write, so {} was opened as that user (restart to add it)",
+            path.display()
+        ),
+    )
 }
 
 /// Reads `path` whole: through the keeper when it is one of the
@@ -106,7 +186,7 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
             io::Read::read_to_end(&mut file?, &mut out)?;
             Ok(out)
         }
-        None => std::fs::read(path),
+        None => std::fs::read(path).map_err(|e| not_kept(path, e)),
     }
 }
 
@@ -118,16 +198,25 @@ fn ask(
     path: &Path,
 ) -> Option<io::Result<std::fs::File>> {
     let k = KEEPER.get()?;
-    let i = list(k).iter().position(|p| p == path)?;
+    let i = list(k).iter().position(|p| p == path)? as u16;
     let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
-    Some((|| {
-        send(sock.as_raw_fd(), &[kind, i as u8], None)?;
-        match recv(sock.as_raw_fd())? {
-            (0, Some(fd)) => Ok(std::fs::File::from(fd)),
-            (0, None) => Err(io::Error::other("the keeper sent no descriptor")),
-            (e, _) => Err(io::Error::from_raw_os_error(e)),
+    if k.broken.load(Ordering::Relaxed) {
+        return Some(Err(io::Error::other("the root helper stopped answering")));
+    }
+    let [hi, lo] = i.to_be_bytes();
+    let answer =
+        send(sock.as_raw_fd(), &[kind, hi, lo], None).and_then(|()| recv(sock.as_raw_fd()));
+    Some(match answer {
+        Ok((0, Some(fd))) => Ok(std::fs::File::from(fd)),
+        Ok((0, None)) => Err(io::Error::other(
+            "the root helper's descriptor did not arrive (out of descriptors?)",
+        )),
+        Ok((e, _)) => Err(io::Error::from_raw_os_error(e)),
+        Err(e) => {
+            k.broken.store(true, Ordering::Relaxed);
+            Err(e)
         }
-    })())
+    })
 }
 
 /// At exit: has the keeper remove the pid file, and waits for it to end.
@@ -154,6 +243,7 @@ fn serve(
     reads: &[CString],
     pid_file: Option<&Path>,
     parent: libc::pid_t,
+    (uid, gid): (u32, u32),
 ) -> ! {
     let fd = sock.as_raw_fd();
     // SAFETY: prctl with a static NUL-terminated name.
@@ -170,16 +260,15 @@ fn serve(
             break;
         }
         match buf[0] {
-            kind @ (OPEN | READ) if n >= 2 => {
+            kind @ (OPEN | READ) if n >= 3 => {
                 let (list, flags) = if kind == OPEN {
-                    (logs, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT)
+                    let log = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT;
+                    (logs, log | libc::O_NOFOLLOW)
                 } else {
                     (reads, libc::O_RDONLY)
                 };
-                let opened = list.get(buf[1] as usize).map(|p| {
-                    // SAFETY: open with a NUL-terminated path.
-                    unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC, 0o640) }
-                });
+                let index = usize::from(u16::from_be_bytes([buf[1], buf[2]]));
+                let opened = list.get(index).map(|p| open_regular(p, flags, uid, gid));
                 let reply = match opened {
                     Some(-1) => send(fd, &errno_bytes(last_errno()), None),
                     Some(log) => {
@@ -215,6 +304,37 @@ fn serve(
     }
     // SAFETY: ends the child without running the parent's exit handlers.
     unsafe { libc::_exit(0) }
+}
+
+/// Opens `path` as root only while the user still cannot replace an entry
+/// on the way, and only a regular file (a FIFO would block the keeper, a
+/// device is never a log or a key). Non-blocking, so a FIFO planted
+/// there cannot hang the open. -1 with errno set on refusal.
+fn open_regular(path: &CString, flags: i32, uid: u32, gid: u32) -> RawFd {
+    let as_path = Path::new(std::ffi::OsStr::from_bytes(path.as_bytes()));
+    if !safe_for(as_path, uid, gid) {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EPERM };
+        return -1;
+    }
+    // SAFETY: open with a NUL-terminated path; fstat into a local.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            flags | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            0o640,
+        );
+        if fd < 0 {
+            return fd;
+        }
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            libc::close(fd);
+            *libc::__errno_location() = libc::EINVAL;
+            return -1;
+        }
+        fd
+    }
 }
 
 fn last_errno() -> i32 {
@@ -289,6 +409,9 @@ fn recv(sock: RawFd) -> io::Result<(i32, Option<OwnedFd>)> {
         };
         if n == 0 {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        if n < 4 {
+            return Err(io::Error::other("a short reply from the root helper"));
         }
         let mut fd = None;
         let c = libc::CMSG_FIRSTHDR(&msg);

@@ -2,6 +2,7 @@
 //! the open-files limit.
 
 pub mod keeper;
+mod safe_path;
 
 use std::ffi::CString;
 
@@ -9,11 +10,7 @@ use std::ffi::CString;
 /// group). glibc's setuid and setgid apply to every thread, so workers
 /// started before this follow too.
 pub fn drop_to(user: &str, group: Option<&str>) -> Result<(), String> {
-    let (uid, user_gid) = lookup_user(user)?;
-    let gid = match group {
-        Some(g) => lookup_group(g)?,
-        None => user_gid,
-    };
+    let (uid, gid) = ids(user, group)?;
     // SAFETY: plain syscalls on values.
     unsafe {
         if libc::geteuid() != 0 {
@@ -47,6 +44,17 @@ pub fn drop_to(user: &str, group: Option<&str>) -> Result<(), String> {
     }
     tracing::info!(user, uid, gid, "dropped privileges");
     Ok(())
+}
+
+/// The uid and gid `[server] user` and `group` name (the user's own group
+/// when no group is given).
+pub fn ids(user: &str, group: Option<&str>) -> Result<(libc::uid_t, libc::gid_t), String> {
+    let (uid, user_gid) = lookup_user(user)?;
+    let gid = match group {
+        Some(g) => lookup_group(g)?,
+        None => user_gid,
+    };
+    Ok((uid, gid))
 }
 
 fn lookup_user(name: &str) -> Result<(libc::uid_t, libc::gid_t), String> {

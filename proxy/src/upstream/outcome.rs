@@ -9,7 +9,7 @@
 //! from 49 two bits for each of those: no status, 502, 503 or 504 (a try
 //! that went on to another server answered nothing, or one of these).
 
-use std::fmt::Write as _;
+use std::fmt::Write;
 
 use super::failure::Reason;
 
@@ -33,16 +33,21 @@ pub struct Outcome {
 impl Outcome {
     /// A try that did not end the request: it answered `status` (a 502,
     /// 503 or 504 the retry policy sends elsewhere) or nothing.
+    /// Past `MAX_EARLIER` tries the last slot holds the newest, so that
+    /// the log keeps the first ones and the latest, and
+    /// [`Outcome::ended_there`] still finds the real last try.
     pub fn went_on(&mut self, status: Option<u16>) {
-        if self.earlier == MAX_EARLIER {
-            return;
-        }
         let code = match status {
             Some(502) => 1,
             Some(503) => 2,
             Some(504) => 3,
             _ => 0,
         };
+        if self.earlier == MAX_EARLIER {
+            let at = 2 * (MAX_EARLIER - 1);
+            self.codes = (self.codes & !(3 << at)) | code << at;
+            return;
+        }
         self.codes |= code << (2 * self.earlier);
         self.earlier += 1;
     }
@@ -96,20 +101,18 @@ impl Outcome {
     /// `upstream_status` as nginx writes `$upstream_status`: each try's
     /// status, comma-separated, `-` for a try without one, and `-` alone
     /// when no try was made.
-    pub fn write_status(&self, out: &mut String) {
+    pub fn write_status(&self, out: &mut impl Write) -> std::fmt::Result {
         for i in 0..self.earlier {
-            out.push_str(match (self.codes >> (2 * i)) & 3 {
+            out.write_str(match (self.codes >> (2 * i)) & 3 {
                 1 => "502, ",
                 2 => "503, ",
                 3 => "504, ",
                 _ => "-, ",
-            });
+            })?;
         }
         match self.status {
-            0 => out.push('-'),
-            s => {
-                let _ = write!(out, "{s}");
-            }
+            0 => out.write_str("-"),
+            s => write!(out, "{s}"),
         }
     }
 
@@ -126,7 +129,7 @@ mod tests {
 
     fn status(o: &Outcome) -> String {
         let mut s = String::new();
-        o.write_status(&mut s);
+        o.write_status(&mut s).unwrap();
         s
     }
 
@@ -169,5 +172,16 @@ mod tests {
         o.answered(999);
         let (_, back) = Outcome::unpack(o.pack(0));
         assert_eq!(status(&back), "504, ".repeat(7) + "999");
+        // Nine servers: seven refuse, the last two answer 503 and no
+        // server is left. The log keeps the first six and the latest, and
+        // the last status is the last server's.
+        let mut o = Outcome::default();
+        for _ in 0..7 {
+            o.went_on(None);
+        }
+        o.went_on(Some(503));
+        o.went_on(Some(503));
+        o.ended_there();
+        assert_eq!(status(&o), "-, ".repeat(6) + "503");
     }
 }

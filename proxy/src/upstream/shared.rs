@@ -89,7 +89,16 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
                 tracing::info!(upstream = %cfg.name, "the upstream's CA bundle changed; trusting the new one");
                 (kept.snapshot().1, Vec::new())
             }
-            None => resolve(cfg, &[]),
+            // Changed settings: resolved afresh, but a name that fails
+            // this moment keeps the addresses the old upstream had for it.
+            None => {
+                let before = old
+                    .iter()
+                    .find(|s| s.cfg.name == cfg.name)
+                    .map(|s| s.snapshot().1)
+                    .unwrap_or_default();
+                resolve(cfg, &before)
+            }
         };
         for (server, error) in failed {
             tracing::warn!(
