@@ -21,8 +21,7 @@ use crate::check::{self, Mode};
 use crate::cli::{self, Cli, DEFAULT_PID_FILE};
 use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
-use crate::config::Config;
-use crate::config::ConfigError;
+use crate::config::{Config, ConfigError};
 use crate::edge::https::HttpsPolicy;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
@@ -155,10 +154,10 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     };
     privileges::raise_fd_limit();
     let loc = Locator::new(&cfg, Some(&cli));
-    let found = check::preflight(&cfg, &loc, Mode::Start);
-    if found.iter().any(|f| f.error) {
-        for f in &found {
-            eprintln!("ringside: {f}");
+    let errors = check::errors(&check::preflight(&cfg, &loc, Mode::Start));
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("ringside: {e}");
         }
         return ExitCode::FAILURE;
     }
@@ -192,9 +191,6 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
             path = "userspace",
             "TLS records are encrypted in user space by rustls (no kTLS in this build)"
         );
-    }
-    if let Err(e) = StaticFiles::from_config(&cfg.statics) {
-        return fail(format!("cannot open root {}: {e}", cfg.root.display()));
     }
     // Opened before privileges are dropped, as nginx opens its logs.
     if let Some(a) = &cfg.ops.access_log {
@@ -325,19 +321,16 @@ fn try_reload(
 ) -> Result<(), String> {
     let mut new = cli::effective_config(cli).map_err(|e| e.to_string())?;
     keep_restart_only(live, &mut new);
-    let found = check::preflight(&new, &Locator::new(&new, Some(cli)), Mode::Start);
-    let errors: Vec<String> = found
-        .iter()
-        .filter(|f| f.error)
-        .map(|f| f.to_string())
-        .collect();
+    let errors = check::errors(&check::preflight(
+        &new,
+        &Locator::new(&new, Some(cli)),
+        Mode::Start,
+    ));
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
     load_tls(&mut new)?;
     upstream_tls_backend(&new, server.backend)?;
-    StaticFiles::from_config(&new.statics)
-        .map_err(|e| format!("cannot open root {}: {e}", new.root.display()))?;
     if let Some(a) = &new.ops.access_log {
         if writer::sender().is_none() {
             writer::start(&a.path)

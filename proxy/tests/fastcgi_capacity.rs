@@ -284,8 +284,13 @@ fn a_php_fpm_reload_to_fewer_children_fails_no_request() {
     );
 }
 
-/// This network namespace's TCP passive opens so far.
+/// This network namespace's TCP passive opens so far. Only in a namespace
+/// of the test's own: elsewhere every process on the machine adds to it.
 fn passive_opens() -> u64 {
+    assert!(
+        common::load::is_own_netns(),
+        "passive_opens counts the whole namespace: call it from a test run by in_own_netns"
+    );
     let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap();
     let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
     let names: Vec<&str> = tcp.next().unwrap().split_whitespace().collect();

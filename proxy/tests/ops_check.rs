@@ -22,6 +22,36 @@ fn isolated(args: &[&str]) -> Output {
         .expect("unshare (util-linux) and ip (iproute2)")
 }
 
+/// Checks the exit status and that stderr says each of `wants`.
+fn expect(out: &Output, ok: bool, wants: &[&str]) {
+    assert_eq!(out.status.success(), ok, "{}", text(out));
+    let err = stderr(out);
+    for want in wants {
+        assert!(err.contains(want), "want {want:?} in {}", text(out));
+    }
+}
+
+/// The start refuses `file` with `want`, before serving anything.
+fn start_refused(file: &Path, want: &str) {
+    let out = isolated(&["--config", s(file)]);
+    expect(&out, false, &[want]);
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+}
+
+/// `ringside ARGS` here: for the tests already in a namespace of their own.
+fn here(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+/// `ringside ARGS` as nobody.
+fn as_nobody(args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -74,19 +104,13 @@ fn an_access_log_that_cannot_be_opened_fails_check_and_start_at_its_line() {
     );
     let want = "ringside.toml:8:8: [access_log] path: cannot open";
     let out = isolated(&["check", s(&file)]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(stderr(&out).contains(want), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("No such file or directory"),
-        "{}",
-        text(&out)
+    expect(
+        &out,
+        false,
+        &[want, "No such file or directory", "test failed"],
     );
-    assert!(stderr(&out).contains("test failed"), "{}", text(&out));
-    // The start refuses with the same words, before serving anything.
-    let out = isolated(&["--config", s(&file)]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(stderr(&out).contains(want), "{}", text(&out));
-    assert!(out.stdout.is_empty(), "{}", text(&out));
+    // The start refuses with the same words.
+    start_refused(&file, want);
 }
 
 /// A pid file whose directory is missing fails the start at its line;
@@ -99,17 +123,9 @@ fn a_pid_file_in_a_missing_directory_is_placed_at_its_line() {
         b"[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:0\"]\npid_file = \"gone/ringside.pid\"\n",
     );
     let want = "ringside.toml:6:12: [server] pid_file: cannot write";
-    let out = isolated(&["check", s(&file)]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!("warning: {}", dir.path().join(want).display())),
-        "{}",
-        text(&out)
-    );
-    let out = isolated(&["--config", s(&file)]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(stderr(&out).contains(want), "{}", text(&out));
-    assert!(out.stdout.is_empty(), "{}", text(&out));
+    let warning = format!("warning: {}", dir.path().join(want).display());
+    expect(&isolated(&["check", s(&file)]), true, &[&warning]);
+    start_refused(&file, want);
 }
 
 /// A listen address that another program holds: check and start both
@@ -129,57 +145,27 @@ fn listen_addresses_are_tried() {
             .as_bytes(),
     );
     let me = std::process::id();
-    let out = Command::new(BIN)
-        .args(["check", s(&file)])
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{}", text(&out));
     let want = format!(
         "ringside.toml:5:11: [server] listen: cannot listen on 127.0.0.1:{port}: in use by "
     );
-    assert!(stderr(&out).contains(&want), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!("(pid {me})")),
-        "{}",
-        text(&out)
+    expect(
+        &here(&["check", s(&file)]),
+        false,
+        &[&want, &format!("(pid {me})")],
     );
-    let out = Command::new(BIN)
-        .args(["--config", s(&file)])
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!("127.0.0.1:{port} is served by ")),
-        "{}",
-        text(&out)
-    );
+    let served = format!("127.0.0.1:{port} is served by ");
+    expect(&here(&["--config", s(&file)]), false, &[&served]);
     drop(held);
-    let out = Command::new(BIN)
-        .args(["check", s(&file)])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    expect(&here(&["check", s(&file)]), true, &[]);
 
     let low = dir.write(
         "low.toml",
         b"[admin]\nlisten = \"off\"\n\n[server]\nlisten = [\"127.0.0.1:81\"]\n",
     );
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            BIN,
-            "check",
-        ])
-        .arg(&low)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains("[server] listen: cannot listen on 127.0.0.1:81: Permission denied"),
-        "{}",
-        text(&out)
+    expect(
+        &as_nobody(&["check", s(&low)]),
+        false,
+        &["[server] listen: cannot listen on 127.0.0.1:81: Permission denied"],
     );
 }
 
@@ -310,25 +296,10 @@ fn check_as_the_servers_user_passes_while_it_serves() {
         .unwrap();
     }
     let server = Ringside::start(&["--workers", "1", "--config", s(&cfg)]);
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            BIN,
-            "check",
-        ])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stderr(&out).contains(&format!(
-            "127.0.0.1:8080 is served by ringside (pid {}) now",
-            server.child.id()
-        )),
-        "{}",
-        text(&out)
+    let served = format!(
+        "127.0.0.1:8080 is served by ringside (pid {}) now",
+        server.child.id()
     );
+    expect(&as_nobody(&["check", s(&cfg)]), true, &[&served]);
     server.stop();
 }

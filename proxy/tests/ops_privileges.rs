@@ -59,21 +59,31 @@ fn start_limited(root: &TempDir, soft: u64, hard: u64, extra: &[&str]) -> Ringsi
     Ringside::start_with(&mut cmd)
 }
 
-#[test]
-fn user_is_dropped_to_after_binding() {
+/// For a test that starts ringside as root to run as nobody: a directory
+/// with `www/index.html` and the subdirectories `dirs`, each root's and
+/// readable by nobody (the roots are opened after the drop).
+fn root_dir_for_nobody(tag: &str, dirs: &[&str]) -> TempDir {
     assert_eq!(
         unsafe { libc::geteuid() },
         0,
         "this test starts ringside as root (the test command runs as root)"
     );
-    let dir = TempDir::new("privileges");
+    let dir = TempDir::new(tag);
     dir.write("www/index.html", b"hello\n");
-    // Readable by nobody: the roots are opened after the drop.
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    for d in ["", "www"].iter().chain(dirs) {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        std::fs::set_permissions(
+            dir.path().join(d),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+#[test]
+fn user_is_dropped_to_after_binding() {
+    let dir = root_dir_for_nobody("privileges", &[]);
     let cfg = dir.write(
         "ringside.toml",
         b"[server]\nroot = \"www\"\nuser = \"nobody\"\n",
@@ -194,22 +204,7 @@ fn emfile_pauses_accepting_without_spinning_and_recovers() {
 /// root helper that does it is one thread, and ends with the server.
 #[test]
 fn with_a_user_sigusr1_reopens_and_the_pid_file_goes_at_exit() {
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "this test starts ringside as root"
-    );
-    let dir = TempDir::new("privileges-keeper");
-    dir.write("www/index.html", b"hello\n");
-    std::fs::create_dir_all(dir.path().join("log")).unwrap();
-    std::fs::create_dir_all(dir.path().join("run")).unwrap();
-    for d in ["", "www", "log", "run"] {
-        std::fs::set_permissions(
-            dir.path().join(d),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-    }
+    let dir = root_dir_for_nobody("privileges-keeper", &["log", "run"]);
     let cfg = dir.write(
         "ringside.toml",
         b"[server]\nroot = \"www\"\nuser = \"nobody\"\npid_file = \"run/ringside.pid\"\n\n[access_log]\npath = \"log/access.log\"\nflush_every = \"10ms\"\n",
@@ -294,18 +289,7 @@ fn served_subject(port: u16) -> String {
 /// without a restart, as nginx's root master does.
 #[test]
 fn with_a_user_a_reload_reads_root_only_keys() {
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "this test starts ringside as root"
-    );
-    let dir = TempDir::new("privileges-certs");
-    dir.write("www/index.html", b"hello\n");
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let dir = root_dir_for_nobody("privileges-certs", &[]);
     let live = TempDir(dir.path().join("live"));
     std::fs::create_dir_all(&live.0).unwrap();
     let ca = common::pki::Ca::new("test CA");

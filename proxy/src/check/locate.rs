@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use toml::Spanned;
 
@@ -26,20 +26,8 @@ pub enum Setting<'a> {
     Admin,
     /// The `listen` entry that gave this address.
     Listen(SocketAddr),
-    /// The certificate or key of the TLS listener on this address.
-    ListenCert(SocketAddr, Part),
-    /// `[[vhost]]` number `i` (from 0), its certificate or key.
-    VhostCert(usize, Part),
-    /// `[upstream.NAME] tls_ca` (else its `tls`).
-    UpstreamCa(&'a str),
     /// `[upstream.NAME] servers` entry number `i` (from 0).
     UpstreamServer(&'a str, usize),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    Cert,
-    Key,
 }
 
 /// Finds settings in the file a config came from.
@@ -99,7 +87,7 @@ impl Locator {
             Setting::AccessLog => "--access-log",
             Setting::PidFile => "--pid-file",
             Setting::Admin => "--admin",
-            Setting::Listen(_) | Setting::ListenCert(..) => "--listen",
+            Setting::Listen(_) => "--listen",
             _ => return None,
         };
         self.flags.contains(&flag).then_some(flag)
@@ -114,17 +102,7 @@ fn default_key(what: Setting<'_>) -> String {
         Setting::PidFile => "[server] pid_file".into(),
         Setting::Admin => "[admin] listen".into(),
         Setting::Listen(_) => "[server] listen".into(),
-        Setting::ListenCert(_, p) => format!("[server] listen tls {}", part_key(p)),
-        Setting::VhostCert(_, p) => format!("[[vhost]] tls {}", part_key(p)),
-        Setting::UpstreamCa(name) => format!("[upstream.{name}] tls_ca"),
         Setting::UpstreamServer(name, _) => format!("[upstream.{name}] servers"),
-    }
-}
-
-fn part_key(p: Part) -> &'static str {
-    match p {
-        Part::Cert => "cert",
-        Part::Key => "key",
     }
 }
 
@@ -153,34 +131,6 @@ fn find(f: &FileConfig, what: Setting<'_>) -> Option<(Range<usize>, String)> {
                 ListenValue::Addr(_) => at(entry, "[server] listen"),
             })
         }
-        Setting::ListenCert(addr, part) => {
-            let entry = listen_entry(f, addr)?;
-            let ListenValue::Table(t) = entry.get_ref() else {
-                return None;
-            };
-            let c = t.tls.as_ref()?.get_ref();
-            Some(match part {
-                Part::Cert => at(&c.cert, "[server] listen tls cert"),
-                Part::Key => at(&c.key, "[server] listen tls key"),
-            })
-        }
-        Setting::VhostCert(i, part) => {
-            let c = f.vhosts.get(i)?.get_ref().tls.as_ref()?.get_ref();
-            Some(match part {
-                Part::Cert => at(&c.cert, "[[vhost]] tls cert"),
-                Part::Key => at(&c.key, "[[vhost]] tls key"),
-            })
-        }
-        Setting::UpstreamCa(name) => {
-            let (_, up) = f.upstream.iter().find(|(k, _)| k.get_ref() == name)?;
-            let up = up.get_ref();
-            let key = format!("[upstream.{name}] tls_ca");
-            match (&up.tls_ca, &up.tls) {
-                (Some(v), _) => Some(at(v, key)),
-                (None, Some(v)) => Some(at(v, format!("[upstream.{name}] tls"))),
-                (None, None) => None,
-            }
-        }
         Setting::UpstreamServer(name, i) => {
             let (_, up) = f.upstream.iter().find(|(k, _)| k.get_ref() == name)?;
             let entry = up.get_ref().servers.as_ref()?.get_ref().get(i)?;
@@ -203,12 +153,4 @@ fn listen_entry(f: &FileConfig, addr: SocketAddr) -> Option<&Spanned<ListenValue
         };
         resolve_listen(text).is_ok_and(|list| list.contains(&addr))
     })
-}
-
-/// The directory relative paths of a config are taken from.
-pub fn base_dir(cfg: &Config) -> &Path {
-    cfg.source
-        .as_deref()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new(""))
 }

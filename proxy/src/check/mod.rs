@@ -1,9 +1,9 @@
 //! `ringside check` (also `-t`): what `nginx -t` does, and the same checks
 //! at start so that a start fails the way the check would have.
 //!
-//! Past the parsing and validation that every load does, it opens what the
-//! config names (the access log, certificates and keys, CA bundles, the
-//! roots), checks the pid file's directory, tries each listen address, and
+//! Validation, which every load does, has read the certificates, keys and
+//! CA bundles already. Past it, this opens the access log and the roots,
+//! checks the pid file's directory, tries each listen address, and
 //! resolves upstream names. A name that does not resolve is a warning (the
 //! server starts with that upstream server down); everything else that
 //! would stop the start is an error, placed at the file, line and key that
@@ -19,10 +19,9 @@ use crate::cli::{self, Cli};
 use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
-use crate::tls::certs::{load_certified_key, CertPart, CertPaths};
 use crate::upstream::shared::server_addrs;
 use listen::{probe, Owner, Probe};
-use locate::{Locator, Part, Setting};
+use locate::{Locator, Setting};
 
 /// One problem found.
 #[derive(Debug)]
@@ -40,6 +39,15 @@ impl std::fmt::Display for Finding {
             write!(f, "warning: {}", self.what)
         }
     }
+}
+
+/// The findings that stop a start, in words.
+pub fn errors(found: &[Finding]) -> Vec<String> {
+    found
+        .iter()
+        .filter(|f| f.error)
+        .map(|f| f.to_string())
+        .collect()
 }
 
 /// What runs the checks.
@@ -76,14 +84,6 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
             }
         }
     }
-    certs(cfg, loc, &mut error);
-    for u in &cfg.proxy.upstreams {
-        if let Some(t) = u.tls() {
-            if let Err(m) = crate::tls::client_config(t) {
-                error(loc.error(Setting::UpstreamCa(&u.name), m));
-            }
-        }
-    }
     if let Err(e) = ringside_static::StaticFiles::from_config(&cfg.statics) {
         error(loc.error(
             Setting::Root,
@@ -110,10 +110,7 @@ fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
     }
     match std::fs::OpenOptions::new().append(true).open(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
+            let dir = dir_of(path);
             std::fs::metadata(dir)?;
             let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
                 .map_err(std::io::Error::other)?;
@@ -127,13 +124,18 @@ fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
     }
 }
 
+/// The directory a file is made in (`.` for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 /// The pid file is written at start, before privileges are dropped; its
 /// directory must be there.
 fn pid_dir(path: &Path) -> Result<(), String> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(format!("{} is not a directory", dir.display())),
@@ -143,33 +145,6 @@ fn pid_dir(path: &Path) -> Result<(), String> {
             dir.display(),
             io_reason(&e)
         )),
-    }
-}
-
-fn certs(cfg: &Config, loc: &Locator, error: &mut impl FnMut(ConfigError)) {
-    let part = |p: CertPart| match p {
-        CertPart::Cert => Part::Cert,
-        CertPart::Key => Part::Key,
-    };
-    let mut seen: Vec<&CertPaths> = Vec::new();
-    for (i, paths) in cfg.tls.listeners.iter().enumerate() {
-        let (Some(paths), Some(&addr)) = (paths, cfg.server.listen.get(i)) else {
-            continue;
-        };
-        if seen.contains(&paths) {
-            continue;
-        }
-        seen.push(paths);
-        if let Err(e) = load_certified_key(paths) {
-            error(loc.error(Setting::ListenCert(addr, part(e.part)), e.message));
-        }
-    }
-    for (i, v) in cfg.tls.vhosts.iter().enumerate() {
-        if let Some(paths) = &v.cert {
-            if let Err(e) = load_certified_key(paths) {
-                error(loc.error(Setting::VhostCert(i, part(e.part)), e.message));
-            }
-        }
     }
 }
 

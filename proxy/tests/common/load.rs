@@ -13,12 +13,19 @@ use std::process::Command;
 /// Set in the copy of a test that runs in its own network namespace.
 const IN_NETNS: &str = "RINGSIDE_TEST_IN_NETNS";
 
+/// Whether this is the copy of a test that [`in_own_netns`] runs in a
+/// network namespace of its own, where the kernel's per-namespace counters
+/// (/proc/net/snmp) count this test's sockets only.
+pub fn is_own_netns() -> bool {
+    std::env::var_os(IN_NETNS).is_some()
+}
+
 /// Runs the test `name` (of this test binary) again in a network
 /// namespace of its own with loopback up (`unshare --net`), and checks it
 /// passed there. Returns true in that copy, which does the work; false in
 /// the caller, which should return.
 pub fn in_own_netns(name: &str) -> bool {
-    if std::env::var_os(IN_NETNS).is_some() {
+    if is_own_netns() {
         return true;
     }
     // One at a time: these tests load the machine, and a second at once
