@@ -222,6 +222,16 @@ fn a_restart_under_load_serves_within_a_second() {
     fpm.wait_open(4);
     std::thread::sleep(Duration::from_millis(500));
     old.signal(libc::SIGTERM);
+    // The old process closes its listeners as its drain begins; until it
+    // has, the new one would refuse to share the address with it.
+    let closing = Instant::now();
+    while std::net::TcpStream::connect(addr).is_ok() {
+        assert!(
+            closing.elapsed() < Duration::from_secs(5),
+            "the old listener stayed open"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let new = Ringside::start(&[
         "--listen",
         &addr.to_string(),
