@@ -42,17 +42,20 @@ enum Out {
 /// The protocol an exchange runs on.
 pub(crate) enum Wire<'a> {
     H1(crate::h1::wire::Wire<'a>),
+    H2(crate::h2::wire::Wire<'a>),
 }
 
 macro_rules! wire {
     ($self:ident, $w:ident => $e:expr) => {
         match &mut $self.wire {
             Wire::H1($w) => $e,
+            Wire::H2($w) => $e,
         }
     };
     (ref $self:ident, $w:ident => $e:expr) => {
         match &$self.wire {
             Wire::H1($w) => $e,
+            Wire::H2($w) => $e,
         }
     };
 }
@@ -197,7 +200,10 @@ impl<'a> Exchange<'a> {
     /// Whether a body can go from `from` to this client without a copy
     /// ([`Exchange::write_from_socket`]).
     pub fn can_splice_from(&self, from: &TcpStream) -> bool {
-        wire!(ref self, w => w.can_splice_from(from))
+        match &self.wire {
+            Wire::H1(w) => w.can_splice_from(from),
+            Wire::H2(_) => false,
+        }
     }
     /// Whether a streamed body is under way.
     pub fn streaming(&self) -> bool {
@@ -208,12 +214,25 @@ impl<'a> Exchange<'a> {
     /// ends at the close): a handler that can learn the length by
     /// buffering a small body should then.
     pub fn unsized_body_closes(&self) -> bool {
-        wire!(ref self, w => w.keep_alive && !w.chunks())
+        match &self.wire {
+            Wire::H1(w) => w.keep_alive && !w.chunks(),
+            Wire::H2(_) => false,
+        }
     }
     /// Ends the client's connection after this response (what follows a
-    /// CONNECT on it is not a request).
+    /// CONNECT on it is not a request); an HTTP/2 stream ends alone.
     pub fn set_close(&mut self) {
-        wire!(self, w => w.keep_alive = false)
+        if let Wire::H1(w) = &mut self.wire {
+            w.keep_alive = false;
+        }
+    }
+    /// Ends an HTTP/2 stream whose response cannot be finished (HTTP/1
+    /// closes the connection instead, in its driver).
+    pub(crate) fn reset_stream(&mut self) {
+        if let Wire::H2(w) = &mut self.wire {
+            w.reset();
+        }
+        self.out = Out::Done;
     }
     pub fn responded(&self) -> bool {
         self.out != Out::None
@@ -329,9 +348,12 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
     ) -> Result<Upgraded<'_>, Error> {
         self.check_first()?;
+        let Wire::H1(w) = &mut self.wire else {
+            return Err(Error::new(Kind::NotImplemented, "no upgrade over HTTP/2"));
+        };
         self.status = 101;
         self.out = Out::Upgraded;
-        wire!(self, w => w.upgrade(headers).await)
+        w.upgrade(headers).await
     }
 
     /// Answers `status` with a short plain-text page (`502 Bad Gateway`),
@@ -370,7 +392,10 @@ impl<'a> Exchange<'a> {
         self.out = Out::Done;
         if !self.drop_body && !no_content(status) {
             self.body_bytes += body.len() as u64;
-            wire!(self, w => w.wbuf.extend_from_slice(body));
+            match &mut self.wire {
+                Wire::H1(w) => w.wbuf.extend_from_slice(body),
+                Wire::H2(w) => w.buffer_body(body),
+            }
         }
         Ok(())
     }

@@ -59,6 +59,7 @@ impl Method {
 pub enum Version {
     Http10,
     Http11,
+    Http2,
 }
 
 impl Version {
@@ -67,6 +68,7 @@ impl Version {
         match self {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2.0",
         }
     }
 }

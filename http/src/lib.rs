@@ -22,6 +22,7 @@ pub mod error;
 pub mod exchange;
 pub mod grammar;
 pub mod h1;
+pub mod h2;
 pub mod head;
 pub mod hop;
 pub mod message;

@@ -73,7 +73,7 @@ fn upstream_tls_backend(cfg: &Config, backend: Backend) -> Result<(), String> {
 /// Reads the certificates of `cfg`'s TLS listeners and vhosts into the
 /// listeners' rustls settings (at start, and again on each reload).
 fn load_tls(cfg: &mut Config) -> Result<(), String> {
-    let built = crate::tls::server_configs(&cfg.tls)?;
+    let built = crate::tls::server_configs(&cfg.tls, &cfg.server.http2)?;
     cfg.server.tls = built.into_iter().map(|c| c.map(TlsAcceptor)).collect();
     Ok(())
 }

@@ -227,8 +227,10 @@ fn text(out: &Output) -> String {
 
 /// Real curl, silent but for errors, bounded.
 fn curl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    // HTTP/1.1 over TLS here: curl would choose h2 by ALPN, which
+    // h2_interop.rs tests.
     Command::new("curl")
-        .args(["-sS", "--max-time", "20"])
+        .args(["-sS", "--max-time", "20", "--http1.1"])
         .args(args)
         .output()
         .expect("curl must be installed (run scripts/test.sh)")

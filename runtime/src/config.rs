@@ -46,6 +46,46 @@ pub struct ConnConfig {
     pub max_connections: usize,
     /// Per listener index: its TLS settings (see `ServerConfig::tls`).
     pub tls: Vec<Option<TlsAcceptor>>,
+    /// Per listener index: whether it speaks HTTP/2 (see `ServerConfig::http2`).
+    pub http2: Vec<bool>,
+    pub h2: Http2,
+}
+
+impl ConnConfig {
+    /// Whether listener `i` speaks HTTP/2 besides HTTP/1.1 (h2c by prior
+    /// knowledge on a plain one, ALPN `h2` on a TLS one).
+    pub fn http2_on(&self, i: usize) -> bool {
+        self.http2.get(i).copied().unwrap_or(true)
+    }
+}
+
+/// HTTP/2's own limits, on top of [`Limits`] (which bound each request as
+/// they do for HTTP/1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http2 {
+    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS);
+    /// more are refused with REFUSED_STREAM.
+    pub max_concurrent_streams: u32,
+    /// The window each request body starts with (SETTINGS_INITIAL_WINDOW_SIZE).
+    pub stream_window: u32,
+    /// The connection's receive window, shared by its streams.
+    pub connection_window: u32,
+    /// Frames that make the server work but serve nothing (PING, SETTINGS,
+    /// PRIORITY, RST_STREAM, empty DATA, WINDOW_UPDATE while nothing is
+    /// sent) a connection may send beyond one per response served; past it
+    /// the connection is closed with ENHANCE_YOUR_CALM.
+    pub flood_budget: u32,
+}
+
+impl Default for Http2 {
+    fn default() -> Self {
+        Http2 {
+            max_concurrent_streams: 128,
+            stream_window: 256 * 1024,
+            connection_window: 1024 * 1024,
+            flood_budget: 1000,
+        }
+    }
 }
 
 /// How many workers to start: one per core by default.
@@ -153,6 +193,9 @@ pub struct ServerConfig {
     /// Per listener, by its index in `listen`: its TLS settings, or `None`
     /// (or no entry) for plain HTTP.
     pub tls: Vec<Option<TlsAcceptor>>,
+    /// Per listener, by its index: whether it speaks HTTP/2 (no entry: yes).
+    pub http2: Vec<bool>,
+    pub h2: Http2,
 }
 
 impl ServerConfig {
@@ -163,6 +206,8 @@ impl ServerConfig {
             timeouts: self.timeouts,
             max_connections: self.max_connections,
             tls: self.tls.clone(),
+            http2: self.http2.clone(),
+            h2: self.h2,
         }
     }
 }
@@ -176,6 +221,8 @@ impl Default for ServerConfig {
             timeouts: Timeouts::default(),
             max_connections: 16384,
             tls: Vec::new(),
+            http2: vec![true],
+            h2: Http2::default(),
         }
     }
 }

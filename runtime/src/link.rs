@@ -104,6 +104,15 @@ impl Link {
         self.guard.disarm();
     }
 
+    /// Arms a deadline for waits on the client that a driver runs itself
+    /// (HTTP/2's, inside its codec): past it the socket is shut down as
+    /// [`Link::readable_until`] does (`write`: both ways, with a reset).
+    #[inline]
+    pub fn watch(&self, deadline: Instant, write: bool) {
+        let wait = if write { Wait::Write } else { Wait::Read };
+        self.guard.arm(deadline, wait);
+    }
+
     /// Waits until the client sent something, it closed, or `deadline`
     /// passed; in the last case the read side is shut and `expired()` says so.
     pub async fn readable_until(&self, deadline: Instant) -> io::Result<()> {

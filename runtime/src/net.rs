@@ -300,7 +300,7 @@ impl TcpStream {
 
     /// Waits until the socket can take more bytes (monoio engines only;
     /// glommio has no such wait: `Unsupported`).
-    pub(crate) async fn writable(&self) -> io::Result<()> {
+    pub async fn writable(&self) -> io::Result<()> {
         match &self.inner {
             #[cfg(rt_monoio)]
             Inner::Monoio(s) => s.writable(false).await,
@@ -411,6 +411,14 @@ impl TcpStream {
     #[inline]
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
+    }
+
+    /// Whether the TLS handshake settled on ALPN protocol `proto`.
+    pub fn alpn_is(&self, proto: &[u8]) -> bool {
+        self.tls
+            .as_ref()
+            .and_then(|t| t.alpn())
+            .is_some_and(|p| p == proto)
     }
 
     /// Whether the TLS handshake resumed a session (false on a plain

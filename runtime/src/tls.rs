@@ -316,6 +316,11 @@ impl Session {
         }
     }
 
+    /// The protocol ALPN settled on, if any.
+    pub fn alpn(&self) -> Option<Vec<u8>> {
+        self.conn.borrow().alpn_protocol().map(|p| p.to_vec())
+    }
+
     /// Whether the handshake resumed a session (a ticket or session id)
     /// rather than running in full.
     pub fn resumed(&self) -> bool {

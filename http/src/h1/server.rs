@@ -109,6 +109,12 @@ pub(crate) fn serve<H: Handler>(
         if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
             return;
         }
+        // Boxed as the handshake is: an HTTP/1 connection's future holds
+        // a pointer for it, not HTTP/2's state.
+        if link.stream.alpn_is(b"h2") {
+            return Box::pin(crate::h2::serve(link, current, BytesMut::new())).await;
+        }
+        let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener);
         let mut active: Option<Box<Active>> = None;
         let mut first = true;
         let next = loop {
@@ -133,8 +139,21 @@ pub(crate) fn serve<H: Handler>(
                     break Next::Close;
                 }
             }
-            first = false;
             let a = active.get_or_insert_with(acquire);
+            if first && h2c {
+                match Box::pin(sniff_preface(&link, &mut a.rbuf)).await {
+                    Sniff::H2 => {
+                        let first = std::mem::take(&mut a.rbuf);
+                        if let Some(a) = active.take() {
+                            release(a);
+                        }
+                        return Box::pin(crate::h2::serve(link, current, first)).await;
+                    }
+                    Sniff::Gone => break Next::Close,
+                    Sniff::H1 => {}
+                }
+            }
+            first = false;
             let _busy = link.busy();
             // Taken per request: a reload reaches keep-alive connections at
             // their next request, never in the middle of one.
@@ -158,6 +177,46 @@ pub(crate) fn serve<H: Handler>(
         }
         if let Some(a) = active.take() {
             release(a);
+        }
+    }
+}
+
+enum Sniff {
+    H1,
+    H2,
+    Gone,
+}
+
+/// Reads a plain connection's first bytes until they are HTTP/2's
+/// preface or cannot be (h2c by prior knowledge, RFC 9113 §3.3); what was
+/// read stays in `rbuf` for whichever protocol it is.
+async fn sniff_preface(link: &Link, rbuf: &mut BytesMut) -> Sniff {
+    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let preface = crate::h2::PREFACE;
+    loop {
+        let n = rbuf.len().min(preface.len());
+        if rbuf[..n] != preface[..n] {
+            return Sniff::H1;
+        }
+        if n == preface.len() {
+            return Sniff::H2;
+        }
+        match link.stream.try_read(rbuf) {
+            Ok(0) => {
+                return if rbuf.is_empty() {
+                    Sniff::Gone
+                } else {
+                    Sniff::H1
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if link.readable_until(deadline).await.is_err() || link.expired() {
+                    return Sniff::Gone;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Sniff::Gone,
         }
     }
 }
@@ -255,7 +314,9 @@ async fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) -> Next {
             b"500 Internal Server Error\n",
         );
     }
-    let Wire::H1(w) = &ex.wire;
+    let Wire::H1(w) = &ex.wire else {
+        unreachable!("the HTTP/1 driver runs HTTP/1 exchanges only")
+    };
     if !w.keep_alive {
         // A client that asked to close and sent nothing more can be closed
         // on. Otherwise the server chose to close (draining, an unread
@@ -326,7 +387,7 @@ async fn read_head(link: &mut Link, a: &mut Active) -> Result<(), Option<Error>>
 /// Half-closes, then reads and drops what the client still sends, for a
 /// bounded time and amount, so that the response already sent is read
 /// before the kernel answers further data with a reset.
-async fn linger(link: &Link, rbuf: Option<&mut BytesMut>) {
+pub(crate) async fn linger(link: &Link, rbuf: Option<&mut BytesMut>) {
     const LINGER_TIME: Duration = Duration::from_secs(2);
     const LINGER_BYTES: usize = 256 * 1024;
     if link.stream.shutdown_write().is_err() {

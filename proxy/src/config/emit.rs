@@ -3,7 +3,7 @@
 //! addresses as resolved. The output is valid input for `Config::load`.
 //!
 //! Sections come in a fixed order: `[runtime]`, `[server]`, `[limits]`,
-//! `[timeouts]`, `[static]`, the operations sections, `[tls]` (only when a
+//! `[timeouts]`, `[http2]`, `[static]`, the operations sections, `[tls]` (only when a
 //! listener has TLS) and each `[[vhost]]`, `[proxy]`, each
 //! `[upstream.NAME]` by name, then the static routes and the proxy routes.
 //! A TLS listener is written as a table with its certificate paths, one
@@ -110,9 +110,12 @@ impl Config {
             .enumerate()
             .map(|(i, a)| {
                 let addr = quote(&a.to_string());
+                let h2 = s.http2.get(i).copied().unwrap_or(true);
+                let off = if h2 { "" } else { ", http2 = false" };
                 match self.tls.listener(i) {
-                    None => addr,
-                    Some(c) => format!("{{ addr = {addr}, tls = {} }}", cert_table(c)),
+                    None if h2 => addr,
+                    None => format!("{{ addr = {addr}{off} }}"),
+                    Some(c) => format!("{{ addr = {addr}, tls = {}{off} }}", cert_table(c)),
                 }
             })
             .collect();
@@ -151,6 +154,17 @@ impl Config {
             writeln!(out, "{key} = {}", quote(&format_duration(d)))?;
         }
         writeln!(out, "min_rate = {}", size(t.min_rate))?;
+
+        let h = &s.h2;
+        writeln!(out, "\n[http2]")?;
+        writeln!(out, "max_concurrent_streams = {}", h.max_concurrent_streams)?;
+        writeln!(out, "stream_window = {}", size(u64::from(h.stream_window)))?;
+        writeln!(
+            out,
+            "connection_window = {}",
+            size(u64::from(h.connection_window))
+        )?;
+        writeln!(out, "flood_budget = {}", h.flood_budget)?;
 
         let st = &self.statics;
         writeln!(out, "\n[static]")?;

@@ -46,6 +46,7 @@ pub struct FileConfig {
     pub server: ServerSection,
     pub limits: LimitsSection,
     pub timeouts: TimeoutsSection,
+    pub http2: Http2Section,
     #[serde(rename = "static")]
     pub static_files: StaticSection,
     pub proxy: ProxySection,
@@ -290,6 +291,16 @@ pub struct TimeoutsSection {
     pub min_rate: Option<Spanned<SizeValue>>,
 }
 
+/// `[http2]`: HTTP/2's own limits.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct Http2Section {
+    pub max_concurrent_streams: Option<Spanned<i64>>,
+    pub stream_window: Option<Spanned<SizeValue>>,
+    pub connection_window: Option<Spanned<SizeValue>>,
+    pub flood_budget: Option<Spanned<i64>>,
+}
+
 /// One `[server] listen` entry as written: `"HOST:PORT"`, or
 /// `{ addr = "HOST:PORT", tls = { cert = "PATH", key = "PATH" } }`.
 #[derive(Clone, Debug)]
@@ -304,6 +315,8 @@ pub enum ListenValue {
 pub struct ListenTable {
     pub addr: Spanned<String>,
     pub tls: Option<Spanned<CertSection>>,
+    /// HTTP/2 besides HTTP/1.1 (h2c or ALPN `h2`); on unless `false`.
+    pub http2: Option<Spanned<bool>>,
 }
 
 /// What a `listen` entry must look like, for error messages.
@@ -406,6 +419,7 @@ tables_only!(
     ServerSection,
     LimitsSection,
     TimeoutsSection,
+    Http2Section,
 );
 
 /// The error for a value of the wrong kind: "expected X, got Y".

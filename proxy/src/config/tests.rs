@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ringside_runtime::config::Limits;
 use ringside_runtime::config::{
-    Affinity, BackendChoice, RuntimeConfig, ServerConfig, Timeouts, Workers,
+    Affinity, BackendChoice, Http2, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
 
 use super::cpus::allowed_cpus;
@@ -127,6 +127,12 @@ body_read = "2m"
 send = "1h"
 shutdown_grace = "1s"
 min_rate = "1k"
+
+[http2]
+max_concurrent_streams = 64
+stream_window = "128k"
+connection_window = "2m"
+flood_budget = 500
 "#;
     let path = dir.0.join(NAME);
     fs::write(&path, text).unwrap();
@@ -165,6 +171,13 @@ min_rate = "1k"
             },
             max_connections: 100,
             tls: Vec::new(),
+            http2: vec![true, true],
+            h2: Http2 {
+                max_concurrent_streams: 64,
+                stream_window: 128 * 1024,
+                connection_window: 2 << 20,
+                flood_budget: 500,
+            },
         }
     );
     // A relative root is taken from the file's directory, not the cwd.
@@ -314,11 +327,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`; did you mean `runtime`?"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`; did you mean `runtime`?"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`"
     );
 }
 
@@ -563,6 +576,12 @@ body_read = "60s"
 send = "60s"
 shutdown_grace = "30s"
 min_rate = 500
+
+[http2]
+max_concurrent_streams = 128
+stream_window = "256k"
+connection_window = "1m"
+flood_budget = 1000
 
 [static]
 index = ["index.html"]

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ringside_runtime::config::{
-    Affinity, BackendChoice, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
+    Affinity, BackendChoice, Http2, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
 use ringside_static::{CacheConfig, RouteConfig, StaticConfig};
 use toml::Spanned;
@@ -39,7 +39,8 @@ use super::cpus::{allowed_cpus, check_cpu};
 use super::cx::{duration, header_value, int_in, join, root_dir, size_in, Cx};
 use super::error::ConfigError;
 use super::file::{
-    AffinityValue, DurationValue, FileConfig, ListenValue, WorkersValue, WORKERS_EXPECTED,
+    AffinityValue, DurationValue, FileConfig, ListenValue, SizeValue, WorkersValue,
+    WORKERS_EXPECTED,
 };
 use super::size::parse_duration;
 use super::tls::CertAt;
@@ -108,6 +109,10 @@ fn key(k: &str) -> Option<String> {
     Some(k.to_owned())
 }
 
+/// The listen addresses, each one's default certificate, and whether
+/// each speaks HTTP/2.
+type Listeners = (Vec<SocketAddr>, Vec<Option<CertPaths>>, Vec<bool>);
+
 impl Cx<'_> {
     fn runtime(&self, f: &FileConfig) -> Result<RuntimeConfig, ConfigError> {
         let r = &f.runtime;
@@ -167,11 +172,11 @@ impl Cx<'_> {
     ) -> Result<(ServerConfig, Vec<Option<CertPaths>>), ConfigError> {
         let s = &f.server;
         let d = ServerConfig::default();
-        let (listen, certs) = match &s.listen {
+        let (listen, certs, http2) = match &s.listen {
             Some(list) => self.listen(list, base)?,
             None => {
                 let plain = vec![None; d.listen.len()];
-                (d.listen, plain)
+                (d.listen, plain, d.http2)
             }
         };
         let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
@@ -192,8 +197,45 @@ impl Cx<'_> {
             // Filled from `Config::tls` by the process when it starts or
             // reloads (rustls configs hold certificates read from disk).
             tls: Vec::new(),
+            http2,
+            h2: self.http2(f)?,
         };
         Ok((server, certs))
+    }
+
+    /// `[http2]`.
+    fn http2(&self, f: &FileConfig) -> Result<Http2, ConfigError> {
+        let h = &f.http2;
+        let d = Http2::default();
+        // RFC 9113 §6.9.1: a window is at most 2^31 - 1.
+        const MAX_WINDOW: u64 = (1 << 31) - 1;
+        let window = |v: &SizeValue| size_in(v, 65_535, MAX_WINDOW).map(|n| n as u32);
+        Ok(Http2 {
+            max_concurrent_streams: self.or(
+                &h.max_concurrent_streams,
+                "[http2] max_concurrent_streams",
+                d.max_concurrent_streams,
+                |&n| int_in(n, 1, 65_536).map(|n| n as u32),
+            )?,
+            stream_window: self.or(
+                &h.stream_window,
+                "[http2] stream_window",
+                d.stream_window,
+                window,
+            )?,
+            connection_window: self.or(
+                &h.connection_window,
+                "[http2] connection_window",
+                d.connection_window,
+                window,
+            )?,
+            flood_budget: self.or(
+                &h.flood_budget,
+                "[http2] flood_budget",
+                d.flood_budget,
+                |&n| int_in(n, 0, u32::MAX as i64).map(|n| n as u32),
+            )?,
+        })
     }
 
     /// The listen addresses, and beside each its default certificate when
@@ -203,30 +245,33 @@ impl Cx<'_> {
         &self,
         list: &Spanned<Vec<Spanned<ListenValue>>>,
         base: &Path,
-    ) -> Result<(Vec<SocketAddr>, Vec<Option<CertPaths>>), ConfigError> {
+    ) -> Result<Listeners, ConfigError> {
         const KEY: &str = "[server] listen";
         if list.get_ref().is_empty() {
             return Err(self.err(list.span(), KEY, "expected at least one address".into()));
         }
         let mut out = Vec::new();
         let mut certs = Vec::new();
+        let mut http2 = Vec::new();
         for item in list.get_ref() {
-            let cert = match item.get_ref() {
+            let (cert, h2) = match item.get_ref() {
                 ListenValue::Addr(a) => {
                     self.check(item, KEY, |_| add_listen(&mut out, a))?;
-                    None
+                    (None, true)
                 }
                 ListenValue::Table(t) => {
                     self.check(&t.addr, KEY, |a| add_listen(&mut out, a))?;
-                    match &t.tls {
+                    let cert = match &t.tls {
                         Some(c) => Some(self.cert_paths(c, CertAt::Listen, base)?),
                         None => None,
-                    }
+                    };
+                    (cert, t.http2.as_ref().is_none_or(|v| *v.get_ref()))
                 }
             };
             certs.resize(out.len(), cert);
+            http2.resize(out.len(), h2);
         }
-        Ok((out, certs))
+        Ok((out, certs, http2))
     }
 
     fn limits(&self, f: &FileConfig) -> Result<Limits, ConfigError> {

@@ -94,6 +94,7 @@ impl Edge {
     ) -> Result<Edge, String> {
         let (worker, workers) = (ctx.index, ctx.workers);
         let core_stats = metrics::registry().core(worker, &ctx.stats);
+        ringside_http::h2::stats::set_current(core_stats.h2.clone());
         let upstreams = shared
             .iter()
             .enumerate()

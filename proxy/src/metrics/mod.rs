@@ -110,6 +110,7 @@ pub struct RouteLabel {
 pub struct CoreStats {
     pub worker: usize,
     pub conns: Arc<WorkerStats>,
+    pub h2: Arc<ringside_http::h2::stats::Http2Stats>,
     routes: Mutex<Vec<(RouteLabel, Arc<RouteStats>)>>,
     servers: Mutex<Vec<(ServerKey, Arc<ServerStats>)>>,
 }
@@ -177,6 +178,7 @@ impl Registry {
         let c = Arc::new(CoreStats {
             worker,
             conns: conns.clone(),
+            h2: Arc::default(),
             routes: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
         });

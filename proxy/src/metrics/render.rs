@@ -141,6 +141,7 @@ pub fn render(reg: &Registry) -> String {
         "Where TLS records are encrypted: always \"userspace\" (rustls); this build has no kTLS path.",
     );
     let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
+    render_http2(&cores, &mut out);
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
     for c in &cores {
@@ -387,4 +388,59 @@ fn render_fastcgi(reg: &Registry, out: &mut String) {
             let _ = writeln!(out, "ringside_fastcgi_capacity{{{}}} {n}", lab(key));
         }
     }
+}
+
+/// The HTTP/2 families, per worker: connections and streams served,
+/// RST_STREAM and GOAWAY frames by direction.
+fn render_http2(cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let per_worker =
+        |out: &mut String, name: &str, help: &str, n: &dyn Fn(&super::CoreStats) -> u64| {
+            family(out, name, "counter", help);
+            for c in cores {
+                let _ = writeln!(out, "{name}{{worker=\"{}\"}} {}", c.worker, n(c));
+            }
+        };
+    per_worker(
+        out,
+        "ringside_http2_connections_total",
+        "Client connections that spoke HTTP/2 (h2 by ALPN or h2c), per worker.",
+        &|c| c.h2.connections.load(Relaxed),
+    );
+    per_worker(
+        out,
+        "ringside_http2_streams_total",
+        "HTTP/2 streams accepted (requests), per worker.",
+        &|c| c.h2.streams.load(Relaxed),
+    );
+    let both = |out: &mut String,
+                name: &str,
+                help: &str,
+                sent: &dyn Fn(&super::CoreStats) -> u64,
+                received: &dyn Fn(&super::CoreStats) -> u64| {
+        family(out, name, "counter", help);
+        for c in cores {
+            for (dir, n) in [("sent", sent(c)), ("received", received(c))] {
+                let _ = writeln!(
+                    out,
+                    "{name}{{worker=\"{}\",direction=\"{dir}\"}} {n}",
+                    c.worker
+                );
+            }
+        }
+    };
+    both(
+        out,
+        "ringside_http2_resets_total",
+        "RST_STREAM frames, sent and received, per worker.",
+        &|c| c.h2.resets_sent.load(Relaxed),
+        &|c| c.h2.resets_received.load(Relaxed),
+    );
+    both(
+        out,
+        "ringside_http2_goaways_total",
+        "GOAWAY frames, sent and received, per worker.",
+        &|c| c.h2.goaways_sent.load(Relaxed),
+        &|c| c.h2.goaways_received.load(Relaxed),
+    );
 }

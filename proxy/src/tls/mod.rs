@@ -52,8 +52,10 @@ use crate::upstream::settings::UpstreamTls;
 use certs::{load_certified_key, load_roots, CertPaths};
 use sni::{SniResolver, VhostCerts};
 
-/// The only application protocol offered and accepted.
+/// HTTP/1.1 over TLS, offered on every TLS listener.
 pub const ALPN_HTTP11: &[u8] = b"http/1.1";
+/// HTTP/2 over TLS (RFC 9113 §3.2).
+pub const ALPN_H2: &[u8] = b"h2";
 
 /// Entries in the process-wide TLS 1.2 session-ID cache.
 pub const SESSION_CACHE_SIZE: usize = 4096;
@@ -99,7 +101,12 @@ fn versions(min: TlsVersion) -> &'static [&'static SupportedProtocolVersion] {
 /// One entry per listener of `tls.listeners`: the rustls config of a TLS
 /// listener, `None` for a plain one. Reads every certificate and key from
 /// disk; an error names the listener or vhost and the file.
-pub fn server_configs(tls: &TlsConfig) -> Result<Vec<Option<Arc<ServerConfig>>>, String> {
+///
+/// ALPN offers `h2` before `http/1.1` on listeners whose `http2` is on.
+pub fn server_configs(
+    tls: &TlsConfig,
+    http2: &[bool],
+) -> Result<Vec<Option<Arc<ServerConfig>>>, String> {
     if !tls.any_tls() {
         return Ok(vec![None; tls.listeners.len()]);
     }
@@ -126,7 +133,11 @@ pub fn server_configs(tls: &TlsConfig) -> Result<Vec<Option<Arc<ServerConfig>>>,
             .map_err(|e| format!("cannot build a TLS config: {e}"))?
             .with_no_client_auth()
             .with_cert_resolver(Arc::new(resolver));
-        config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+        config.alpn_protocols = if http2.get(i).copied().unwrap_or(true) {
+            vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
+        } else {
+            vec![ALPN_HTTP11.to_vec()]
+        };
         config.session_storage = session_cache();
         if tls.tickets {
             config.ticketer = ticketer()?;

@@ -130,7 +130,7 @@ fn connect(
 
 /// The TLS listener's config (the second listener) of `tls`.
 fn listener(tls: &TlsConfig) -> Arc<ServerConfig> {
-    let configs = server_configs(tls).unwrap();
+    let configs = server_configs(tls, &[false]).unwrap();
     assert_eq!(configs.len(), 2);
     assert!(configs[0].is_none());
     configs[1].clone().unwrap()
@@ -288,11 +288,11 @@ fn certificates_are_read_on_each_call() {
     assert_eq!(c.peer_certificates().unwrap()[0], old);
     // A file gone since validation is an error naming it.
     std::fs::remove_file(&f.default.key).unwrap();
-    let err = server_configs(&tls).unwrap_err();
+    let err = server_configs(&tls, &[]).unwrap_err();
     assert!(err.starts_with("listener 2: cannot read "), "{err}");
     assert!(err.contains("default.key"), "{err}");
     std::fs::remove_file(&f.b.cert).unwrap();
-    let err = server_configs(&tls).unwrap_err();
+    let err = server_configs(&tls, &[]).unwrap_err();
     assert!(
         err.starts_with("[[vhost]] \"*.b.example\": cannot read "),
         "{err}"
@@ -302,7 +302,7 @@ fn certificates_are_read_on_each_call() {
         listeners: vec![None, None],
         ..tls
     };
-    let configs = server_configs(&plain).unwrap();
+    let configs = server_configs(&plain, &[]).unwrap();
     assert_eq!(configs.len(), 2);
     assert!(configs.iter().all(Option::is_none));
 }

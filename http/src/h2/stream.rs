@@ -1,0 +1,151 @@
+//! One HTTP/2 stream, served in a task of its own on the connection's
+//! core: its head laid out as a [`RequestHead`], its path normalized, the
+//! handler run on an [`Exchange`], and its error answered, as the HTTP/1
+//! driver does for a request. A failure ends the stream, never the
+//! connection: a refused request gets its status on its stream, and a
+//! response that cannot be finished is reset.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use h2::server::SendResponse;
+use h2::RecvStream;
+use ringside_runtime::reload::Current;
+
+use super::wire::Wire as H2Wire;
+use super::Conn;
+use crate::error::{Error, Side};
+use crate::exchange::{Exchange, Wire};
+use crate::head::{Method, RequestHead};
+use crate::path::Normalized;
+use crate::Handler;
+
+/// A stream's head storage, pooled per core as HTTP/1's buffers are.
+struct Slot {
+    buf: BytesMut,
+    head: RequestHead,
+    paths: Normalized,
+}
+
+thread_local! {
+    #[allow(clippy::vec_box)]
+    static SLOTS: std::cell::RefCell<Vec<Box<Slot>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn acquire() -> Box<Slot> {
+    SLOTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| {
+        Box::new(Slot {
+            buf: BytesMut::with_capacity(1024),
+            head: RequestHead::empty(),
+            paths: Normalized::default(),
+        })
+    })
+}
+
+fn release(s: Box<Slot>) {
+    SLOTS.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 256 {
+            p.push(s);
+        }
+    });
+}
+
+pub(crate) async fn serve<H: Handler>(
+    conn: Rc<Conn>,
+    current: Rc<Current<H>>,
+    req: http::Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+) {
+    let _busy = conn.link.busy();
+    let (handler, cfg) = current.get();
+    let (parts, recv) = req.into_parts();
+    if let Some(why) = super::request::malformed(&parts) {
+        // A stream error, not a response (RFC 9113 §8.1.1): logged as the
+        // 400 an HTTP/1 client would have had.
+        tracing::debug!(why, "malformed HTTP/2 request: stream reset");
+        let mut respond = respond;
+        respond.send_reset(h2::Reason::PROTOCOL_ERROR);
+        conn.watch.wasted();
+        handler.refused(400, 0, &|| conn.link.stream.peer_addr().ok());
+        conn.stream_ended();
+        return;
+    }
+    let mut slot = acquire();
+    let end = recv.is_end_stream();
+    let laid = super::request::lay_out(&parts, end, &cfg.limits, &mut slot.head, &mut slot.buf);
+    drop(parts);
+    let Slot { buf, head, paths } = &mut *slot;
+    let started = Instant::now();
+    match laid {
+        Ok(()) => {
+            let raw = head.raw_path_span(buf);
+            let is_path = head.method != Method::Connect && head.target(buf) != b"*";
+            let normal = paths.set(buf, raw, is_path, handler.encoded_slash());
+            let is_head = head.method == Method::Head;
+            let wire = H2Wire::new(
+                &conn.link,
+                &conn.watch,
+                recv,
+                respond,
+                is_head,
+                head.expect_continue,
+            );
+            let mut ex = Exchange::new(Wire::H2(wire), head, buf, paths);
+            match normal {
+                Ok(()) => {
+                    let result = handler.handle(&mut ex).await;
+                    settle(&mut ex, result);
+                }
+                Err(e) => settle(&mut ex, Err(e.into())),
+            }
+            handler.done(&ex, started);
+        }
+        Err(e) => {
+            // No head to give a handler: the status on the stream, and
+            // the refusal counted as HTTP/1's are.
+            tracing::debug!(error = %e, "HTTP/2 request refused");
+            let status = e.status();
+            let mut wire = H2Wire::new(&conn.link, &conn.watch, recv, respond, false, false);
+            let len = wire.write_refusal(status);
+            handler.refused(status, len, &|| conn.link.stream.peer_addr().ok());
+        }
+    }
+    release(slot);
+    conn.stream_ended();
+}
+
+/// After the handler: its error answered on the stream if nothing was
+/// sent yet, else the stream reset so a cut response never looks whole.
+fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) {
+    if let Err(e) = result {
+        match e.answer() {
+            Some(status) if !ex.responded() && e.side() == Side::Client => {
+                tracing::debug!(error = %e, "request refused");
+                ex.refuse(status);
+                return;
+            }
+            Some(status) if !ex.responded() => {
+                tracing::debug!(status, error = %e, "error response");
+                let _ = ex.send_status(status);
+            }
+            _ => {
+                tracing::debug!(error = %e, "handler failed; resetting the stream");
+                ex.reset_stream();
+                return;
+            }
+        }
+    }
+    if ex.unfinished() || ex.upgraded() {
+        ex.reset_stream();
+        return;
+    }
+    if !ex.responded() {
+        let _ = ex.send(
+            500,
+            &[("content-type", b"text/plain")],
+            b"500 Internal Server Error\n",
+        );
+    }
+}
