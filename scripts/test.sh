@@ -2,8 +2,10 @@
 # Runs the whole test suite on a fresh Debian machine as root: installs what
 # the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
-# slowhttptest for the slow-client test; kubernetes-validate, in a venv
-# under /opt/ringside-test, for the Kubernetes manifests),
+# slowhttptest for the slow-client test; h2load and nghttp (nghttp2-client),
+# h2o and Python's h2 for HTTP/2; kubernetes-validate, in a venv under
+# /opt/ringside-test, for the Kubernetes manifests; httpwg, built with cargo
+# under /opt/ringside-test, for HTTP/2 conformance),
 # then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
 set -euo pipefail
@@ -25,6 +27,13 @@ command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v ruby >/dev/null || need+=(ruby)
 command -v shellcheck >/dev/null || need+=(shellcheck)
 command -v slowhttptest >/dev/null || need+=(slowhttptest)
+# HTTP/2: h2load and nghttp (both in nghttp2-client) load and inspect h2;
+# h2o is a benchmark peer; the attack tests write raw frames with Python's h2.
+if ! command -v h2load >/dev/null || ! command -v nghttp >/dev/null; then
+    need+=(nghttp2-client)
+fi
+command -v h2o >/dev/null || [ -x /usr/bin/h2o ] || [ -x /usr/sbin/h2o ] || need+=(h2o)
+/usr/bin/python3 -c 'import h2' >/dev/null 2>&1 || need+=(python3-h2)
 # The metrics test parses /metrics with Prometheus's own Python client.
 /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
 # The Kubernetes manifests are validated with kubernetes-validate (PyPI),
@@ -51,7 +60,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     # The Debian packages start their services; the tests start their own.
     # Containers often have no systemd, so try service(8) as well.
-    for svc in nginx lighttpd haproxy; do
+    for svc in nginx lighttpd haproxy h2o; do
         systemctl stop "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
     done
     # php-fpm's service is named after its version (php8.2-fpm).
@@ -70,6 +79,17 @@ if [ ! -x "$venv/bin/kubernetes-validate" ]; then
     fi
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install -q kubernetes-validate
+fi
+
+# httpwg (crates.io's httpwg-cli, from the loona project: the h2spec
+# replacement) runs the RFC 9113 cases against ringside over h2c.
+httpwg=/opt/ringside-test/httpwg
+if [ ! -x "$httpwg/bin/httpwg" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: missing $httpwg/bin/httpwg; run as root or install it" >&2
+        exit 1
+    fi
+    cargo install -q --locked httpwg-cli --version 0.2.5 --root "$httpwg"
 fi
 
 cargo test --workspace --all-targets "$@"

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod fcgi_fake;
+pub mod h2;
 pub mod load;
 pub mod nginx;
 pub mod origin;

@@ -25,6 +25,11 @@ impl Ca {
         self.cert.pem()
     }
 
+    /// The CA's certificate, DER (for a rustls client's roots).
+    pub fn der(&self) -> Vec<u8> {
+        self.cert.der().to_vec()
+    }
+
     /// Writes `STEM.pem` (a new leaf for `names` with common name `cn`,
     /// then this CA) and `STEM.key` into `dir`.
     pub fn leaf(&self, dir: &TempDir, stem: &str, cn: &str, names: &[&str]) {
