@@ -5,9 +5,16 @@
 //!
 //! Reads take what the kernel has in one `recv` and pass it through the
 //! flood watch ([`super::flood`]) on the way. Writes collect in one buffer
-//! and go out at the codec's flush, so the frames of every stream served
-//! in one turn of the core leave in one `send`.
+//! ([`Out`]) that the connection task sends at the end of each of its
+//! turns, not at the codec's flushes (it flushes before every DATA frame
+//! it queues): the frames of every stream served in one turn leave in one
+//! `send`, and a large body in sends of up to [`WRITE_HIGH`].
+//!
+//! An idle connection holds neither buffer: reads land in the core's one
+//! scratch buffer (only what the codec could not take stays behind), and
+//! a write buffer goes back to the core's pool once its bytes are sent.
 
+use std::cell::{RefCell, RefMut};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -23,8 +30,33 @@ use super::flood::Watch;
 use super::stats::Sent;
 
 /// Above this many unsent bytes, the codec's writes wait for the socket.
-const WRITE_HIGH: usize = 64 * 1024;
+pub(crate) const WRITE_HIGH: usize = 64 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
+
+/// Write buffers kept per core, beyond which a finished one is freed.
+const POOLED: usize = 64;
+
+thread_local! {
+    static SCRATCH: RefCell<BytesMut> = RefCell::new(BytesMut::new());
+    static POOL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+fn pooled() -> BytesMut {
+    POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
+}
+
+fn unpool(mut b: BytesMut) {
+    b.clear();
+    if b.capacity() == 0 || b.capacity() > 4 * WRITE_HIGH {
+        return;
+    }
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < POOLED {
+            p.push(b);
+        }
+    });
+}
 
 type Wait = Pin<Box<dyn Future<Output = io::Result<()>>>>;
 type Send = Pin<Box<dyn Future<Output = (io::Result<()>, BytesMut)>>>;
@@ -35,12 +67,20 @@ pub(crate) struct Io {
     /// the HTTP/1 side read while it recognised the preface).
     rbuf: BytesMut,
     reading: Option<Wait>,
+    out: Rc<RefCell<Out>>,
+    pub(crate) watch: Rc<Watch>,
+    sent: Sent,
+}
+
+/// What the codec wrote, not yet sent; shared with the connection task,
+/// which sends it at the end of each turn.
+pub(crate) struct Out {
+    link: Rc<Link>,
     wbuf: BytesMut,
     /// The send under way, which owns the bytes it sends; new writes
     /// collect in `wbuf` meanwhile.
     sending: Option<Send>,
-    pub(crate) watch: Rc<Watch>,
-    sent: Sent,
+    watch: Rc<Watch>,
 }
 
 impl Io {
@@ -49,21 +89,34 @@ impl Io {
         if let Some(cut) = watch.inbound(&rbuf) {
             rbuf.truncate(cut);
         }
-        if rbuf.capacity() < READ_CHUNK {
-            rbuf.reserve(READ_CHUNK - rbuf.len());
-        }
+        let out = Rc::new(RefCell::new(Out {
+            link: link.clone(),
+            wbuf: BytesMut::new(),
+            sending: None,
+            watch: watch.clone(),
+        }));
         Io {
             link,
             rbuf,
             reading: None,
-            wbuf: BytesMut::new(),
-            sending: None,
+            out,
             watch,
             sent: Sent::default(),
         }
     }
 
-    fn fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    /// The write half, for the connection task to push.
+    pub(crate) fn out(&self) -> Rc<RefCell<Out>> {
+        self.out.clone()
+    }
+
+    fn out_mut(&self) -> RefMut<'_, Out> {
+        self.out.borrow_mut()
+    }
+
+    /// Reads what the kernel has into `out`, through the core's scratch
+    /// buffer; what `out` has no room for waits in `rbuf`.
+    fn fill(&mut self, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<usize>> {
         loop {
             if let Some(w) = self.reading.as_mut() {
                 match w.as_mut().poll(cx) {
@@ -74,18 +127,25 @@ impl Io {
                     }
                 }
             }
-            if self.rbuf.capacity() - self.rbuf.len() < 1024 {
-                self.rbuf.reserve(READ_CHUNK);
+            let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+            buf.clear();
+            if buf.capacity() < READ_CHUNK {
+                buf.reserve(READ_CHUNK);
             }
-            let before = self.rbuf.len();
-            match self.link.stream.try_read(&mut self.rbuf) {
-                Ok(_) => {
-                    if let Some(cut) = self.watch.inbound(&self.rbuf[before..]) {
-                        // What follows the offending frame is never read.
-                        self.rbuf.truncate(before + cut);
-                    }
-                    return Poll::Ready(Ok(self.rbuf.len() - before));
+            let read = self.link.stream.try_read(&mut buf);
+            if read.is_ok() {
+                if let Some(cut) = self.watch.inbound(&buf) {
+                    // What follows the offending frame is never read.
+                    buf.truncate(cut);
                 }
+                let n = buf.len().min(out.remaining());
+                out.put_slice(&buf[..n]);
+                self.rbuf.extend_from_slice(&buf[n..]);
+            }
+            let got = buf.len();
+            SCRATCH.with(|s| *s.borrow_mut() = buf);
+            match read {
+                Ok(_) => return Poll::Ready(Ok(got)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let link = self.link.clone();
                     self.reading = Some(Box::pin(async move { link.stream.readable().await }));
@@ -95,10 +155,12 @@ impl Io {
             }
         }
     }
+}
 
+impl Out {
     /// Moves the send under way on, then starts one for what collected.
     /// Ready when nothing is left unsent.
-    fn push(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn push(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
             if let Some(s) = self.sending.as_mut() {
                 let (r, mut rest) = match s.as_mut().poll(cx) {
@@ -117,18 +179,19 @@ impl Io {
                 }
                 if !rest.is_empty() {
                     rest.extend_from_slice(&self.wbuf);
-                    self.wbuf = rest;
-                } else if self.wbuf.is_empty() {
-                    rest.clear();
-                    self.wbuf = rest;
+                    unpool(std::mem::replace(&mut self.wbuf, rest));
+                } else {
+                    unpool(rest);
                 }
             }
             if self.wbuf.is_empty() && !self.link.stream.write_pending() {
+                unpool(std::mem::take(&mut self.wbuf));
                 return Poll::Ready(Ok(()));
             }
             self.watch.sent();
             match self.link.stream.try_write(&mut self.wbuf) {
                 Ok(()) if self.wbuf.is_empty() && !self.link.stream.write_pending() => {
+                    unpool(std::mem::take(&mut self.wbuf));
                     return Poll::Ready(Ok(()));
                 }
                 Ok(()) => {}
@@ -169,22 +232,23 @@ impl AsyncRead for Io {
             return Poll::Pending;
         }
         if me.rbuf.is_empty() {
-            match me.fill(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            return match me.fill(cx, out) {
                 Poll::Ready(Ok(0)) if me.watch.reach() => {
                     if me.watch.first_stop() {
                         cx.waker().wake_by_ref();
                     }
-                    return Poll::Pending;
+                    Poll::Pending
                 }
-                Poll::Ready(Ok(0)) => return Poll::Ready(Ok(())),
-                Poll::Ready(Ok(_)) => {}
-            }
+                Poll::Ready(r) => Poll::Ready(r.map(drop)),
+                Poll::Pending => Poll::Pending,
+            };
         }
         let n = me.rbuf.len().min(out.remaining());
         out.put_slice(&me.rbuf[..n]);
         me.rbuf.advance(n);
+        if me.rbuf.is_empty() {
+            me.rbuf = BytesMut::new();
+        }
         Poll::Ready(Ok(()))
     }
 }
@@ -196,26 +260,40 @@ impl AsyncWrite for Io {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let me = self.get_mut();
-        if me.wbuf.len() >= WRITE_HIGH {
-            match me.push(cx) {
+        let mut out = me.out.borrow_mut();
+        if out.wbuf.len() >= WRITE_HIGH {
+            match out.push(cx) {
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending if me.wbuf.len() >= WRITE_HIGH => return Poll::Pending,
+                Poll::Pending if out.wbuf.len() >= WRITE_HIGH => return Poll::Pending,
                 _ => {}
             }
         }
         me.sent.bytes(data);
-        me.wbuf.extend_from_slice(data);
+        if out.wbuf.capacity() == 0 {
+            out.wbuf = pooled();
+        }
+        out.wbuf.extend_from_slice(data);
         Poll::Ready(Ok(data.len()))
     }
 
+    /// Ready at once below [`WRITE_HIGH`]: the bytes leave at the end of
+    /// the connection task's turn ([`Out::push`]), with whatever else the
+    /// codec writes in it.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().push(cx)
+        let mut out = self.out_mut();
+        if out.wbuf.len() < WRITE_HIGH {
+            return Poll::Ready(Ok(()));
+        }
+        match out.push(cx) {
+            Poll::Pending if out.wbuf.len() < WRITE_HIGH => Poll::Ready(Ok(())),
+            other => other,
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let me = self.get_mut();
-        match me.push(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(me.link.stream.shutdown_write()),
+        let mut out = self.out_mut();
+        match out.push(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(self.link.stream.shutdown_write()),
             other => other,
         }
     }

@@ -75,6 +75,8 @@ enum Event {
     Accept(Option<Result<Box<Accepted>, h2::Error>>),
     Stop(h2::Reason),
     Drain,
+    /// A send failed or timed out: the connection is gone.
+    Broken(std::io::Error),
 }
 
 /// Serves one HTTP/2 connection until it closes. `first` holds what was
@@ -89,6 +91,7 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
     let link = Rc::new(link);
     let watch = Rc::new(flood::Watch::new(s.flood_budget));
     let io = io::Io::new(link.clone(), first, watch.clone());
+    let out = io.out();
     let mut b = h2::server::Builder::new();
     b.max_concurrent_streams(s.max_concurrent_streams)
         .initial_window_size(s.stream_window)
@@ -127,8 +130,15 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
             if !drained && drain.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Event::Drain);
             }
-            h2c.poll_accept(cx)
-                .map(|a| Event::Accept(a.map(|r| r.map(Box::new))))
+            let accepted = h2c
+                .poll_accept(cx)
+                .map(|a| Event::Accept(a.map(|r| r.map(Box::new))));
+            // The end of the codec's turn: what it wrote leaves now, in
+            // one send (a send still under way wakes this task when done).
+            if let Poll::Ready(Err(e)) = out.borrow_mut().push(cx) {
+                return Poll::Ready(Event::Broken(e));
+            }
+            accepted
         })
         .await;
         match ev {
@@ -163,8 +173,14 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
                 drained = true;
                 h2c.graceful_shutdown();
             }
+            Event::Broken(e) => {
+                tracing::debug!(error = %e, "HTTP/2 connection ended");
+                break;
+            }
         }
     }
+    // The codec's last frames (its GOAWAY), within the send timeout.
+    let _ = std::future::poll_fn(|cx| out.borrow_mut().push(cx)).await;
     drop(h2c);
     // A client cut off mid-send (a frame error, a flood) still has bytes
     // on the way; closing on them would reset the connection and could
