@@ -22,6 +22,7 @@ use crate::cli::{self, Cli, DEFAULT_PID_FILE};
 use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
+use crate::edge::access::Access;
 use crate::edge::https::HttpsPolicy;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
@@ -48,13 +49,16 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         .find(|(_, t)| t.is_some())
         .map(|(a, _)| a.port());
     let tls = cfg.tls.clone();
+    let access = cfg.access.clone();
     Arc::new(move |ctx, prev| {
         // Each worker opens its own roots and builds its own cache and pools.
         let files = StaticFiles::from_config(&statics)
             .map_err(|e| format!("cannot open root {}: {e}", statics.root.display()))?;
-        let prefixes = statics.routes.iter().map(|r| r.prefix.clone()).collect();
+        let prefixes: Vec<String> = statics.routes.iter().map(|r| r.prefix.clone()).collect();
         let https = HttpsPolicy::new(&tls, https_port);
+        let access = Access::new(&access, &tls, &prefixes);
         Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev, https)
+            .map(|e| e.with_access(access))
     })
 }
 

@@ -21,6 +21,7 @@ use std::fmt::{self, Write};
 
 use ringside_runtime::config::{Affinity, Workers};
 
+use super::access::{write_rules, AccessConfig};
 use super::addr::server_text;
 use super::fastcgi::protocol_name;
 use super::size::{format_duration, format_size};
@@ -131,6 +132,7 @@ impl Config {
         writeln!(out, "backlog = {}", s.backlog)?;
         writeln!(out, "root = {}", quote(&self.root.to_string_lossy()))?;
         super::ops::write_server_keys(&self.ops, out)?;
+        write_rules(out, &self.access.server)?;
 
         writeln!(out, "\n[limits]")?;
         writeln!(
@@ -194,7 +196,7 @@ impl Config {
             quote(&format_duration(st.cache.revalidate))
         )?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls)?;
+        write_tls(out, &self.tls, &self.access)?;
         write_proxy(out, &self.proxy)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
@@ -222,8 +224,21 @@ impl Config {
             if self.ops.unlogged_static_prefixes.contains(&r.prefix) {
                 writeln!(out, "access_log = false")?;
             }
+            if let Some((_, rules)) = self
+                .access
+                .static_routes
+                .iter()
+                .find(|(p, _)| *p == r.prefix)
+            {
+                write_rules(out, rules)?;
+            }
         }
-        write_proxy_routes(out, &self.proxy, &self.ops.unlogged_proxy_routes)
+        write_proxy_routes(
+            out,
+            &self.proxy,
+            &self.ops.unlogged_proxy_routes,
+            &self.access,
+        )
     }
 }
 
@@ -237,7 +252,7 @@ fn cert_table(c: &CertPaths) -> String {
 }
 
 /// `[tls]` when a listener has TLS, and every `[[vhost]]`.
-fn write_tls(out: &mut String, t: &TlsConfig) -> fmt::Result {
+fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
         writeln!(
@@ -252,7 +267,7 @@ fn write_tls(out: &mut String, t: &TlsConfig) -> fmt::Result {
         )?;
         writeln!(out, "tickets = {}", t.tickets)?;
     }
-    for v in &t.vhosts {
+    for (i, v) in t.vhosts.iter().enumerate() {
         writeln!(out, "\n[[vhost]]")?;
         let names: Vec<String> = v.names.iter().map(|n| quote(n)).collect();
         writeln!(out, "names = [{}]", names.join(", "))?;
@@ -262,6 +277,9 @@ fn write_tls(out: &mut String, t: &TlsConfig) -> fmt::Result {
         writeln!(out, "https_redirect = {}", v.https_redirect)?;
         if let Some(h) = &v.hsts {
             writeln!(out, "hsts = {}", quote(h))?;
+        }
+        if let Some(rules) = access.vhosts.get(i) {
+            write_rules(out, rules)?;
         }
     }
     Ok(())
@@ -367,12 +385,20 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
 }
 
 /// The `[[route]]`s that go to an upstream.
-fn write_proxy_routes(out: &mut String, p: &ProxyConfig, unlogged: &[usize]) -> fmt::Result {
+fn write_proxy_routes(
+    out: &mut String,
+    p: &ProxyConfig,
+    unlogged: &[usize],
+    access: &AccessConfig,
+) -> fmt::Result {
     for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
         writeln!(out, "prefix = {}", quote(&r.prefix))?;
         if unlogged.contains(&i) {
             writeln!(out, "access_log = false")?;
+        }
+        if let Some(rules) = access.proxy_routes.get(i) {
+            write_rules(out, rules)?;
         }
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;

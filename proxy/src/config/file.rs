@@ -80,6 +80,8 @@ pub struct VhostSection {
     pub tls: Option<Spanned<CertSection>>,
     pub https_redirect: Option<Spanned<bool>>,
     pub hsts: Option<Spanned<String>>,
+    pub allow: Option<Spanned<Vec<Spanned<String>>>>,
+    pub deny: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -157,6 +159,9 @@ pub struct RouteSection {
     // Routes to an HTTP upstream: Upgrade protocols passed on besides
     // websocket.
     pub upgrade: Option<Spanned<Vec<Spanned<String>>>>,
+    // Any route: client addresses admitted or refused.
+    pub allow: Option<Spanned<Vec<Spanned<String>>>>,
+    pub deny: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -265,6 +270,9 @@ pub struct ServerSection {
     pub group: Option<Spanned<String>>,
     /// Where the pid is written, for `ringside reload`.
     pub pid_file: Option<Spanned<String>>,
+    /// Client addresses admitted or refused (`access.rs`).
+    pub allow: Option<Spanned<Vec<Spanned<String>>>>,
+    pub deny: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[limits]`: request size limits.

@@ -129,6 +129,7 @@
 //! index = "index.php"       # must end in extension; default: "index" + extension
 //! ```
 
+pub mod access;
 pub mod addr;
 mod cpus;
 pub mod cx;
@@ -169,6 +170,8 @@ pub struct Config {
     pub ops: ops::OpsConfig,
     /// TLS listeners (parallel to `server.listen`), `[tls]` and vhosts.
     pub tls: tls::TlsConfig,
+    /// `allow` and `deny` by server, vhost and route.
+    pub access: access::AccessConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -190,6 +193,7 @@ impl Default for Config {
             statics: StaticConfig::new(root),
             proxy: ProxyConfig::default(),
             ops: ops::OpsConfig::default(),
+            access: access::AccessConfig::default(),
             source: None,
         }
     }

@@ -590,6 +590,9 @@ fn route_hosts_and_host_headers() {
 /// A config with every kind of proxy value, for the round trip in
 /// `tests.rs`.
 pub(super) const ROUND_TRIP: &str = r#"
+[server]
+deny = ["198.51.100.0/24"]
+
 [proxy]
 x_forwarded = false
 forwarded = true
@@ -638,6 +641,12 @@ balance = "p2c"
 [[route]]
 prefix = "/s/"
 listing = true
+allow = ["10.0.0.0/8", "2001:db8::/32"]
+deny = ["10.6.0.0/16"]
+
+[[vhost]]
+names = ["v.example"]
+allow = ["192.0.2.7"]
 
 [[route]]
 prefix = "/"
@@ -656,6 +665,7 @@ proxy_host = "[::1]:8080"
 [[route]]
 prefix = "/r/"
 upstream = "m"
+deny = ["all"]
 replace_prefix = "/other/"
 proxy_host = "literal.example"
 

@@ -611,8 +611,11 @@ fn plain_listeners_from_flags() {
 #[test]
 fn documented_tls_examples_are_valid() {
     let f = Fixture::new("docs");
-    let examples =
-        super::tests::documented_examples("config/tls.rs", include_str!("tls.rs"), "[[vhost]]");
+    let examples = super::tests::documented_examples(
+        "config/tls.rs",
+        include_str!("tls.rs"),
+        "https_redirect = true",
+    );
     for (source, block) in &examples {
         // Nothing is bound or resolved: privileged ports and made-up
         // upstream names are fine here.

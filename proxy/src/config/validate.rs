@@ -92,6 +92,7 @@ impl TryFrom<Document<'_>> for Config {
         let runtime = cx.runtime(f)?;
         let (server, listeners) = cx.server(f, base)?;
         let tls = cx.tls(f, base, listeners)?;
+        let access = cx.access(f)?;
         Ok(Config {
             runtime,
             server,
@@ -100,6 +101,7 @@ impl TryFrom<Document<'_>> for Config {
             proxy,
             ops,
             tls,
+            access,
             source: Some(doc.path.to_path_buf()),
         })
     }

@@ -89,7 +89,7 @@ impl HttpsPolicy {
 
 /// The host of a Host value, without its port (the parser has already
 /// checked its syntax).
-fn host_only(h: &[u8]) -> Option<&str> {
+pub(super) fn host_only(h: &[u8]) -> Option<&str> {
     let h = std::str::from_utf8(h).ok()?;
     if let Some(rest) = h.strip_prefix('[') {
         return rest.split_once(']').map(|(v6, _)| v6);

@@ -1,8 +1,10 @@
 //! The handler each core runs: answers what the server answers itself
 //! ([`own`]), applies the virtual host's https policy ([`https`]), routes
-//! the request on its normalized path ([`router`]), and hands it to the
+//! the request on its normalized path ([`router`]), refuses the clients
+//! the route's `allow`/`deny` refuse ([`access`]), and hands it to the
 //! static files or to an upstream's codec.
 
+pub mod access;
 pub mod https;
 mod own;
 pub mod router;
@@ -29,6 +31,7 @@ use crate::upstream::local::Local;
 use crate::upstream::outcome::Outcome;
 use crate::upstream::settings::{ForwardHeaders, ForwardPath, ProxyConfig, Underscores};
 use crate::upstream::shared::Shared;
+use access::Access;
 use https::HttpsPolicy;
 use router::{Router, Target};
 
@@ -46,6 +49,8 @@ pub struct Edge {
     log: Option<LogSettings>,
     /// https redirects and HSTS, where a vhost asks for them.
     https: Option<HttpsPolicy>,
+    /// `allow`/`deny`, where any level has them.
+    access: Option<Access>,
     encoded_slash: ringside_http::EncodedSlash,
 }
 
@@ -182,8 +187,19 @@ impl Edge {
             proxy_tag,
             log,
             https,
+            access: None,
             encoded_slash: proxy.encoded_slash,
         })
+    }
+
+    /// The `allow`/`deny` rules requests are checked against.
+    pub fn with_access(mut self, access: Option<Access>) -> Edge {
+        self.access = access;
+        self
+    }
+
+    fn admits(&self, ex: &Exchange<'_>, target: Option<Target>) -> bool {
+        self.access.as_ref().is_none_or(|a| a.admits(ex, target))
     }
 
     fn log(&self, log: &LogSettings, ex: &Exchange<'_>, status: u16, elapsed: Duration) {
@@ -287,6 +303,9 @@ impl Handler for Edge {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
         if ex.method() == Method::Connect || ex.target() == b"*" {
             ex.set_tag(TAG_NO_ROUTE.into());
+            if !self.admits(ex, None) {
+                return ex.send_status(403);
+            }
             return own::server_wide(ex, !self.router.routes().is_empty());
         }
         if let Some(p) = &self.https {
@@ -301,6 +320,9 @@ impl Handler for Edge {
             Target::NotFound => TAG_NO_ROUTE,
             Target::Proxy(i) => self.proxy_tag + i as u32,
         }));
+        if !self.admits(ex, Some(target)) {
+            return ex.send_status(403);
+        }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));
         }

@@ -47,6 +47,25 @@ impl Conn {
         }
     }
 
+    /// A connection from `source` (any loopback address: 127.0.0.0/8 is
+    /// all this machine's), for tests that judge the client's address.
+    pub fn open_from(addr: SocketAddr, source: std::net::IpAddr) -> Conn {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )
+        .unwrap();
+        s.bind(&SocketAddr::new(source, 0).into()).unwrap();
+        s.connect(&addr.into()).unwrap();
+        let w: TcpStream = s.into();
+        w.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn {
+            r: BufReader::new(w.try_clone().unwrap()),
+            w,
+        }
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.w.write_all(bytes).unwrap();
     }

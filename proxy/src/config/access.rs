@@ -1,0 +1,344 @@
+//! Access control by client address: `allow` and `deny`, lists of CIDR
+//! blocks, on `[server]`, on each `[[vhost]]` and on each `[[route]]`.
+//!
+//! Within one level the most specific block that holds the address
+//! decides (a `/32` beats a `/8`, and between the same block in both lists
+//! `deny` wins), so the order of the entries never matters; an address no
+//! block holds is denied when the level allows anything, else admitted.
+//! As nginx's `allow`/`deny`, the innermost level with rules decides
+//! alone: a route's, else its vhost's, else the server's.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use toml::Spanned;
+
+use super::cx::Cx;
+use super::error::ConfigError;
+use super::file::FileConfig;
+
+/// An address block: the address with its host bits clear, and the prefix
+/// length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    len: u8,
+}
+
+impl Cidr {
+    /// `10.0.0.0/8`, `2001:db8::/32`, a bare address (the block of one),
+    /// or `all` (both families whole).
+    pub fn parse(s: &str) -> Result<Vec<Cidr>, String> {
+        if s == "all" {
+            return Ok(vec![
+                Cidr {
+                    addr: Ipv4Addr::UNSPECIFIED.into(),
+                    len: 0,
+                },
+                Cidr {
+                    addr: Ipv6Addr::UNSPECIFIED.into(),
+                    len: 0,
+                },
+            ]);
+        }
+        let expected = || format!("expected an address, a CIDR block or \"all\", got {s:?}");
+        let (addr, len) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr.parse().map_err(|_| expected())?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = match len {
+            None => max,
+            Some(l) => match l.parse::<u8>() {
+                Ok(n) if n <= max && !l.starts_with('+') => n,
+                _ => return Err(format!("{s:?}: expected a prefix length of 0 to {max}")),
+            },
+        };
+        let block = Cidr {
+            addr: masked(addr, len),
+            len,
+        };
+        if block.addr != addr {
+            // nginx only warns; a mistyped block is more often a mistake
+            // than a wish to write the address twice.
+            return Err(format!(
+                "{s:?} has bits set past its prefix length; the block is {block}"
+            ));
+        }
+        Ok(vec![block])
+    }
+
+    fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(_), IpAddr::V4(_)) | (IpAddr::V6(_), IpAddr::V6(_)) => {
+                masked(ip, self.len) == self.addr
+            }
+            _ => false,
+        }
+    }
+}
+
+fn masked(ip: IpAddr, len: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => {
+            let m = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+            IpAddr::V4((u32::from(a) & m).into())
+        }
+        IpAddr::V6(a) => {
+            let m = u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+            IpAddr::V6((u128::from(a) & m).into())
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// One level's `allow` and `deny`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub allow: Vec<Cidr>,
+    pub deny: Vec<Cidr>,
+}
+
+impl Rules {
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+
+    /// Whether `ip` may be served. An IPv4 client on a dual-stack
+    /// listener (`::ffff:a.b.c.d`) is matched as the IPv4 address it is.
+    pub fn admits(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        let best = |list: &[Cidr]| list.iter().filter(|c| c.contains(ip)).map(|c| c.len).max();
+        match (best(&self.allow), best(&self.deny)) {
+            (Some(a), Some(d)) => a > d,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => self.allow.is_empty(),
+        }
+    }
+}
+
+/// The rules of every level, validated. Empty rules mean none were given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessConfig {
+    pub server: Rules,
+    /// By index in `TlsConfig::vhosts` (the file's order).
+    pub vhosts: Vec<Rules>,
+    /// By index in `ProxyConfig::routes`.
+    pub proxy_routes: Vec<Rules>,
+    /// Static routes, by prefix.
+    pub static_routes: Vec<(String, Rules)>,
+}
+
+impl AccessConfig {
+    /// No rules anywhere: requests are not checked at all.
+    pub fn is_empty(&self) -> bool {
+        self.server.is_empty()
+            && self.vhosts.iter().all(Rules::is_empty)
+            && self.proxy_routes.iter().all(Rules::is_empty)
+            && self.static_routes.iter().all(|(_, r)| r.is_empty())
+    }
+}
+
+type List = Option<Spanned<Vec<Spanned<String>>>>;
+
+impl Cx<'_> {
+    pub(super) fn access(&self, f: &FileConfig) -> Result<AccessConfig, ConfigError> {
+        let server = self.rules(&f.server.allow, &f.server.deny, "[server]")?;
+        let mut vhosts = Vec::with_capacity(f.vhosts.len());
+        for v in &f.vhosts {
+            let v = v.get_ref();
+            vhosts.push(self.rules(&v.allow, &v.deny, "[[vhost]]")?);
+        }
+        let (mut proxy_routes, mut static_routes) = (Vec::new(), Vec::new());
+        for r in &f.routes {
+            let r = r.get_ref();
+            let rules = self.rules(&r.allow, &r.deny, "[[route]]")?;
+            match &r.upstream {
+                Some(_) => proxy_routes.push(rules),
+                None if rules.is_empty() => {}
+                None => static_routes.push((r.prefix.get_ref().clone(), rules)),
+            }
+        }
+        Ok(AccessConfig {
+            server,
+            vhosts,
+            proxy_routes,
+            static_routes,
+        })
+    }
+
+    fn rules(&self, allow: &List, deny: &List, section: &str) -> Result<Rules, ConfigError> {
+        let mut rules = Rules::default();
+        for (list, is_allow) in [(allow, true), (deny, false)] {
+            let Some(list) = list else { continue };
+            let key = format!("{section} {}", if is_allow { "allow" } else { "deny" });
+            if list.get_ref().is_empty() {
+                return Err(self.err(
+                    list.span(),
+                    &key,
+                    "expected at least one address or CIDR block (leave the key out for none)"
+                        .into(),
+                ));
+            }
+            for entry in list.get_ref() {
+                let blocks = self.check(entry, &key, |s| {
+                    let blocks = Cidr::parse(s)?;
+                    let same = if is_allow { &rules.allow } else { &rules.deny };
+                    for b in &blocks {
+                        if same.contains(b) {
+                            return Err(format!("{b} is listed twice"));
+                        }
+                        if !is_allow && rules.allow.contains(b) {
+                            return Err(format!("{b} is in allow too; say which it is"));
+                        }
+                    }
+                    Ok(blocks)
+                })?;
+                if is_allow {
+                    rules.allow.extend(blocks);
+                } else {
+                    rules.deny.extend(blocks);
+                }
+            }
+        }
+        Ok(rules)
+    }
+}
+
+/// `allow = [...]` and `deny = [...]` lines for `rules`, as the file has
+/// them.
+pub fn write_rules(out: &mut String, rules: &Rules) -> fmt::Result {
+    use fmt::Write;
+    for (key, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
+        if list.is_empty() {
+            continue;
+        }
+        let items: Vec<String> = list.iter().map(|c| format!("\"{c}\"")).collect();
+        writeln!(out, "{key} = [{}]", items.join(", "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(allow: &[&str], deny: &[&str]) -> Rules {
+        let p = |l: &[&str]| l.iter().flat_map(|s| Cidr::parse(s).unwrap()).collect();
+        Rules {
+            allow: p(allow),
+            deny: p(deny),
+        }
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_blocks_and_refuses_what_is_not_one() {
+        assert_eq!(
+            Cidr::parse("10.0.0.0/8").unwrap()[0].to_string(),
+            "10.0.0.0/8"
+        );
+        assert_eq!(
+            Cidr::parse("10.1.2.3").unwrap()[0].to_string(),
+            "10.1.2.3/32"
+        );
+        assert_eq!(
+            Cidr::parse("2001:db8::/32").unwrap()[0].to_string(),
+            "2001:db8::/32"
+        );
+        assert_eq!(Cidr::parse("::1").unwrap()[0].to_string(), "::1/128");
+        assert_eq!(Cidr::parse("all").unwrap().len(), 2);
+        for bad in [
+            "",
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0.0/",
+            "10.0.0.0/+8",
+            "10.0/8",
+            "x",
+            "10.0.0.1/8",
+        ] {
+            assert!(Cidr::parse(bad).is_err(), "{bad:?}");
+        }
+        let e = Cidr::parse("10.0.0.1/8").unwrap_err();
+        assert!(e.contains("10.0.0.0/8"), "{e}");
+    }
+
+    #[test]
+    fn the_most_specific_block_decides() {
+        let r = rules(&["10.0.0.0/8"], &["10.6.0.0/16"]);
+        assert!(r.admits(ip("10.1.2.3")));
+        assert!(!r.admits(ip("10.6.2.3")));
+        // Nothing matches and the level allows something: denied.
+        assert!(!r.admits(ip("192.0.2.1")));
+        let r = rules(&["10.6.6.6"], &["10.0.0.0/8"]);
+        assert!(r.admits(ip("10.6.6.6")));
+        assert!(!r.admits(ip("10.6.6.7")));
+        // Only denials: everything else is admitted.
+        let r = rules(&[], &["192.0.2.0/24"]);
+        assert!(!r.admits(ip("192.0.2.200")));
+        assert!(r.admits(ip("198.51.100.1")));
+        // deny all with one exception.
+        let r = rules(&["127.0.0.1"], &["all"]);
+        assert!(r.admits(ip("127.0.0.1")));
+        assert!(!r.admits(ip("127.0.0.2")));
+        assert!(!r.admits(ip("::1")));
+    }
+
+    #[test]
+    fn errors_name_the_line_and_key() {
+        let err = |t: &str| {
+            crate::config::Config::parse(t, std::path::Path::new("ringside.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        for (text, want) in [
+            (
+                "[[route]]\nprefix = \"/a/\"\nallow = [\"10.0.0.1/8\"]\n",
+                "ringside.toml:3:10: [[route]] allow: \"10.0.0.1/8\" has bits set past its prefix length; the block is 10.0.0.0/8",
+            ),
+            (
+                "[server]\ndeny = [\"10.0.0.0/8\", \"nope\"]\n",
+                "ringside.toml:2:23: [server] deny: expected an address, a CIDR block or \"all\", got \"nope\"",
+            ),
+            (
+                "[[vhost]]\nnames = [\"a.example\"]\nallow = [\"::1\"]\ndeny = [\"::1/128\"]\n",
+                "ringside.toml:4:9: [[vhost]] deny: ::1/128 is in allow too; say which it is",
+            ),
+            (
+                "[server]\nallow = []\n",
+                "ringside.toml:2:9: [server] allow: expected at least one address",
+            ),
+            (
+                "[server]\nallow = [\"all\", \"0.0.0.0/0\"]\n",
+                "ringside.toml:2:17: [server] allow: 0.0.0.0/0 is listed twice",
+            ),
+        ] {
+            let got = err(text);
+            assert!(got.starts_with(want), "{got}\nwanted {want}");
+        }
+    }
+
+    #[test]
+    fn families_stay_apart_and_mapped_addresses_are_ipv4() {
+        let r = rules(&[], &["::/0"]);
+        assert!(r.admits(ip("10.0.0.1")));
+        assert!(!r.admits(ip("2001:db8::1")));
+        let r = rules(&[], &["10.0.0.0/8"]);
+        assert!(!r.admits(ip("::ffff:10.1.1.1")));
+        assert!(r.admits(ip("2001:db8::1")));
+        let r = rules(&["2001:db8::/32"], &[]);
+        assert!(r.admits(ip("2001:db8:1::5")));
+        assert!(!r.admits(ip("2001:db9::1")));
+    }
+}
