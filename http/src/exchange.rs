@@ -177,7 +177,7 @@ impl<'a> Exchange<'a> {
     }
     /// The client's address.
     pub fn peer(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.stream.peer_addr())
+        wire!(ref self, w => w.link.client_addr())
     }
     /// The address the client connected to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {

@@ -27,6 +27,7 @@ pub mod head;
 pub mod hop;
 pub mod message;
 pub mod path;
+pub mod proxy_protocol;
 pub mod semantics;
 pub mod status;
 pub mod upgraded;

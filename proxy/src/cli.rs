@@ -202,6 +202,9 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
             .tls
             .set_plain_listeners(listen.len())
             .map_err(|m| ConfigError::flag("--listen", m))?;
+        // Nor do they take a PROXY protocol header or turn HTTP/2 off.
+        config.server.http2 = vec![true; listen.len()];
+        config.server.proxy_protocol = vec![None; listen.len()];
         config.server.listen = listen;
     }
     if let Some(workers) = &cli.workers {

@@ -374,6 +374,8 @@ fn keep_restart_only(live: &Config, new: &mut Config) {
     if new.server.listen != live.server.listen {
         kept.push("[server] listen");
         new.server.listen = live.server.listen.clone();
+        new.server.http2 = live.server.http2.clone();
+        new.server.proxy_protocol = live.server.proxy_protocol.clone();
         new.tls.listeners = live.tls.listeners.clone();
     }
     if new.server.backlog != live.server.backlog {

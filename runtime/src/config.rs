@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::cidr::Cidr;
 use crate::tls::TlsAcceptor;
 
 /// Header fields a request may carry by default (nginx and lighttpd take
@@ -49,9 +50,18 @@ pub struct ConnConfig {
     /// Per listener index: whether it speaks HTTP/2 (see `ServerConfig::http2`).
     pub http2: Vec<bool>,
     pub h2: Http2,
+    /// Per listener index: the sources it takes a PROXY protocol header
+    /// from (see `ServerConfig::proxy_protocol`).
+    pub proxy_protocol: Vec<Option<Vec<Cidr>>>,
 }
 
 impl ConnConfig {
+    /// Whether listener `i` reads a PROXY protocol header first, and from
+    /// which sources.
+    pub fn proxy_trusted(&self, i: usize) -> Option<&[Cidr]> {
+        self.proxy_protocol.get(i).and_then(|t| t.as_deref())
+    }
+
     /// Whether listener `i` speaks HTTP/2 besides HTTP/1.1 (h2c by prior
     /// knowledge on a plain one, ALPN `h2` on a TLS one).
     pub fn http2_on(&self, i: usize) -> bool {
@@ -196,6 +206,10 @@ pub struct ServerConfig {
     /// Per listener, by its index: whether it speaks HTTP/2 (no entry: yes).
     pub http2: Vec<bool>,
     pub h2: Http2,
+    /// Per listener, by its index: `Some(trusted)` when every connection
+    /// starts with a PROXY protocol header (v1 or v2), taken only from a
+    /// source in `trusted` (no entry: no header).
+    pub proxy_protocol: Vec<Option<Vec<Cidr>>>,
 }
 
 impl ServerConfig {
@@ -208,6 +222,7 @@ impl ServerConfig {
             tls: self.tls.clone(),
             http2: self.http2.clone(),
             h2: self.h2,
+            proxy_protocol: self.proxy_protocol.clone(),
         }
     }
 }
@@ -223,6 +238,7 @@ impl Default for ServerConfig {
             tls: Vec::new(),
             http2: vec![true],
             h2: Http2::default(),
+            proxy_protocol: vec![None],
         }
     }
 }

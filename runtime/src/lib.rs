@@ -52,6 +52,7 @@ compile_error!(
 pub mod backend;
 pub mod capacity;
 pub mod cgroup;
+pub mod cidr;
 pub mod coalesce;
 pub mod config;
 pub mod conns;

@@ -9,6 +9,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Instant;
@@ -30,6 +31,9 @@ pub struct Link {
     pub listener: usize,
     /// The pace of the response being written; reset for each request.
     pub sending: Cell<Meter>,
+    /// The client's address as a PROXY protocol header gave it, where
+    /// the listener takes one (else the socket's peer is the client).
+    client: Cell<Option<SocketAddr>>,
 }
 
 /// A protocol layer's entry point: serves one accepted connection until it
@@ -73,7 +77,24 @@ impl Link {
             cfg,
             listener,
             sending: Cell::new(Meter::default()),
+            client: Cell::new(None),
         })
+    }
+
+    /// The client's address: what a PROXY protocol header said, else the
+    /// socket's peer. Every use of the client's address (logs, forwarded
+    /// headers, FastCGI's REMOTE_ADDR, balancing, access rules) asks here.
+    #[inline]
+    pub fn client_addr(&self) -> io::Result<SocketAddr> {
+        match self.client.get() {
+            Some(a) => Ok(a),
+            None => self.stream.peer_addr(),
+        }
+    }
+
+    /// Sets the client's address a PROXY protocol header gave.
+    pub fn set_client_addr(&self, addr: SocketAddr) {
+        self.client.set(Some(addr));
     }
 
     /// Whether this worker is draining: responses then end their

@@ -215,6 +215,40 @@ impl TcpStream {
         Ok(n as usize)
     }
 
+    /// Looks at what the kernel has received, beneath TLS and without
+    /// taking it: for a header that precedes the TLS handshake (PROXY
+    /// protocol). `WouldBlock` when nothing has come; `Ok(0)` at EOF.
+    /// Not on glommio, whose readiness wait takes a byte (`Unsupported`).
+    pub fn peek_raw(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.raw_recv(buf, libc::MSG_PEEK)
+    }
+
+    /// Takes `buf.len()` bytes that [`TcpStream::peek_raw`] saw.
+    pub fn take_raw(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.raw_recv(buf, 0)
+    }
+
+    fn raw_recv(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+        #[cfg(rt_glommio)]
+        #[allow(irrefutable_let_patterns)] // irrefutable in glommio-only builds
+        if let Inner::Glommio(_) = &self.inner {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
+        // SAFETY: recv writes at most buf.len() bytes into buf.
+        let n = unsafe {
+            libc::recv(
+                self.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT | flags,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
     /// Waits for and reads at least one byte (or EOF) into `buf`.
     pub async fn read(&self, buf: &mut BytesMut) -> io::Result<usize> {
         loop {

@@ -104,6 +104,20 @@ pub(crate) fn serve<H: Handler>(
     current: Rc<Current<H>>,
 ) -> impl std::future::Future<Output = ()> {
     async move {
+        let mut active: Option<Box<Active>> = None;
+        if let Some(trusted) = link.cfg.proxy_trusted(link.listener) {
+            // Before TLS, whose handshake follows the header. Boxed: only
+            // these listeners' connections carry it, and only until read.
+            let mut a = acquire();
+            if let Err(why) =
+                Box::pin(crate::proxy_protocol::read(&link, trusted, &mut a.rbuf)).await
+            {
+                tracing::debug!(peer = ?link.stream.peer_addr().ok(), why, "connection refused");
+                release(a);
+                return;
+            }
+            active = Some(a);
+        }
         // Boxed: only TLS connections carry its future, and only until the
         // handshake is over.
         if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
@@ -115,7 +129,6 @@ pub(crate) fn serve<H: Handler>(
             return Box::pin(crate::h2::serve(link, current, BytesMut::new())).await;
         }
         let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener);
-        let mut active: Option<Box<Active>> = None;
         let mut first = true;
         let next = loop {
             let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
@@ -279,7 +292,7 @@ fn refuse<H: Handler>(link: &mut Link, wbuf: &mut BytesMut, handler: &H, e: Erro
     tracing::debug!(error = %e, "bad request");
     let status = e.status();
     let body = super::encode::write_error(wbuf, status);
-    handler.refused(status, body, &|| link.stream.peer_addr().ok());
+    handler.refused(status, body, &|| link.client_addr().ok());
     Next::Linger
 }
 

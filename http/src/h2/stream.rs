@@ -68,7 +68,7 @@ pub(crate) async fn serve<H: Handler>(
         let mut respond = respond;
         respond.send_reset(h2::Reason::PROTOCOL_ERROR);
         conn.watch.wasted();
-        handler.refused(400, 0, &|| conn.link.stream.peer_addr().ok());
+        handler.refused(400, 0, &|| conn.link.client_addr().ok());
         conn.stream_ended();
         return;
     }
@@ -109,7 +109,7 @@ pub(crate) async fn serve<H: Handler>(
             let status = e.status();
             let mut wire = H2Wire::new(&conn.link, &conn.watch, recv, respond, false, false);
             let len = wire.write_refusal(status);
-            handler.refused(status, len, &|| conn.link.stream.peer_addr().ok());
+            handler.refused(status, len, &|| conn.link.client_addr().ok());
         }
     }
     release(slot);

@@ -112,11 +112,22 @@ impl Config {
             .map(|(i, a)| {
                 let addr = quote(&a.to_string());
                 let h2 = s.http2.get(i).copied().unwrap_or(true);
-                let off = if h2 { "" } else { ", http2 = false" };
+                let mut more = if h2 {
+                    String::new()
+                } else {
+                    ", http2 = false".to_owned()
+                };
+                if let Some(Some(trusted)) = s.proxy_protocol.get(i) {
+                    let list: Vec<String> = trusted.iter().map(|c| format!("\"{c}\"")).collect();
+                    more.push_str(&format!(
+                        ", proxy_protocol = true, trusted = [{}]",
+                        list.join(", ")
+                    ));
+                }
                 match self.tls.listener(i) {
-                    None if h2 => addr,
-                    None => format!("{{ addr = {addr}{off} }}"),
-                    Some(c) => format!("{{ addr = {addr}, tls = {}{off} }}", cert_table(c)),
+                    None if more.is_empty() => addr,
+                    None => format!("{{ addr = {addr}{more} }}"),
+                    Some(c) => format!("{{ addr = {addr}, tls = {}{more} }}", cert_table(c)),
                 }
             })
             .collect();

@@ -325,6 +325,10 @@ pub struct ListenTable {
     pub tls: Option<Spanned<CertSection>>,
     /// HTTP/2 besides HTTP/1.1 (h2c or ALPN `h2`); on unless `false`.
     pub http2: Option<Spanned<bool>>,
+    /// Every connection starts with a PROXY protocol header (v1 or v2).
+    pub proxy_protocol: Option<Spanned<bool>>,
+    /// The sources a header is taken from (default: loopback).
+    pub trusted: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// What a `listen` entry must look like, for error messages.

@@ -172,6 +172,7 @@ flood_budget = 500
             max_connections: 100,
             tls: Vec::new(),
             http2: vec![true, true],
+            proxy_protocol: vec![None, None],
             h2: Http2 {
                 max_concurrent_streams: 64,
                 stream_window: 128 * 1024,
@@ -431,6 +432,41 @@ fn listen_resolves_names() {
 }
 
 #[test]
+fn proxy_protocol_listeners() {
+    let c = parse(
+        "[server]\nlisten = [\"127.0.0.1:1\", { addr = \"127.0.0.1:2\", proxy_protocol = true }, \
+         { addr = \"127.0.0.1:3\", proxy_protocol = true, trusted = [\"10.0.0.0/8\"] }]\n",
+    )
+    .unwrap();
+    let pp = &c.server.proxy_protocol;
+    assert_eq!(pp.len(), 3);
+    assert_eq!(pp[0], None);
+    let loopback = pp[1].as_ref().unwrap();
+    assert_eq!(
+        loopback.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        ["127.0.0.0/8", "::1/128"]
+    );
+    assert_eq!(pp[2].as_ref().unwrap()[0].to_string(), "10.0.0.0/8");
+    for (text, want) in [
+        (
+            "[server]\nlisten = [{ addr = \"127.0.0.1:1\", trusted = [\"10.0.0.0/8\"] }]\n",
+            "ringside.toml:2:45: [server] listen: trusted: needs proxy_protocol = true",
+        ),
+        (
+            "[server]\nlisten = [{ addr = \"127.0.0.1:1\", proxy_protocol = true, trusted = [\"10.0.0.1/8\"] }]\n",
+            "ringside.toml:2:69: [server] listen: trusted: \"10.0.0.1/8\" has bits set past its prefix length",
+        ),
+        (
+            "[server]\nlisten = [{ addr = \"127.0.0.1:1\", proxy_protocol = true, trusted = [] }]\n",
+            "ringside.toml:2:68: [server] listen: trusted: expected at least one address",
+        ),
+    ] {
+        let got = error(text);
+        assert!(got.starts_with(want), "{got}\nwanted {want}");
+    }
+}
+
+#[test]
 fn to_toml_round_trips() {
     let dir = TempDir::new("round-trip");
     let path = dir.0.join(NAME);
@@ -445,7 +481,7 @@ cpu_affinity = [{}]
 backend = "glommio"
 ring_entries = 4096
 [server]
-listen = ["0.0.0.0:1", "[::]:2", "127.0.0.1:3"]
+listen = ["0.0.0.0:1", "[::]:2", "127.0.0.1:3", {{ addr = "127.0.0.1:4", proxy_protocol = true }}, {{ addr = "127.0.0.1:5", http2 = false, proxy_protocol = true, trusted = ["10.0.0.0/8", "::1"] }}]
 backlog = 1
 [limits]
 max_request_line = 1000

@@ -28,6 +28,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use ringside_runtime::cidr::Cidr;
 use ringside_runtime::config::{
     Affinity, BackendChoice, Http2, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
@@ -39,7 +40,7 @@ use super::cpus::{allowed_cpus, check_cpu};
 use super::cx::{duration, header_value, int_in, join, root_dir, size_in, Cx};
 use super::error::ConfigError;
 use super::file::{
-    AffinityValue, DurationValue, FileConfig, ListenValue, SizeValue, WorkersValue,
+    AffinityValue, DurationValue, FileConfig, ListenTable, ListenValue, SizeValue, WorkersValue,
     WORKERS_EXPECTED,
 };
 use super::size::parse_duration;
@@ -113,7 +114,14 @@ fn key(k: &str) -> Option<String> {
 
 /// The listen addresses, each one's default certificate, and whether
 /// each speaks HTTP/2.
-type Listeners = (Vec<SocketAddr>, Vec<Option<CertPaths>>, Vec<bool>);
+/// The addresses, and beside each its certificate, whether it speaks
+/// HTTP/2, and the sources it takes a PROXY protocol header from.
+type Listeners = (
+    Vec<SocketAddr>,
+    Vec<Option<CertPaths>>,
+    Vec<bool>,
+    Vec<Option<Vec<Cidr>>>,
+);
 
 impl Cx<'_> {
     fn runtime(&self, f: &FileConfig) -> Result<RuntimeConfig, ConfigError> {
@@ -174,11 +182,11 @@ impl Cx<'_> {
     ) -> Result<(ServerConfig, Vec<Option<CertPaths>>), ConfigError> {
         let s = &f.server;
         let d = ServerConfig::default();
-        let (listen, certs, http2) = match &s.listen {
+        let (listen, certs, http2, proxy_protocol) = match &s.listen {
             Some(list) => self.listen(list, base)?,
             None => {
-                let plain = vec![None; d.listen.len()];
-                (d.listen, plain, d.http2)
+                let n = d.listen.len();
+                (d.listen, vec![None; n], d.http2, vec![None; n])
             }
         };
         let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
@@ -201,6 +209,7 @@ impl Cx<'_> {
             tls: Vec::new(),
             http2,
             h2: self.http2(f)?,
+            proxy_protocol,
         };
         Ok((server, certs))
     }
@@ -255,11 +264,12 @@ impl Cx<'_> {
         let mut out = Vec::new();
         let mut certs = Vec::new();
         let mut http2 = Vec::new();
+        let mut proxy_protocol = Vec::new();
         for item in list.get_ref() {
-            let (cert, h2) = match item.get_ref() {
+            let (cert, h2, pp) = match item.get_ref() {
                 ListenValue::Addr(a) => {
                     self.check(item, KEY, |_| add_listen(&mut out, a))?;
-                    (None, true)
+                    (None, true, None)
                 }
                 ListenValue::Table(t) => {
                     self.check(&t.addr, KEY, |a| add_listen(&mut out, a))?;
@@ -267,13 +277,46 @@ impl Cx<'_> {
                         Some(c) => Some(self.cert_paths(c, CertAt::Listen, base)?),
                         None => None,
                     };
-                    (cert, t.http2.as_ref().is_none_or(|v| *v.get_ref()))
+                    let h2 = t.http2.as_ref().is_none_or(|v| *v.get_ref());
+                    (cert, h2, self.proxy_protocol(t)?)
                 }
             };
             certs.resize(out.len(), cert);
             http2.resize(out.len(), h2);
+            proxy_protocol.resize(out.len(), pp);
         }
-        Ok((out, certs, http2))
+        Ok((out, certs, http2, proxy_protocol))
+    }
+
+    /// A listen table's `proxy_protocol` and `trusted`: the sources a
+    /// header is taken from, or `None` when it takes none.
+    fn proxy_protocol(&self, t: &ListenTable) -> Result<Option<Vec<Cidr>>, ConfigError> {
+        const KEY: &str = "[server] listen";
+        let on = t.proxy_protocol.as_ref().is_some_and(|v| *v.get_ref());
+        let Some(list) = &t.trusted else {
+            return Ok(on.then(Cidr::loopback));
+        };
+        if !on {
+            return Err(self.err(
+                list.span(),
+                KEY,
+                "trusted: needs proxy_protocol = true".into(),
+            ));
+        }
+        if list.get_ref().is_empty() {
+            return Err(self.err(
+                list.span(),
+                KEY,
+                "trusted: expected at least one address or CIDR block".into(),
+            ));
+        }
+        let mut trusted = Vec::new();
+        for entry in list.get_ref() {
+            trusted.extend(self.check(entry, KEY, |s| {
+                Cidr::parse(s).map_err(|m| format!("trusted: {m}"))
+            })?);
+        }
+        Ok(Some(trusted))
     }
 
     fn limits(&self, f: &FileConfig) -> Result<Limits, ConfigError> {
