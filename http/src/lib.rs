@@ -25,6 +25,7 @@ pub mod h1;
 pub mod h2;
 pub mod head;
 pub mod hop;
+mod linger;
 pub mod message;
 pub mod path;
 pub mod proxy_protocol;

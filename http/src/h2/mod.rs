@@ -185,5 +185,5 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
     // A client cut off mid-send (a frame error, a flood) still has bytes
     // on the way; closing on them would reset the connection and could
     // destroy the GOAWAY before the client reads it.
-    crate::h1::server::linger(&conn.link, None).await;
+    crate::linger::linger(&conn.link, None).await;
 }
