@@ -24,6 +24,7 @@ use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
 use crate::edge::access::Access;
 use crate::edge::https::HttpsPolicy;
+use crate::edge::limiter::Limiter;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
 use crate::privileges::keeper::Kept;
@@ -50,6 +51,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         .map(|(a, _)| a.port());
     let tls = cfg.tls.clone();
     let access = cfg.access.clone();
+    let rates = cfg.rates.clone();
     Arc::new(move |ctx, prev| {
         // Each worker opens its own roots and builds its own cache and pools.
         let files = StaticFiles::from_config(&statics)
@@ -57,8 +59,9 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         let prefixes: Vec<String> = statics.routes.iter().map(|r| r.prefix.clone()).collect();
         let https = HttpsPolicy::new(&tls, https_port);
         let access = Access::new(&access, &tls, &prefixes);
+        let limiter = Limiter::new(&rates, &prefixes);
         Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev, https)
-            .map(|e| e.with_access(access))
+            .map(|e| e.with_policies(access, limiter))
     })
 }
 

@@ -24,6 +24,7 @@ use ringside_runtime::config::{Affinity, Workers};
 use super::access::{write_rules, AccessConfig};
 use super::addr::server_text;
 use super::fastcgi::protocol_name;
+use super::rate::{write_limits, write_route_limit, RateConfig};
 use super::size::{format_duration, format_size};
 use super::tls::{min_version_text, unknown_name_text, TlsConfig};
 use super::upstream::{
@@ -209,6 +210,7 @@ impl Config {
         super::ops::write_sections(&self.ops, out)?;
         write_tls(out, &self.tls, &self.access)?;
         write_proxy(out, &self.proxy)?;
+        write_limits(out, &self.rates)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;
@@ -243,12 +245,19 @@ impl Config {
             {
                 write_rules(out, rules)?;
             }
+            let limit = self
+                .rates
+                .static_routes
+                .iter()
+                .find(|(p, _)| *p == r.prefix);
+            write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
         }
         write_proxy_routes(
             out,
             &self.proxy,
             &self.ops.unlogged_proxy_routes,
             &self.access,
+            &self.rates,
         )
     }
 }
@@ -401,6 +410,7 @@ fn write_proxy_routes(
     p: &ProxyConfig,
     unlogged: &[usize],
     access: &AccessConfig,
+    rates: &RateConfig,
 ) -> fmt::Result {
     for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
@@ -411,6 +421,7 @@ fn write_proxy_routes(
         if let Some(rules) = access.proxy_routes.get(i) {
             write_rules(out, rules)?;
         }
+        write_route_limit(out, rates, rates.proxy_routes.get(i).copied().flatten())?;
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         if !r.hosts.is_empty() {

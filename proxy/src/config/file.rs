@@ -59,6 +59,19 @@ pub struct FileConfig {
     pub tls: TlsSection,
     #[serde(rename = "vhost")]
     pub vhosts: Vec<Spanned<VhostSection>>,
+    #[serde(rename = "rate_limit")]
+    pub rate_limits: Vec<Spanned<RateLimitSection>>,
+}
+
+/// `[[rate_limit]]`: a named request rate per key (`rate.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct RateLimitSection {
+    pub name: Spanned<String>,
+    pub key: Spanned<String>,
+    pub rate: Spanned<String>,
+    pub burst: Option<Spanned<i64>>,
+    pub status: Option<Spanned<i64>>,
 }
 
 /// `[tls]`: settings shared by every TLS listener.
@@ -162,6 +175,8 @@ pub struct RouteSection {
     // Any route: client addresses admitted or refused.
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Any route: the `[[rate_limit]]` its requests are counted against.
+    pub rate_limit: Option<Spanned<String>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -420,6 +435,7 @@ macro_rules! tables_only {
 tables_only!(
     TlsSection,
     VhostSection,
+    RateLimitSection,
     CertSection,
     AdminSection,
     AccessLogSection,

@@ -138,6 +138,7 @@ pub mod error;
 pub mod fastcgi;
 pub mod file;
 pub mod ops;
+pub mod rate;
 pub mod size;
 pub mod tls;
 pub mod upstream;
@@ -172,6 +173,8 @@ pub struct Config {
     pub tls: tls::TlsConfig,
     /// `allow` and `deny` by server, vhost and route.
     pub access: access::AccessConfig,
+    /// `[[rate_limit]]` and the routes that take them.
+    pub rates: rate::RateConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -194,6 +197,7 @@ impl Default for Config {
             proxy: ProxyConfig::default(),
             ops: ops::OpsConfig::default(),
             access: access::AccessConfig::default(),
+            rates: rate::RateConfig::default(),
             source: None,
         }
     }

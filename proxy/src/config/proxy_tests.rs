@@ -643,6 +643,19 @@ prefix = "/s/"
 listing = true
 allow = ["10.0.0.0/8", "2001:db8::/32"]
 deny = ["10.6.0.0/16"]
+rate_limit = "api"
+
+[[rate_limit]]
+name = "api"
+key = "header:X-Api-Key"
+rate = "30/m"
+burst = 5
+status = 503
+
+[[rate_limit]]
+name = "whole"
+key = "route"
+rate = "100/s"
 
 [[vhost]]
 names = ["v.example"]
@@ -672,6 +685,7 @@ proxy_host = "literal.example"
 [[route]]
 prefix = "/p"
 upstream = "p"
+rate_limit = "whole"
 strip_prefix = false
 
 [upstream.php]

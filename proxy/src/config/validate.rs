@@ -94,6 +94,7 @@ impl TryFrom<Document<'_>> for Config {
         let (server, listeners) = cx.server(f, base)?;
         let tls = cx.tls(f, base, listeners)?;
         let access = cx.access(f)?;
+        let rates = cx.rates(f)?;
         Ok(Config {
             runtime,
             server,
@@ -103,6 +104,7 @@ impl TryFrom<Document<'_>> for Config {
             ops,
             tls,
             access,
+            rates,
             source: Some(doc.path.to_path_buf()),
         })
     }

@@ -189,6 +189,10 @@ fn what_it_takes(path: &[String]) -> Option<&'static str> {
         ["route", "host"] | ["vhost", "names"] => "a list of host names, like [\"example.com\"]",
         ["route", "upgrade"] => "a list of protocol names, like [\"my-proto\"]",
         ["vhost"] => "[[vhost]] tables, one per virtual host",
+        ["rate_limit"] => "[[rate_limit]] tables, one per named limit",
+        ["server" | "vhost" | "route", "allow" | "deny"] => {
+            "a list of addresses or CIDR blocks, like [\"10.0.0.0/8\"]"
+        }
         [_, "tls"] | [_, _, "tls"] => "a table like { cert = \"PATH\", key = \"PATH\" }",
         [section] if !TABLE_ARRAYS.contains(section) => return section_table(section),
         _ => return None,
@@ -340,7 +344,7 @@ fn edits(a: &str, b: &str) -> usize {
 }
 
 /// The top-level arrays of tables, written `[[name]]`.
-const TABLE_ARRAYS: [&str; 2] = ["route", "vhost"];
+const TABLE_ARRAYS: [&str; 3] = ["route", "vhost", "rate_limit"];
 
 /// `["runtime", "workers"]` -> `[runtime] workers`; `["upstream", "a", "host"]`
 /// -> `[upstream.a] host`; `["vhost", "names"]` -> `[[vhost]] names`, as

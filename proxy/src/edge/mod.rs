@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod https;
+pub mod limiter;
 mod own;
 pub mod router;
 
@@ -33,6 +34,7 @@ use crate::upstream::settings::{ForwardHeaders, ForwardPath, ProxyConfig, Unders
 use crate::upstream::shared::Shared;
 use access::Access;
 use https::HttpsPolicy;
+use limiter::Limiter;
 use router::{Router, Target};
 
 pub struct Edge {
@@ -51,6 +53,8 @@ pub struct Edge {
     https: Option<HttpsPolicy>,
     /// `allow`/`deny`, where any level has them.
     access: Option<Access>,
+    /// `[[rate_limit]]`s, where any route takes one.
+    limiter: Option<Limiter>,
     encoded_slash: ringside_http::EncodedSlash,
 }
 
@@ -188,13 +192,16 @@ impl Edge {
             log,
             https,
             access: None,
+            limiter: None,
             encoded_slash: proxy.encoded_slash,
         })
     }
 
-    /// The `allow`/`deny` rules requests are checked against.
-    pub fn with_access(mut self, access: Option<Access>) -> Edge {
+    /// The `allow`/`deny` rules and the rate limits requests are checked
+    /// against.
+    pub fn with_policies(mut self, access: Option<Access>, limiter: Option<Limiter>) -> Edge {
         self.access = access;
+        self.limiter = limiter;
         self
     }
 
@@ -322,6 +329,20 @@ impl Handler for Edge {
         }));
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
+        }
+        if let Some(over) = self.limiter.as_ref().and_then(|l| l.check(ex, target)) {
+            self.route_stats[ex.tag() as u32 as usize].limited.add(1);
+            let retry = over.retry_after.to_string();
+            let status = over.status;
+            let text = ringside_http::status::reason(status);
+            return ex.send(
+                status,
+                &[
+                    ("Retry-After", retry.as_bytes()),
+                    ("Content-Type", b"text/plain"),
+                ],
+                format!("{status} {text}\n").as_bytes(),
+            );
         }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));

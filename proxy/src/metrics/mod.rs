@@ -68,6 +68,8 @@ pub struct RouteStats {
     /// Non-cumulative per bucket; the last is above every bound.
     pub latency: [Counter; LATENCY_BOUNDS_US.len() + 1],
     pub latency_sum_us: Counter,
+    /// Requests a `[[rate_limit]]` refused.
+    pub limited: Counter,
 }
 
 impl RouteStats {

@@ -16,6 +16,7 @@ struct RouteSum {
     head: u64,
     latency: [u64; LATENCY_BOUNDS_US.len() + 1],
     sum_us: u64,
+    limited: u64,
 }
 
 #[derive(Default)]
@@ -156,6 +157,7 @@ pub fn render(reg: &Registry) -> String {
                 *a += b.get();
             }
             sum.sum_us += s.latency_sum_us.get();
+            sum.limited += s.limited.get();
         }
     }
     let labels = |l: &RouteLabel| format!("route=\"{}\",host=\"{}\"", esc(&l.route), esc(&l.host));
@@ -174,6 +176,20 @@ pub fn render(reg: &Registry) -> String {
                 i + 1
             );
         }
+    }
+    family(
+        &mut out,
+        "ringside_rate_limited_total",
+        "counter",
+        "Requests refused by the route's [[rate_limit]], by route.",
+    );
+    for (l, s) in &routes {
+        let _ = writeln!(
+            out,
+            "ringside_rate_limited_total{{{}}} {}",
+            labels(l),
+            s.limited
+        );
     }
     family(
         &mut out,

@@ -195,6 +195,11 @@ impl Tries {
 
 fn balance_key(ex: &Exchange<'_>, b: &Balance) -> Option<u64> {
     let Balance::Hash(k) = b else { return None };
+    request_key(ex, k)
+}
+
+/// The hash of what `k` names in the request; `None` when it has none.
+pub(crate) fn request_key(ex: &Exchange<'_>, k: &HashKey) -> Option<u64> {
     match k {
         HashKey::ClientIp => ex.peer().ok().map(|a| match a.ip() {
             std::net::IpAddr::V4(ip) => hash_key(&ip.octets()),
