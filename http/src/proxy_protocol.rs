@@ -59,13 +59,15 @@ fn v1(b: &[u8]) -> Parsed {
     if end == 0 || b[end - 1] != b'\r' {
         return Parsed::Invalid("v1 header not ended by CRLF");
     }
-    let Ok(line) = std::str::from_utf8(&b[START.len()..end - 1]) else {
-        return Parsed::Invalid("v1 header not ASCII");
-    };
     let len = end + 1;
-    if line == "UNKNOWN" || line.starts_with("UNKNOWN ") {
+    let rest = &b[START.len()..end - 1];
+    // UNKNOWN: whatever follows is to be ignored, bytes of any kind.
+    if rest == b"UNKNOWN" || rest.starts_with(b"UNKNOWN ") {
         return Parsed::Done { len, client: None };
     }
+    let Ok(line) = std::str::from_utf8(rest) else {
+        return Parsed::Invalid("v1 header not ASCII");
+    };
     let f: Vec<&str> = line.split(' ').collect();
     let [proto, src, dst, sport, dport] = f[..] else {
         return Parsed::Invalid("v1 header without its five fields");
@@ -122,6 +124,11 @@ fn v2(b: &[u8]) -> Parsed {
     if b.len() < len {
         return Parsed::Incomplete;
     }
+    if local {
+        // The balancer speaking for itself (a health check): its address
+        // block, whatever it holds, is to be ignored.
+        return Parsed::Done { len, client: None };
+    }
     let a = &b[16..len];
     let client = match b[13] >> 4 {
         // TCP or UDP over IPv4 or IPv6: the source address and port.
@@ -140,11 +147,7 @@ fn v2(b: &[u8]) -> Parsed {
         0 | 3 => None,
         _ => return Parsed::Invalid("v2 header of an unknown address family"),
     };
-    Parsed::Done {
-        len,
-        // LOCAL: the balancer speaking for itself (a health check).
-        client: if local { None } else { client },
-    }
+    Parsed::Done { len, client }
 }
 
 /// Why a connection was closed before its first request.
@@ -257,7 +260,7 @@ mod tests {
         assert_eq!(parse(h), done(42, "203.0.113.7:5555"));
         let h = b"PROXY TCP6 2001:db8::7 ::1 65535 443\r\n";
         assert_eq!(parse(h), done(h.len(), "[2001:db8::7]:65535"));
-        let h = b"PROXY UNKNOWN ffff:f...f:ffff 1 2\r\n";
+        let h = b"PROXY UNKNOWN \xff\xfe anything\r\n";
         assert_eq!(
             parse(h),
             Parsed::Done {
@@ -345,6 +348,8 @@ mod tests {
         // LOCAL (a health check), UNSPEC and UNIX name no client.
         for (cmd, fam, a) in [
             (0, 0x11, &v4[..]),
+            (0, 0x11, &[][..]),
+            (0, 0x41, &[][..]),
             (1, 0x00, &[][..]),
             (1, 0x31, &[0; 216][..]),
         ] {

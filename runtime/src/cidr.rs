@@ -35,6 +35,12 @@ impl Cidr {
             None => (s, None),
         };
         let addr: IpAddr = addr.parse().map_err(|_| expected())?;
+        if let (IpAddr::V6(_), IpAddr::V4(v4)) = (addr, addr.to_canonical()) {
+            // Clients are judged as the IPv4 address a mapped one is.
+            return Err(format!(
+                "{s:?} is an IPv4 address mapped into IPv6; write it as {v4}"
+            ));
+        }
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let len = match len {
             None => max,
@@ -138,6 +144,8 @@ mod tests {
             "",
             "10.0.0.0/33",
             "::/129",
+            "::ffff:0:0/96",
+            "::ffff:10.0.0.1",
             "10.0.0.0/",
             "10.0.0.0/+8",
             "10.0/8",

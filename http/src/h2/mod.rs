@@ -104,6 +104,10 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
     // here, a browser then opens its WebSocket over HTTP/1.1, which works.
     watch.set_idle_until(Some(Instant::now() + link.cfg.timeouts.header_read));
     watch.rearm(&link);
+    // The server's SETTINGS stay in `out` until the first turn below sends
+    // them: the handshake only waits for the client's preface, which a
+    // client sends without waiting for ours. Whatever polls the codec must
+    // push `out` after, as that loop does.
     let mut h2c = match b.handshake::<_, Bytes>(io).await {
         Ok(c) => c,
         Err(e) => {

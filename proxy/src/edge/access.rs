@@ -54,9 +54,11 @@ impl Access {
         if let Some(r) = route.filter(|r| !r.is_empty()) {
             return r;
         }
+        // The host as the router reads it: `a.example..` is `a.example`
+        // here too, so no spelling of a name slips past its vhost's rules.
         let vhost = host
-            .and_then(super::https::host_only)
-            .and_then(|h| self.tls.vhost_index(h))
+            .and_then(super::router::normalize_host)
+            .and_then(|h| self.tls.vhost_index(&h))
             .and_then(|i| self.vhosts.get(i));
         match vhost {
             Some(r) if !r.is_empty() => r,
@@ -128,6 +130,12 @@ mod tests {
         assert!(!a.admits_ip(None, files, ip("192.0.2.1")));
         // A route without rules: the vhost's, else the server's.
         assert!(a.admits_ip(a_host, other, ip("10.1.9.9")));
+        for spelling in [&b"A.Example"[..], b"a.example..", b"a.example.:443"] {
+            assert!(
+                !a.admits_ip(Some(spelling), other, ip("192.0.2.1")),
+                "{spelling:?}"
+            );
+        }
         assert!(!a.admits_ip(a_host, other, ip("192.0.2.1")));
         assert!(!a.admits_ip(Some(b"b.example"), other, ip("10.1.9.9")));
         assert!(a.admits_ip(Some(b"b.example"), other, ip("192.0.2.1")));

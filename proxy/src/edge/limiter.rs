@@ -6,16 +6,21 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::Instant;
 
 use ringside_http::Exchange;
 
 use super::router::Target;
 use crate::config::rate::{LimitKey, RateConfig, RateLimit};
+use crate::upstream::balance::hash_key;
 use crate::upstream::forward::request_key;
+use crate::upstream::settings::HashKey;
 
-/// Keys kept per core; past it, full buckets (idle keys) are dropped, and
-/// if none are, all of them (a flood of new keys must not grow memory).
+/// Keys kept per limit per core. Past it, full buckets (idle keys) are
+/// dropped, then the longest unused down to nine tenths: a flood of new
+/// keys neither grows memory nor refills the buckets of keys in use (theirs
+/// are the newest), and the sweep runs once per tenth of the table.
 const MAX_KEYS: usize = 100_000;
 
 struct Bucket {
@@ -28,7 +33,8 @@ pub struct Limiter {
     proxy_routes: Vec<Option<usize>>,
     /// By `Target::Static` index: 0 is the root, which has no route.
     statics: Vec<Option<usize>>,
-    buckets: RefCell<HashMap<(usize, u64), Bucket>>,
+    /// By limit: each key's bucket.
+    buckets: RefCell<Vec<HashMap<u64, Bucket>>>,
 }
 
 /// A request over its limit: the status to answer, and the seconds until
@@ -57,7 +63,7 @@ impl Limiter {
             limits: cfg.limits.clone(),
             proxy_routes: cfg.proxy_routes.clone(),
             statics,
-            buckets: RefCell::new(HashMap::new()),
+            buckets: RefCell::new(cfg.limits.iter().map(|_| HashMap::new()).collect()),
         })
     }
 
@@ -71,6 +77,7 @@ impl Limiter {
         let limit = &self.limits[index];
         let key = match &limit.key {
             LimitKey::Route => 0,
+            LimitKey::By(HashKey::ClientIp) => client_key(ex.peer().ok()?.ip()),
             LimitKey::By(k) => request_key(ex, k)?,
         };
         self.take(index, key, Instant::now())
@@ -79,19 +86,12 @@ impl Limiter {
     fn take(&self, index: usize, key: u64, now: Instant) -> Option<Limited> {
         let limit = &self.limits[index];
         let (rate, burst) = (limit.per_second(), f64::from(limit.burst));
-        let mut buckets = self.buckets.borrow_mut();
-        if buckets.len() >= MAX_KEYS && !buckets.contains_key(&(index, key)) {
-            let limits = &self.limits;
-            buckets.retain(|&(i, _), b| {
-                let l = &limits[i];
-                b.tokens + now.duration_since(b.at).as_secs_f64() * l.per_second()
-                    < f64::from(l.burst)
-            });
-            if buckets.len() >= MAX_KEYS {
-                buckets.clear();
-            }
+        let mut all = self.buckets.borrow_mut();
+        let buckets = &mut all[index];
+        if buckets.len() >= MAX_KEYS && !buckets.contains_key(&key) {
+            sweep(buckets, rate, burst, now);
         }
-        let b = buckets.entry((index, key)).or_insert(Bucket {
+        let b = buckets.entry(key).or_insert(Bucket {
             tokens: burst,
             at: now,
         });
@@ -106,6 +106,27 @@ impl Limiter {
             // Less a hair, so 10.000000002 seconds is 10, not 11.
             retry_after: ((1.0 - b.tokens) / rate - 1e-6).ceil().max(1.0) as u64,
         })
+    }
+}
+
+/// Drops full buckets, then the longest unused down to nine tenths.
+fn sweep(buckets: &mut HashMap<u64, Bucket>, rate: f64, burst: f64, now: Instant) {
+    buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
+    let keep = MAX_KEYS * 9 / 10;
+    if buckets.len() > keep {
+        let mut ats: Vec<Instant> = buckets.values().map(|b| b.at).collect();
+        let drop = buckets.len() - keep;
+        let (_, &mut cutoff, _) = ats.select_nth_unstable(drop);
+        buckets.retain(|_, b| b.at > cutoff);
+    }
+}
+
+/// A client's key: an IPv4-mapped address as the IPv4 address it is, and
+/// IPv6 by its /64 (what one host is given, and can cycle through).
+fn client_key(ip: IpAddr) -> u64 {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => hash_key(&v4.octets()),
+        IpAddr::V6(v6) => hash_key(&v6.octets()[..8]),
     }
 }
 
@@ -168,12 +189,30 @@ mod tests {
     }
 
     #[test]
-    fn keys_stay_bounded() {
+    fn keys_stay_bounded_and_a_flood_refills_no_one() {
         let l = limiter(1, 'h', 1);
         let t0 = Instant::now();
-        for k in 0..(MAX_KEYS as u64 + 10) {
-            l.take(0, k, t0);
+        // A key in use, its bucket spent, and asking on.
+        assert!(l.take(0, u64::MAX, t0).is_none());
+        for k in 0..(MAX_KEYS as u64 * 2) {
+            let at = t0 + Duration::from_micros(k);
+            l.take(0, k, at);
+            if k % 1000 == 0 {
+                assert!(
+                    l.take(0, u64::MAX, at).is_some(),
+                    "{k}: refilled by the flood"
+                );
+            }
         }
-        assert!(l.buckets.borrow().len() <= MAX_KEYS);
+        assert!(l.buckets.borrow()[0].len() <= MAX_KEYS);
+    }
+
+    #[test]
+    fn clients_are_keyed_as_hosts() {
+        let k = |s: &str| client_key(s.parse().unwrap());
+        assert_eq!(k("10.1.2.3"), k("::ffff:10.1.2.3"));
+        assert_ne!(k("10.1.2.3"), k("10.1.2.4"));
+        assert_eq!(k("2001:db8:1:2::1"), k("2001:db8:1:2:ffff::9"));
+        assert_ne!(k("2001:db8:1:2::1"), k("2001:db8:1:3::1"));
     }
 }

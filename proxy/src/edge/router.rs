@@ -95,8 +95,9 @@ impl Router {
     }
 }
 
-/// Lower case, without the port or a trailing dot.
-fn normalize_host(host: &[u8]) -> Option<String> {
+/// Lower case, without the port or trailing dots: the one form of a
+/// Host that routing and access rules judge.
+pub(super) fn normalize_host(host: &[u8]) -> Option<String> {
     let h = std::str::from_utf8(host).ok()?;
     let h = if h.starts_with('[') {
         h.split_inclusive(']').next().unwrap_or(h)
