@@ -3,8 +3,9 @@
 # the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test; h2load and nghttp (nghttp2-client),
-# h2o and Python's h2 for HTTP/2; kubernetes-validate, in a venv under
-# /opt/ringside-test, for the Kubernetes manifests; httpwg, built with cargo
+# h2o and Python's h2 for HTTP/2; Python's brotli and zstandard decoders;
+# kubernetes-validate and REDbot, in a venv under /opt/ringside-test, for
+# the Kubernetes manifests and compressed responses; httpwg, built with cargo
 # under /opt/ringside-test, for HTTP/2 conformance),
 # then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
@@ -36,6 +37,10 @@ command -v h2o >/dev/null || [ -x /usr/bin/h2o ] || [ -x /usr/sbin/h2o ] || need
 /usr/bin/python3 -c 'import h2' >/dev/null 2>&1 || need+=(python3-h2)
 # The metrics test parses /metrics with Prometheus's own Python client.
 /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
+# Compression on the fly is decoded by Python's own decoders for each
+# coding (gzip is in the standard library).
+/usr/bin/python3 -c 'import brotli' >/dev/null 2>&1 || need+=(python3-brotli)
+/usr/bin/python3 -c 'import zstandard' >/dev/null 2>&1 || need+=(python3-zstandard)
 # The Kubernetes manifests are validated with kubernetes-validate (PyPI),
 # in a venv of its own: Debian's Python refuses pip installs (PEP 668).
 /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
@@ -79,6 +84,15 @@ if [ ! -x "$venv/bin/kubernetes-validate" ]; then
     fi
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install -q kubernetes-validate
+fi
+# REDbot (PyPI redbot), HTTP's lint, checks compressed responses; in the
+# same venv.
+if [ ! -x "$venv/bin/redbot" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: missing $venv/bin/redbot; run as root or install it" >&2
+        exit 1
+    fi
+    "$venv/bin/pip" install -q redbot
 fi
 
 # httpwg (crates.io's httpwg-cli, from the loona project: the h2spec

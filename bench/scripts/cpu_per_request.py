@@ -67,6 +67,14 @@ ringside learns the children and may keep them all, so php-fpm's status is
 read before each front end starts and after it stops ("fpm acc/req" then
 counts the warm-up's connections too, less its requests).
 
+--gzip measures compression on the fly: wrk asks for gzip (Accept-Encoding:
+gzip), the static file is an 11 KiB HTML page (page.html), and with
+--proxy the origin serves an 11 KiB JSON body (data.json) besides its 18
+bytes; nginx gets gzip on at level 6 (gzip_min_length 256, gzip_vary, JSON
+in gzip_types), ringside its defaults (gzip level 6 too). Each server's
+answer is checked to be gzip before its run, and its size printed beside
+the identity's as the compression ratio.
+
 A server that fails to start or to serve is reported, per round, with its
 error and left out of the medians; the others are still measured, and the
 exit status is then 1. With --fastcgi a run that wrk saw errors in (non-2xx
@@ -131,6 +139,73 @@ def fill(template, prefix, root, port, upstream_port=None, extra=None):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+# nginx's compression for --gzip, at the level ringside uses by default.
+NGINX_GZIP = """    gzip on;
+    gzip_comp_level 6;
+    gzip_min_length 256;
+    gzip_vary on;
+    gzip_types application/json;
+"""
+
+GZIP = False
+
+
+def gzip_conf(path):
+    """Turns nginx's gzip on in a filled config (--gzip)."""
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("http {\n", "http {\n" + NGINX_GZIP, 1))
+
+
+def bench_page():
+    """11 KiB of HTML, worded like a page: what --gzip serves."""
+    import random
+    rng = random.Random(26)
+    words = ("the server edge proxy file cache core request response client "
+             "upstream static page body header kernel ring socket buffer time "
+             "with from into over under each every one two three fast slow").split()
+    out = ["<!doctype html>\n<html><head><title>ringside</title></head><body>\n"]
+    size = len(out[0])
+    i = 0
+    while size < 11 * 1024 - 40:
+        line = f'<p class="c{i % 7}">' + " ".join(rng.choice(words) for _ in range(14)) + "</p>\n"
+        out.append(line)
+        size += len(line)
+        i += 1
+    out.append("</body></html>\n")
+    return "".join(out).encode()[: 11 * 1024]
+
+
+def bench_json():
+    """11 KiB of JSON records: the proxied body --gzip serves."""
+    import json
+    import random
+    rng = random.Random(26)
+    names = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    items, size = [], 2
+    while size < 11 * 1024 - 120:
+        item = {"id": len(items), "name": rng.choice(names), "score": round(rng.random(), 4),
+                "tags": rng.sample(names, 2), "active": rng.random() < 0.5}
+        items.append(item)
+        size += len(json.dumps(item)) + 1
+    return json.dumps(items).encode()
+
+
+def check_gzip(port, path):
+    """(identity bytes, gzip bytes) of one answer; fails unless it is gzip."""
+    sizes = []
+    for ae in ("identity", "gzip"):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", headers={"Accept-Encoding": ae})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            body = r.read()
+            coding = r.headers.get("Content-Encoding")
+        if (coding == "gzip") != (ae == "gzip"):
+            raise RuntimeError(f"asked for {ae}, got Content-Encoding {coding}")
+        sizes.append(len(body))
+    return sizes
 
 
 def nginx_exe():
@@ -198,6 +273,8 @@ def start(name, root, args, upstream_port=None, fcgi_port=None):
     elif name == "nginx":
         template = "nginx-static.conf" if upstream_port is None else "nginx-proxy.conf"
         conf = fill(os.path.join(REPO, "deploy", "bench", template), prefix, root, port, upstream_port)
+        if GZIP:
+            gzip_conf(conf)
         cmd = [nginx_exe(), "-c", conf, "-p", prefix]
         env = None
     elif name == "haproxy" and upstream_port is not None:
@@ -279,10 +356,21 @@ def stop(proc, prefix):
 
 
 def start_origin():
-    """The nginx origin for --proxy, pinned to CPU 1 beside wrk."""
+    """The nginx origin for --proxy, pinned to CPU 1 beside wrk; with
+    --gzip it serves /data.json (11 KiB) too."""
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-origin-")
     conf = fill(os.path.join(REPO, "deploy", "bench", "nginx-origin.conf"), prefix, None, port)
+    if GZIP:
+        data = os.path.join(prefix, "data.json")
+        with open(data, "wb") as f:
+            f.write(bench_json())
+        with open(conf) as f:
+            text = f.read()
+        block = (f"        location = /data.json {{\n            default_type application/json;\n"
+                 f"            alias {data};\n        }}\n")
+        with open(conf, "w") as f:
+            f.write(text.replace("        location / {", block + "        location / {", 1))
     return launch([nginx_exe(), "-c", conf, "-p", prefix], None, port, prefix, cpu=1)
 
 
@@ -475,7 +563,8 @@ def client_cmd(args, connections, duration, url):
     if args.client == "ringside-bench":
         exe = os.path.join(REPO, "target", "release", "ringside-bench")
         return [exe, "-q", "-k", "-c", str(connections), "-d", f"{duration}s", url]
-    return ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", url]
+    gzip = ["-H", "Accept-Encoding: gzip"] if GZIP else []
+    return ["wrk", "-t1", f"-c{connections}", f"-d{duration}s"] + gzip + [url]
 
 
 def measure_fastcgi(name, root, args, fpm):
@@ -532,6 +621,9 @@ def measure(name, root, args, origin_port):
         if (warm.returncode != 0 or "Non-2xx" in warm.stdout or "Socket errors" in warm.stdout
                 or re.search(r"Failed requests:\s+[1-9]", warm.stdout)):
             raise RuntimeError(f"warm-up failed:\n{warm.stdout}{warm.stderr}")
+        if GZIP:
+            plain, packed = check_gzip(port, args.file)
+            print(f"  {name}: {plain} B as gzip {packed} B, ratio {plain / packed:.2f}", flush=True)
         if origin_port:
             st0 = origin_status(origin_port)
         u0, s0 = cpu_ticks(proc.pid)
@@ -574,11 +666,18 @@ def main():
                    help="measure reverse proxies in front of one nginx origin on CPU 1")
     p.add_argument("--fastcgi", action="store_true",
                    help="measure FastCGI front ends in front of one php-fpm on CPU 1")
+    p.add_argument("--gzip", action="store_true",
+                   help="ask for gzip: an 11 KiB page, or proxied 11 KiB JSON, compressed at level 6")
     p.add_argument("--fpm-children", type=int, default=16,
                    help="php-fpm's pm.max_children with --fastcgi (default 16)")
     args = p.parse_args()
-    global BASELINE
+    global BASELINE, GZIP
     BASELINE = os.path.abspath(args.baseline) if args.baseline else None
+    GZIP = args.gzip
+    if args.gzip and (args.fastcgi or args.client != "wrk"):
+        raise SystemExit("--gzip measures static files or --proxy, with wrk")
+    if args.gzip and args.file == "hello.txt":
+        args.file = "data.json" if args.proxy else "page.html"
     if args.proxy and args.fastcgi:
         raise SystemExit("--proxy and --fastcgi are separate modes")
     if args.servers is None:
@@ -600,6 +699,8 @@ def main():
         root = made_root = tempfile.mkdtemp(prefix="shootout-root-")
         with open(os.path.join(root, "hello.txt"), "wb") as f:
             f.write(b"hello from ringside 26 B.\n")
+        with open(os.path.join(root, "page.html"), "wb") as f:
+            f.write(bench_page())
     servers = args.servers.split(",")
     known = ("nginx", "haproxy", "floor") if args.proxy else ("nginx", "lighttpd", "floor")
     if args.fastcgi:

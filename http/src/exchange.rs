@@ -21,6 +21,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use ringside_runtime::net::TcpStream;
 
+use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
@@ -81,6 +82,24 @@ pub struct Exchange<'a> {
     tag: u64,
     /// A thin pointer: the exchange is part of every connection's future.
     added: Option<Rc<HeaderLine>>,
+    /// The route's compression, for a response started from another
+    /// server's head ([`Exchange::start_from`]).
+    compress: Option<Rc<Policy>>,
+    /// The body's compressor, once a response is being compressed.
+    enc: Option<Box<Encoding>>,
+}
+
+/// A header pair at a shorter lifetime, to chain with lines made here.
+fn shorten<'s, 'l: 's>(p: (&'l [u8], &'l [u8])) -> (&'s [u8], &'s [u8]) {
+    p
+}
+
+/// A body compressed as it is written.
+struct Encoding {
+    enc: Encoder,
+    /// What is left of a sized body the compressor takes in (its output
+    /// goes out as a stream); `None` for a stream.
+    left: Option<u64>,
 }
 
 impl<'a> Exchange<'a> {
@@ -101,6 +120,8 @@ impl<'a> Exchange<'a> {
             body_bytes: 0,
             tag: 0,
             added: None,
+            compress: None,
+            enc: None,
         }
     }
 
@@ -192,6 +213,15 @@ impl<'a> Exchange<'a> {
         self.head.body
     }
 
+    /// Compresses a response started from another server's head with
+    /// this policy, where it allows (see [`crate::compress`]).
+    pub fn set_compression(&mut self, policy: Option<Rc<Policy>>) {
+        self.compress = policy;
+    }
+    pub fn compression(&self) -> Option<&Rc<Policy>> {
+        self.compress.as_ref()
+    }
+
     /// Adds `line` to whatever response this request gets.
     pub fn add_header(&mut self, line: Rc<HeaderLine>) {
         self.added = Some(line);
@@ -200,6 +230,9 @@ impl<'a> Exchange<'a> {
     /// Whether a body can go from `from` to this client without a copy
     /// ([`Exchange::write_from_socket`]).
     pub fn can_splice_from(&self, from: &TcpStream) -> bool {
+        if self.enc.is_some() {
+            return false;
+        }
         match &self.wire {
             Wire::H1(w) => w.can_splice_from(from),
             Wire::H2(_) => false,
@@ -287,19 +320,39 @@ impl<'a> Exchange<'a> {
 
     /// Starts a response whose headers come from elsewhere (a proxied
     /// response). They must not include framing, Connection, Date or
-    /// Server: those stay the protocol's to write.
+    /// Server: those stay the protocol's to write. With a compression
+    /// policy set, an eligible body is compressed on its way out.
     pub fn start_from<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+        body: Body,
+    ) -> Result<(), Error> {
+        self.check_first()?;
+        if let Some(p) = self.compress.clone() {
+            let len = match body {
+                Body::Sized(n) => Some(n),
+                Body::Stream => None,
+            };
+            if len != Some(0) && p.eligible(status, headers.clone(), len) {
+                return self.start_compressed(&p, status, headers, len);
+            }
+        }
+        self.start_framed(status, headers, body);
+        Ok(())
+    }
+
+    fn start_framed<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         body: Body,
-    ) -> Result<(), Error> {
-        self.check_first()?;
+    ) {
         if no_content(status) {
             self.drop_body = true;
             self.write_head(status, headers, Framing::None);
             self.out = Out::Done;
-            return Ok(());
+            return;
         }
         match body {
             Body::Sized(len) => {
@@ -319,10 +372,67 @@ impl<'a> Exchange<'a> {
                 };
             }
         }
+    }
+
+    /// An eligible response: `Vary: Accept-Encoding` always, and the body
+    /// compressed when the client takes a coding, with a variant ETag and
+    /// no Accept-Ranges (ranges of it are not served).
+    fn start_compressed<'h>(
+        &mut self,
+        p: &Policy,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+        len: Option<u64>,
+    ) -> Result<(), Error> {
+        let named = |n: &[u8], want: &str| n.eq_ignore_ascii_case(want.as_bytes());
+        let vary = compress::vary_with_accept_encoding(
+            headers
+                .clone()
+                .find(|(n, _)| named(n, "vary"))
+                .map(|(_, v)| v),
+        );
+        let replaces_vary = vary.is_some();
+        let vary_line = vary.as_deref().map(|v| (&b"Vary"[..], v));
+        let coding = p.choose(self.header("accept-encoding"), &compress::STREAMED_ORDER);
+        let Some(c) = coding else {
+            let hs = headers
+                .map(shorten)
+                .filter(|(n, _)| !(replaces_vary && named(n, "vary")))
+                .chain(vary_line);
+            self.start_framed(status, hs, len.map_or(Body::Stream, Body::Sized));
+            return Ok(());
+        };
+        let etag = headers
+            .clone()
+            .find(|(n, _)| named(n, "etag"))
+            .and_then(|(_, v)| compress::variant_etag(v, c));
+        let hs = headers
+            .map(shorten)
+            .filter(|(n, _)| {
+                let replaced = replaces_vary && named(n, "vary");
+                !(replaced || named(n, "etag") || named(n, "accept-ranges"))
+            })
+            .chain(etag.as_deref().map(|v| (&b"ETag"[..], v)))
+            .chain(vary_line)
+            .chain(std::iter::once((
+                &b"Content-Encoding"[..],
+                c.token().as_bytes(),
+            )));
+        self.write_head(status, hs, Framing::Stream);
+        if self.is_head() {
+            self.out = Out::Done;
+            return Ok(());
+        }
+        let enc = Encoder::new(c, &p.levels, len)
+            .map_err(|e| Error::internal("compressor").because(e))?;
+        self.enc = Some(Box::new(Encoding { enc, left: len }));
+        self.out = Out::Stream;
         Ok(())
     }
 
-    fn pairs<'h>(headers: &'h [(&str, &'h [u8])]) -> impl Iterator<Item = (&'h [u8], &'h [u8])> {
+    fn pairs<'h>(
+        headers: &'h [(&str, &'h [u8])],
+    ) -> impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone {
         headers.iter().map(|(n, v)| (n.as_bytes(), *v))
     }
 
@@ -456,6 +566,9 @@ impl<'a> Exchange<'a> {
         if data.is_empty() {
             return Ok(());
         }
+        if self.enc.is_some() {
+            return self.write_compressed(data).await;
+        }
         if self.out == Out::Stream {
             self.body_bytes += data.len() as u64;
             return wire!(self, w => w.write_stream(data).await);
@@ -466,6 +579,38 @@ impl<'a> Exchange<'a> {
         wire!(self, w => w.write_sized(data).await)
     }
 
+    /// Compresses a piece of the body and sends what the compressor gives;
+    /// the last piece of a sized body ends the stream.
+    async fn write_compressed(&mut self, data: &[u8]) -> Result<(), Error> {
+        let e = self.enc.as_mut().expect("compressing");
+        let last = match &mut e.left {
+            Some(left) if data.len() as u64 > *left => {
+                return Err(Error::internal("body longer than its declared length"))
+            }
+            Some(left) => {
+                *left -= data.len() as u64;
+                *left == 0
+            }
+            None => false,
+        };
+        let fail = |e: std::io::Error| Error::internal("compressing").because(e);
+        e.enc.write(data, !last).map_err(fail)?;
+        let mut out = e.enc.take();
+        if last {
+            let e = self.enc.take().expect("compressing");
+            out.extend_from_slice(&e.enc.finish().map_err(fail)?);
+        }
+        self.body_bytes += out.len() as u64;
+        if !out.is_empty() {
+            wire!(self, w => w.write_stream(&out).await)?;
+        }
+        if last {
+            wire!(self, w => w.finish_stream());
+            self.out = Out::Done;
+        }
+        Ok(())
+    }
+
     /// Appends a file range to a sized body, without a copy.
     pub async fn write_file(
         &mut self,
@@ -473,6 +618,9 @@ impl<'a> Exchange<'a> {
         offset: u64,
         len: u64,
     ) -> Result<(), Error> {
+        if self.enc.is_some() {
+            return self.write_file_compressed(file, offset, len).await;
+        }
         if len == 0 || !self.take_sized(len)? {
             return Ok(());
         }
@@ -502,9 +650,48 @@ impl<'a> Exchange<'a> {
         })
     }
 
-    /// Ends the body: a stream gets its end marker; a sized body must have
-    /// been written whole.
-    pub fn finish(&mut self) -> Result<(), Error> {
+    /// A file range through the compressor, a piece at a time.
+    async fn write_file_compressed(
+        &mut self,
+        file: &std::fs::File,
+        mut offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        const PIECE: usize = 64 * 1024;
+        let end = offset + len;
+        let mut buf = vec![0u8; PIECE.min(len as usize)];
+        while offset < end {
+            let want = ((end - offset) as usize).min(PIECE);
+            std::os::unix::fs::FileExt::read_exact_at(file, &mut buf[..want], offset)
+                .map_err(|e| Error::internal("reading a file to compress").because(e))?;
+            self.write_compressed(&buf[..want]).await?;
+            offset += want as u64;
+        }
+        Ok(())
+    }
+
+    /// Sends what the response holds back now. A handler calls it before
+    /// it waits on something slow (an upstream's next piece), so what came
+    /// so far reaches the client and a streamed response is not held
+    /// until the buffer fills.
+    pub async fn flush(&mut self) -> Result<(), Error> {
+        match &mut self.wire {
+            Wire::H1(w) if !w.wbuf.is_empty() => w.flush().await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends the body: a stream gets its end marker (a compressed one its
+    /// last bytes first); a sized body must have been written whole.
+    pub async fn finish(&mut self) -> Result<(), Error> {
+        if let Some(e) = self.enc.take() {
+            let out = e
+                .enc
+                .finish()
+                .map_err(|e| Error::internal("compressing").because(e))?;
+            self.body_bytes += out.len() as u64;
+            wire!(self, w => w.write_stream(&out).await)?;
+        }
         match self.out {
             Out::Stream => wire!(self, w => w.finish_stream()),
             Out::Done => {}

@@ -52,6 +52,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let tls = cfg.tls.clone();
     let access = cfg.access.clone();
     let rates = cfg.rates.clone();
+    let compression = cfg.compression.clone();
     Arc::new(move |ctx, prev| {
         // Each worker opens its own roots and builds its own cache and pools.
         let files = StaticFiles::from_config(&statics)
@@ -60,8 +61,20 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         let https = HttpsPolicy::new(&tls, https_port);
         let access = Access::new(&access, &tls, &prefixes);
         let limiter = Limiter::new(&rates, &prefixes);
-        Edge::new(files, prefixes, &proxy, &ops, &shared, ctx, prev, https)
-            .map(|e| e.with_policies(access, limiter))
+        Edge::new(
+            files,
+            prefixes.clone(),
+            &proxy,
+            &ops,
+            &shared,
+            ctx,
+            prev,
+            https,
+        )
+        .map(|e| {
+            e.with_policies(access, limiter)
+                .with_compression(&compression, &prefixes)
+        })
     })
 }
 

@@ -12,6 +12,7 @@
 //! file.
 
 mod cache;
+mod compressed;
 pub mod listing;
 pub mod mime;
 pub mod open;
@@ -213,16 +214,28 @@ impl StaticFiles {
                 }
             }
         }
+        let policy = ex.compression().cloned();
+        let squeeze = compressed::compressible(policy.as_deref(), cache.get(i));
+        if let Some(p) = policy.filter(|_| squeeze) {
+            if let Some(job) = compressed::serve(ex, cache, i, route, scratch, &p, now)? {
+                return Ok(job);
+            }
+        }
         let e = cache.get(i);
         let src = Source::of(e);
         let (meta, ctype) = (e.meta.clone(), e.ctype.clone());
+        if matches!(src, Source::File(_))
+            && compressed::variant_not_modified(ex, &meta, &ctype, route.cache_control.as_deref())?
+        {
+            return Ok(None);
+        }
         respond(
             ex,
             &meta,
             &ctype,
             src,
             route.cache_control.as_deref(),
-            variants != 0,
+            variants != 0 || squeeze,
             None,
         )
     }
@@ -354,22 +367,31 @@ impl StaticFiles {
                 }
             }
         }
-        let src = self.load(
-            &mut self.cache.borrow_mut(),
-            scratch,
-            file,
-            &meta,
-            ctype,
-            variants,
-            now,
-        )?;
+        let mut cache = self.cache.borrow_mut();
+        let src = self.load(&mut cache, scratch, file, &meta, ctype, variants, now)?;
+        let mut squeeze = false;
+        if let (Source::Bytes(_), Lookup::Fresh(i)) = (&src, cache.lookup(scratch, now)) {
+            let policy = ex.compression().cloned();
+            squeeze = compressed::compressible(policy.as_deref(), cache.get(i));
+            if let Some(p) = policy.filter(|_| squeeze) {
+                if let Some(job) = compressed::serve(ex, &mut cache, i, route, scratch, &p, now)? {
+                    return Ok(job);
+                }
+            }
+        }
+        drop(cache);
+        if matches!(src, Source::File(_))
+            && compressed::variant_not_modified(ex, &meta, ctype, route.cache_control.as_deref())?
+        {
+            return Ok(None);
+        }
         respond(
             ex,
             &meta,
             ctype,
             src,
             route.cache_control.as_deref(),
-            variants != 0,
+            variants != 0 || squeeze,
             None,
         )
     }

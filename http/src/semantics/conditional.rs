@@ -73,8 +73,9 @@ pub struct ETag {
 }
 
 impl ETag {
-    /// Longest possible tag, quotes included.
-    const MAX_LEN: usize = 68;
+    /// Longest possible tag, quotes included, with room for a variant's
+    /// `W/` and suffix ([`ETag::variant`]).
+    const MAX_LEN: usize = 80;
 
     pub fn new(ino: u64, size: u64, mtime_ns: i128) -> ETag {
         let mut e = ETag {
@@ -87,6 +88,32 @@ impl ETag {
         e.push_hex(u128::from(size));
         e.push(b'-');
         e.push_hex(mtime_ns as u128);
+        e.push(b'"');
+        e
+    }
+
+    /// The tag of a variant made from this representation (one compressed
+    /// on the fly): weak, as its bytes depend on the compressor and its
+    /// level, and never equal to this one, as RFC 9110 §8.8.3 asks of
+    /// different representations. `"x"` with `gzip` is `W/"x-gzip"`.
+    pub fn variant(&self, suffix: &str) -> ETag {
+        let mut e = ETag {
+            buf: [0; ETag::MAX_LEN],
+            len: 0,
+        };
+        let inner = self
+            .as_bytes()
+            .strip_prefix(b"W/")
+            .unwrap_or(self.as_bytes());
+        let inner = &inner[..inner.len() - 1];
+        for &b in b"W/"
+            .iter()
+            .chain(inner)
+            .chain(b"-")
+            .chain(suffix.as_bytes().iter())
+        {
+            e.push(b);
+        }
         e.push(b'"');
         e
     }

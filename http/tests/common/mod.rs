@@ -53,14 +53,14 @@ impl Handler for App {
                 while let Some(piece) = ex.read_body().await? {
                     ex.write_body(&piece).await?;
                 }
-                ex.finish()
+                ex.finish().await
             }
             b"/chunked" => {
                 ex.start_stream(200, &[])?;
                 for part in [&b"one "[..], b"two ", b"three"] {
                     ex.write_body(part).await?;
                 }
-                ex.finish()
+                ex.finish().await
             }
             b"/slow" => {
                 let _ = self.started.lock().unwrap().send(());

@@ -207,6 +207,7 @@ impl Config {
             "revalidate = {}",
             quote(&format_duration(st.cache.revalidate))
         )?;
+        super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
         write_tls(out, &self.tls, &self.access)?;
         write_proxy(out, &self.proxy)?;
@@ -251,6 +252,7 @@ impl Config {
                 .iter()
                 .find(|(p, _)| *p == r.prefix);
             write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
+            super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
         }
         write_proxy_routes(
             out,
@@ -258,6 +260,7 @@ impl Config {
             &self.ops.unlogged_proxy_routes,
             &self.access,
             &self.rates,
+            &self.compression,
         )
     }
 }
@@ -411,6 +414,7 @@ fn write_proxy_routes(
     unlogged: &[usize],
     access: &AccessConfig,
     rates: &RateConfig,
+    compression: &super::compress::CompressionConfig,
 ) -> fmt::Result {
     for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
@@ -422,6 +426,7 @@ fn write_proxy_routes(
             write_rules(out, rules)?;
         }
         write_route_limit(out, rates, rates.proxy_routes.get(i).copied().flatten())?;
+        super::compress::write_route(out, compression.proxy_routes.get(i))?;
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         if !r.hosts.is_empty() {

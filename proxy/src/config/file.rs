@@ -61,6 +61,26 @@ pub struct FileConfig {
     pub vhosts: Vec<Spanned<VhostSection>>,
     #[serde(rename = "rate_limit")]
     pub rate_limits: Vec<Spanned<RateLimitSection>>,
+    pub compression: CompressionSection,
+}
+
+/// `[compression]`: what is compressed on the fly (`compress.rs`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct CompressionSection {
+    pub enabled: Option<Spanned<bool>>,
+    pub types: Option<Spanned<Vec<Spanned<String>>>>,
+    pub min_size: Option<Spanned<SizeValue>>,
+    pub levels: Option<Spanned<LevelsSection>>,
+}
+
+/// `{ gzip = 6, br = 5, zstd = 3 }`: a level per coding.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct LevelsSection {
+    pub gzip: Option<Spanned<i64>>,
+    pub br: Option<Spanned<i64>>,
+    pub zstd: Option<Spanned<i64>>,
 }
 
 /// `[[rate_limit]]`: a named request rate per key (`rate.rs`).
@@ -177,6 +197,9 @@ pub struct RouteSection {
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
     /// Any route: the `[[rate_limit]]` its requests are counted against.
     pub rate_limit: Option<Spanned<String>>,
+    /// Any route: compression on the fly on or off, and its levels.
+    pub compress: Option<Spanned<bool>>,
+    pub compress_levels: Option<Spanned<LevelsSection>>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -433,6 +456,8 @@ macro_rules! tables_only {
 }
 
 tables_only!(
+    CompressionSection,
+    LevelsSection,
     TlsSection,
     VhostSection,
     RateLimitSection,

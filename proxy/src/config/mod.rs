@@ -131,6 +131,7 @@
 
 pub mod access;
 pub mod addr;
+pub mod compress;
 mod cpus;
 pub mod cx;
 mod emit;
@@ -175,6 +176,8 @@ pub struct Config {
     pub access: access::AccessConfig,
     /// `[[rate_limit]]` and the routes that take them.
     pub rates: rate::RateConfig,
+    /// `[compression]` and what routes say of it.
+    pub compression: compress::CompressionConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -198,6 +201,7 @@ impl Default for Config {
             ops: ops::OpsConfig::default(),
             access: access::AccessConfig::default(),
             rates: rate::RateConfig::default(),
+            compression: compress::CompressionConfig::default(),
             source: None,
         }
     }

@@ -328,11 +328,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`; did you mean `runtime`?"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`; did you mean `runtime`?"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`"
     );
 }
 
@@ -628,6 +628,12 @@ cache_max_bytes = "64m"
 cache_max_file = "64k"
 cache_max_open = 256
 revalidate = "1s"
+
+[compression]
+enabled = true
+types = ["text/*", "application/json", "application/*+json", "application/javascript", "application/xml", "application/*+xml", "image/svg+xml", "application/wasm"]
+min_size = 256
+levels = {{ gzip = 6, br = 5, zstd = 3 }}
 
 [admin]
 # listen = "127.0.0.1:9180" (the default)

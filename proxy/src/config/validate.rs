@@ -95,6 +95,7 @@ impl TryFrom<Document<'_>> for Config {
         let tls = cx.tls(f, base, listeners)?;
         let access = cx.access(f)?;
         let rates = cx.rates(f)?;
+        let compression = cx.compression(f)?;
         Ok(Config {
             runtime,
             server,
@@ -105,6 +106,7 @@ impl TryFrom<Document<'_>> for Config {
             tls,
             access,
             rates,
+            compression,
             source: Some(doc.path.to_path_buf()),
         })
     }

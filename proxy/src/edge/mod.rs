@@ -15,12 +15,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ringside_http::compress::Policy;
 use ringside_http::{Error, Exchange, Handler, Method};
 use ringside_runtime::task;
 use ringside_runtime::worker::WorkerContext;
 use ringside_static::{PathError, StaticFiles};
 
 use crate::access_log::{self, format::Entry};
+use crate::config::compress::CompressionConfig;
 use crate::config::ops::{LogFormat, OpsConfig};
 use crate::metrics::{self, RouteLabel, RouteStats};
 
@@ -55,6 +57,8 @@ pub struct Edge {
     access: Option<Access>,
     /// `[[rate_limit]]`s, where any route takes one.
     limiter: Option<Limiter>,
+    /// By route tag: what the route compresses.
+    compression: Vec<Option<Rc<Policy>>>,
     encoded_slash: ringside_http::EncodedSlash,
 }
 
@@ -104,6 +108,7 @@ impl Edge {
         let (worker, workers) = (ctx.index, ctx.workers);
         let core_stats = metrics::registry().core(worker, &ctx.stats);
         ringside_http::h2::stats::set_current(core_stats.h2.clone());
+        ringside_http::compress::stats::set_current(core_stats.compress.clone());
         let upstreams = shared
             .iter()
             .enumerate()
@@ -193,6 +198,7 @@ impl Edge {
             https,
             access: None,
             limiter: None,
+            compression: Vec::new(),
             encoded_slash: proxy.encoded_slash,
         })
     }
@@ -202,6 +208,25 @@ impl Edge {
     pub fn with_policies(mut self, access: Option<Access>, limiter: Option<Limiter>) -> Edge {
         self.access = access;
         self.limiter = limiter;
+        self
+    }
+
+    /// What each route compresses on the fly (`prefixes`: the static
+    /// routes', as `new` had them).
+    pub fn with_compression(mut self, c: &CompressionConfig, prefixes: &[String]) -> Edge {
+        let policy = |r| c.policy(r).map(Rc::new);
+        let server = policy(None);
+        let mut by_tag = vec![None, server.clone()];
+        for p in prefixes {
+            by_tag.push(match c.static_route(p) {
+                None => server.clone(),
+                own => policy(own),
+            });
+        }
+        for i in 0..self.router.routes().len() {
+            by_tag.push(policy(c.proxy_routes.get(i)));
+        }
+        self.compression = by_tag;
         self
     }
 
@@ -329,6 +354,9 @@ impl Handler for Edge {
         }));
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
+        }
+        if let Some(p) = self.compression.get(ex.tag() as u32 as usize) {
+            ex.set_compression(p.clone());
         }
         if let Some(over) = self.limiter.as_ref().and_then(|l| l.check(ex, target)) {
             self.route_stats[ex.tag() as u32 as usize].limited.add(1);

@@ -82,7 +82,10 @@ impl CgiHead {
 
     /// Header fields in order, `Status` left out, as (name as sent, value
     /// without surrounding whitespace).
-    pub fn headers<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+    pub fn headers<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
         self.fields.iter(buf)
     }
 

@@ -228,6 +228,11 @@ async fn relay_stdout(
             Step::NeedMore => {
                 let consumed = reader.take_consumed();
                 inb.advance(consumed);
+                if started {
+                    // What the script printed so far goes out before the
+                    // wait for more.
+                    ex.flush().await?;
+                }
                 match sock.read_some(&mut inb, deadline).await {
                     Ok(0) if !received && reused => return Err(stale()),
                     Ok(0) => {
@@ -320,7 +325,7 @@ async fn relay_stdout(
                     return Err(failed(Kind::InvalidResponse, "incomplete CGI head"));
                 }
                 if ex.streaming() {
-                    ex.finish()?;
+                    ex.finish().await?;
                 }
                 // Bytes after END_REQUEST make the connection unusable.
                 return Ok(inb.is_empty());

@@ -113,6 +113,7 @@ pub struct CoreStats {
     pub worker: usize,
     pub conns: Arc<WorkerStats>,
     pub h2: Arc<ringside_http::h2::stats::Http2Stats>,
+    pub compress: Arc<ringside_http::compress::stats::CompressStats>,
     routes: Mutex<Vec<(RouteLabel, Arc<RouteStats>)>>,
     servers: Mutex<Vec<(ServerKey, Arc<ServerStats>)>>,
 }
@@ -181,6 +182,7 @@ impl Registry {
             worker,
             conns: conns.clone(),
             h2: Arc::default(),
+            compress: Arc::default(),
             routes: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
         });

@@ -143,6 +143,7 @@ pub fn render(reg: &Registry) -> String {
     );
     let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
     render_http2(&cores, &mut out);
+    render_compression(&cores, &mut out);
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
     for c in &cores {
@@ -402,6 +403,49 @@ fn render_fastcgi(reg: &Registry, out: &mut String) {
     for (key, c) in &rows {
         if let Some(n) = c.learned() {
             let _ = writeln!(out, "ringside_fastcgi_capacity{{{}}} {n}", lab(key));
+        }
+    }
+}
+
+/// Compression on the fly, per worker: bodies compressed by coding (a
+/// cached static file counts once, when it is compressed), and bytes in
+/// and out of the compressors.
+fn render_compression(cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let name = "ringside_compressions_total";
+    family(
+        out,
+        name,
+        "counter",
+        "Bodies compressed on the fly, by coding, per worker.",
+    );
+    for c in cores {
+        let z = &c.compress;
+        for (coding, n) in [("gzip", &z.gzip), ("br", &z.br), ("zstd", &z.zstd)] {
+            let _ = writeln!(
+                out,
+                "{name}{{worker=\"{}\",coding=\"{coding}\"}} {}",
+                c.worker,
+                n.load(Relaxed)
+            );
+        }
+    }
+    let name = "ringside_compression_bytes_total";
+    family(
+        out,
+        name,
+        "counter",
+        "Bytes into and out of the compressors, per worker.",
+    );
+    for c in cores {
+        let z = &c.compress;
+        for (dir, n) in [("in", &z.bytes_in), ("out", &z.bytes_out)] {
+            let _ = writeln!(
+                out,
+                "{name}{{worker=\"{}\",direction=\"{dir}\"}} {}",
+                c.worker,
+                n.load(Relaxed)
+            );
         }
     }
 }

@@ -343,6 +343,7 @@ async fn relay_sized(
             };
         }
         inb.clear();
+        ex.flush().await?;
         read_body_piece(sock, inb, idle).await?;
     }
 }
@@ -364,13 +365,14 @@ async fn relay_chunked(
             }
             inb.advance(d.consumed);
             if d.done {
-                ex.finish()?;
+                ex.finish().await?;
                 return Ok(inb.is_empty());
             }
             if d.consumed == 0 {
                 break;
             }
         }
+        ex.flush().await?;
         read_body_piece(sock, inb, idle).await?;
     }
 }
@@ -386,8 +388,9 @@ async fn relay_until_close(
             ex.write_body(inb).await?;
             inb.clear();
         }
+        ex.flush().await?;
         match sock.read_some(inb, Instant::now() + idle).await {
-            Ok(0) => return ex.finish(),
+            Ok(0) => return ex.finish().await,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 return Err(timed_out("response body stalled"))
