@@ -17,6 +17,7 @@
 //! The engine (`ringside-runtime`) accepts connections and hands each, as a
 //! `Link`, to [`Http`], the driver the server was started with.
 
+pub mod client_limit;
 pub mod compress;
 pub mod date;
 pub mod error;

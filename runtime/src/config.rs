@@ -24,6 +24,12 @@ pub struct Limits {
     pub max_headers: usize,
     /// Largest body a `Content-Length` may declare (413 beyond).
     pub max_body: u64,
+    /// Connections one client address may hold open on each core; 0: any
+    /// number. Past it a connection's first request gets
+    /// `client_connections_status`, and it closes.
+    pub max_client_connections: u32,
+    /// 429 or 503.
+    pub client_connections_status: u16,
 }
 
 impl Default for Limits {
@@ -33,6 +39,8 @@ impl Default for Limits {
             max_head: 16384,
             max_headers: DEFAULT_MAX_HEADERS,
             max_body: 1024 * 1024,
+            max_client_connections: 0,
+            client_connections_status: 429,
         }
     }
 }

@@ -77,10 +77,16 @@ pub fn put_u64(out: &mut BytesMut, mut v: u64) {
 /// A complete response for a request that failed before any handler ran; the
 /// connection closes after it. Returns the body's length.
 pub fn write_error(out: &mut BytesMut, status: u16) -> u64 {
+    write_error_with(out, status, b"")
+}
+
+/// [`write_error`] with header lines of its own (`Name: value\r\n` each).
+pub fn write_error_with(out: &mut BytesMut, status: u16, lines: &[u8]) -> u64 {
     let reason = reason(status);
     let body_len = (4 + reason.len() + 1) as u64;
     write_status_line(out, Version::Http11, status);
     write_server_headers(out);
+    out.put_slice(lines);
     out.put_slice(
         b"Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ",
     );

@@ -123,10 +123,20 @@ pub(crate) fn serve<H: Handler>(
         if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
             return;
         }
+        // Counted from the address the client came from (after a PROXY
+        // header), uncounted when this connection ends.
+        let limit = link.cfg.limits.max_client_connections;
+        let (_held, over) = match link.client_addr() {
+            Ok(a) => match crate::client_limit::admit(a.ip(), limit) {
+                Ok(held) => (held, false),
+                Err(()) => (None, true),
+            },
+            Err(_) => (None, false),
+        };
         // Boxed as the handshake is: an HTTP/1 connection's future holds
         // a pointer for it, not HTTP/2's state.
         if link.stream.alpn_is(b"h2") {
-            return Box::pin(crate::h2::serve(link, current, BytesMut::new())).await;
+            return Box::pin(crate::h2::serve(link, current, BytesMut::new(), over)).await;
         }
         let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener);
         let mut first = true;
@@ -160,7 +170,7 @@ pub(crate) fn serve<H: Handler>(
                         if let Some(a) = active.take() {
                             release(a);
                         }
-                        return Box::pin(crate::h2::serve(link, current, first)).await;
+                        return Box::pin(crate::h2::serve(link, current, first, over)).await;
                     }
                     Sniff::Gone => break Next::Close,
                     Sniff::H1 => {}
@@ -172,6 +182,11 @@ pub(crate) fn serve<H: Handler>(
             // their next request, never in the middle of one.
             let (handler, cfg) = current.get();
             link.cfg = cfg;
+            if over {
+                let next = refuse_over_limit(&mut link, a, &*handler).await;
+                let _ = link.flush(&mut a.wbuf).await;
+                break next;
+            }
             match one_request(&mut link, a, &*handler).await {
                 Next::KeepAlive => {
                     let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
@@ -289,6 +304,23 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     head_bytes.clear();
     drop(head_bytes);
     next
+}
+
+/// The first request of a connection past its client's limit: its head is
+/// read (so the answer is one), then the configured status with
+/// Retry-After, and the connection ends.
+async fn refuse_over_limit<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
+    if let Err(refusal) = read_head(link, a).await {
+        return match refusal {
+            Some(e) => refuse(link, &mut a.wbuf, handler, e),
+            None => Next::Close,
+        };
+    }
+    let status = link.cfg.limits.client_connections_status;
+    crate::client_limit::count_refused();
+    let body = super::encode::write_error_with(&mut a.wbuf, status, b"Retry-After: 1\r\n");
+    handler.refused(status, body, &|| link.client_addr().ok());
+    Next::Linger
 }
 
 /// A request refused before any handler ran: its status, then close.

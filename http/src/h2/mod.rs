@@ -45,6 +45,9 @@ pub(crate) struct Conn {
     pub(crate) watch: Rc<flood::Watch>,
     /// Streams being served now.
     open: Cell<u32>,
+    /// The client holds as many connections as it may: each stream is
+    /// answered with the limit's status, and the connection drains.
+    pub(crate) over_limit: bool,
 }
 
 impl Conn {
@@ -80,8 +83,14 @@ enum Event {
 }
 
 /// Serves one HTTP/2 connection until it closes. `first` holds what was
-/// read already (the preface, when HTTP/1's side recognised it).
-pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first: BytesMut) {
+/// read already (the preface, when HTTP/1's side recognised it);
+/// `over_limit`: past its client's connection limit (`client_limit`).
+pub(crate) async fn serve<H: Handler>(
+    link: Link,
+    current: Rc<Current<H>>,
+    first: BytesMut,
+    over_limit: bool,
+) {
     let s = link.cfg.h2;
     let limits = link.cfg.limits;
     stats::add(|s| &s.connections, 1);
@@ -121,6 +130,7 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
         link,
         watch,
         open: Cell::new(0),
+        over_limit,
     });
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
     let (mut calmed, mut drained) = (false, false);
@@ -158,6 +168,11 @@ pub(crate) async fn serve<H: Handler>(link: Link, current: Rc<Current<H>>, first
                     req,
                     respond,
                 ));
+                if conn.over_limit && !drained {
+                    // One answer, then no more streams on it.
+                    drained = true;
+                    h2c.graceful_shutdown();
+                }
             }
             Event::Accept(Some(Err(e))) => {
                 tracing::debug!(error = %e, "HTTP/2 connection ended");

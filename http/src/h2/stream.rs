@@ -94,6 +94,17 @@ pub(crate) async fn serve<H: Handler>(
             );
             let mut ex = Exchange::new(Wire::H2(wire), head, buf, paths);
             match normal {
+                // Past the client's connection limit: answered, not served.
+                _ if conn.over_limit => {
+                    let status = cfg.limits.client_connections_status;
+                    crate::client_limit::count_refused();
+                    let text = crate::status::reason(status);
+                    let _ = ex.send(
+                        status,
+                        &[("Retry-After", b"1"), ("Content-Type", b"text/plain")],
+                        format!("{status} {text}\n").as_bytes(),
+                    );
+                }
                 Ok(()) => {
                     let result = handler.handle(&mut ex).await;
                     settle(&mut ex, result);

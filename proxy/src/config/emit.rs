@@ -156,6 +156,12 @@ impl Config {
         writeln!(out, "max_headers = {}", l.max_headers)?;
         writeln!(out, "max_body = {}", size(l.max_body))?;
         writeln!(out, "max_connections = {}", s.max_connections)?;
+        writeln!(out, "max_client_connections = {}", l.max_client_connections)?;
+        writeln!(
+            out,
+            "client_connections_status = {}",
+            l.client_connections_status
+        )?;
 
         writeln!(out, "\n[timeouts]")?;
         for (key, d) in [

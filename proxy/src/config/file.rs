@@ -322,6 +322,10 @@ pub struct LimitsSection {
     pub max_headers: Option<Spanned<i64>>,
     pub max_body: Option<Spanned<SizeValue>>,
     pub max_connections: Option<Spanned<i64>>,
+    /// Per client address, per core; 0: no limit.
+    pub max_client_connections: Option<Spanned<i64>>,
+    /// 429 or 503.
+    pub client_connections_status: Option<Spanned<i64>>,
 }
 
 /// `[timeouts]`.

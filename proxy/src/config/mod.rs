@@ -34,6 +34,8 @@
 //! max_headers = 100       # at most 16384
 //! max_body = "1m"
 //! max_connections = 16384   # per worker; at the cap it stops accepting
+//! max_client_connections = 0  # per client address, per worker; past it: the status below with Retry-After, then close; 0: no limit
+//! client_connections_status = 429  # or 503
 //!
 //! [timeouts]
 //! header_read = "10s"       # ns/us/ms/s/m/h, or integer seconds

@@ -160,6 +160,8 @@ flood_budget = 500
                 max_head: 32 * 1024,
                 max_headers: 100,
                 max_body: 2 << 30,
+                max_client_connections: 0,
+                client_connections_status: 429,
             },
             timeouts: Timeouts {
                 header_read: Duration::from_millis(500),
@@ -604,6 +606,8 @@ max_head = "16k"
 max_headers = 100
 max_body = "1m"
 max_connections = 16384
+max_client_connections = 0
+client_connections_status = 429
 
 [timeouts]
 header_read = "10s"

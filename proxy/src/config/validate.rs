@@ -359,6 +359,21 @@ impl Cx<'_> {
             max_body: self.or(&l.max_body, "[limits] max_body", d.max_body, |v| {
                 size_in(v, 1, u64::MAX)
             })?,
+            max_client_connections: self.or(
+                &l.max_client_connections,
+                "[limits] max_client_connections",
+                d.max_client_connections,
+                |&n| int_in(n, 0, MAX_CONNECTIONS).map(|n| n as u32),
+            )?,
+            client_connections_status: self.or(
+                &l.client_connections_status,
+                "[limits] client_connections_status",
+                d.client_connections_status,
+                |&s| match s {
+                    429 | 503 => Ok(s as u16),
+                    _ => Err(format!("expected 429 or 503, got {s}")),
+                },
+            )?,
         })
     }
 

@@ -114,6 +114,7 @@ pub struct CoreStats {
     pub conns: Arc<WorkerStats>,
     pub h2: Arc<ringside_http::h2::stats::Http2Stats>,
     pub compress: Arc<ringside_http::compress::stats::CompressStats>,
+    pub client_limit: Arc<ringside_http::client_limit::ClientLimitStats>,
     routes: Mutex<Vec<(RouteLabel, Arc<RouteStats>)>>,
     servers: Mutex<Vec<(ServerKey, Arc<ServerStats>)>>,
 }
@@ -183,6 +184,7 @@ impl Registry {
             conns: conns.clone(),
             h2: Arc::default(),
             compress: Arc::default(),
+            client_limit: Arc::default(),
             routes: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
         });

@@ -144,6 +144,7 @@ pub fn render(reg: &Registry) -> String {
     let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
     render_http2(&cores, &mut out);
     render_compression(&cores, &mut out);
+    render_client_limit(&cores, &mut out);
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
     for c in &cores {
@@ -404,6 +405,22 @@ fn render_fastcgi(reg: &Registry, out: &mut String) {
         if let Some(n) = c.learned() {
             let _ = writeln!(out, "ringside_fastcgi_capacity{{{}}} {n}", lab(key));
         }
+    }
+}
+
+/// Connections refused for their client's count, per worker.
+fn render_client_limit(cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let name = "ringside_client_connections_refused_total";
+    family(
+        out,
+        name,
+        "counter",
+        "Connections refused at [limits] max_client_connections (their first request answered 429 or 503), per worker.",
+    );
+    for c in cores {
+        let n = c.client_limit.refused.load(Relaxed);
+        let _ = writeln!(out, "{name}{{worker=\"{}\"}} {n}", c.worker);
     }
 }
 
