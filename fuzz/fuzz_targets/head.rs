@@ -26,6 +26,8 @@ const TIGHT: Limits = Limits {
     max_head: 200,
     max_headers: 4,
     max_body: 1000,
+    max_client_connections: 0,
+    client_connections_status: 429,
 };
 
 /// A head with more headers than most inputs, parsed into the reused slot
