@@ -41,6 +41,10 @@ command -v h2o >/dev/null || [ -x /usr/bin/h2o ] || [ -x /usr/sbin/h2o ] || need
 # coding (gzip is in the standard library).
 /usr/bin/python3 -c 'import brotli' >/dev/null 2>&1 || need+=(python3-brotli)
 /usr/bin/python3 -c 'import zstandard' >/dev/null 2>&1 || need+=(python3-zstandard)
+# Basic auth's user files are written by the real tools: htpasswd -B
+# (apache2-utils, for ab too) and argon2.
+command -v htpasswd >/dev/null || need+=(apache2-utils)
+command -v argon2 >/dev/null || need+=(argon2)
 # The Kubernetes manifests are validated with kubernetes-validate (PyPI),
 # in a venv of its own: Debian's Python refuses pip installs (PEP 668).
 /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)

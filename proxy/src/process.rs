@@ -53,6 +53,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let access = cfg.access.clone();
     let rates = cfg.rates.clone();
     let compression = cfg.compression.clone();
+    let auth = cfg.auth.clone();
     Arc::new(move |ctx, prev| {
         // Each worker opens its own roots and builds its own cache and pools.
         let files = StaticFiles::from_config(&statics)
@@ -74,6 +75,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         .map(|e| {
             e.with_policies(access, limiter)
                 .with_compression(&compression, &prefixes)
+                .with_auth(&auth, &prefixes)
         })
     })
 }

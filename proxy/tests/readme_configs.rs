@@ -71,6 +71,11 @@ fn fixture() -> TempDir {
         &["example.com", "*.example.com"],
     );
     certs.write("internal-ca.pem", ca.pem().as_bytes());
+    // The basic auth example's users (`htpasswd -nbB -C 4 alice secret`).
+    dir.write(
+        "staff.htpasswd",
+        b"alice:$2y$04$zATGeDHl0KNJruTS4s2hPOqVhYFLs64Iy1Yo5QXaY7b.1a.ELZxBe\n",
+    );
     // The parent removes it.
     std::mem::forget(certs);
     dir

@@ -259,6 +259,7 @@ impl Config {
                 .find(|(p, _)| *p == r.prefix);
             write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
+            super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
         }
         write_proxy_routes(
             out,
@@ -267,6 +268,7 @@ impl Config {
             &self.access,
             &self.rates,
             &self.compression,
+            &self.auth,
         )
     }
 }
@@ -421,6 +423,7 @@ fn write_proxy_routes(
     access: &AccessConfig,
     rates: &RateConfig,
     compression: &super::compress::CompressionConfig,
+    auth: &super::auth::AuthConfig,
 ) -> fmt::Result {
     for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
@@ -433,6 +436,7 @@ fn write_proxy_routes(
         }
         write_route_limit(out, rates, rates.proxy_routes.get(i).copied().flatten())?;
         super::compress::write_route(out, compression.proxy_routes.get(i))?;
+        super::auth::write_route(out, auth.proxy_routes.get(i).and_then(Option::as_ref))?;
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         if !r.hosts.is_empty() {

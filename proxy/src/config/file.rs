@@ -200,6 +200,16 @@ pub struct RouteSection {
     /// Any route: compression on the fly on or off, and its levels.
     pub compress: Option<Spanned<bool>>,
     pub compress_levels: Option<Spanned<LevelsSection>>,
+    /// Any route: `{ realm = "...", users = "FILE" }` (`auth.rs`).
+    pub basic_auth: Option<Spanned<BasicAuthSection>>,
+}
+
+/// `basic_auth = { realm = "...", users = "FILE" }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct BasicAuthSection {
+    pub realm: Spanned<String>,
+    pub users: Spanned<String>,
 }
 
 /// `[proxy]`: headers added to every proxied request.
@@ -460,6 +470,7 @@ macro_rules! tables_only {
 }
 
 tables_only!(
+    BasicAuthSection,
     CompressionSection,
     LevelsSection,
     TlsSection,

@@ -133,6 +133,7 @@
 
 pub mod access;
 pub mod addr;
+pub mod auth;
 pub mod compress;
 mod cpus;
 pub mod cx;
@@ -180,6 +181,8 @@ pub struct Config {
     pub rates: rate::RateConfig,
     /// `[compression]` and what routes say of it.
     pub compression: compress::CompressionConfig,
+    /// Routes' `basic_auth`, with their users read.
+    pub auth: auth::AuthConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -204,6 +207,7 @@ impl Default for Config {
             access: access::AccessConfig::default(),
             rates: rate::RateConfig::default(),
             compression: compress::CompressionConfig::default(),
+            auth: auth::AuthConfig::default(),
             source: None,
         }
     }

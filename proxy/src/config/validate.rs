@@ -96,6 +96,7 @@ impl TryFrom<Document<'_>> for Config {
         let access = cx.access(f)?;
         let rates = cx.rates(f)?;
         let compression = cx.compression(f)?;
+        let auth = cx.auth(f, base)?;
         Ok(Config {
             runtime,
             server,
@@ -107,6 +108,7 @@ impl TryFrom<Document<'_>> for Config {
             access,
             rates,
             compression,
+            auth,
             source: Some(doc.path.to_path_buf()),
         })
     }

@@ -5,6 +5,7 @@
 //! static files or to an upstream's codec.
 
 pub mod access;
+pub mod auth;
 pub mod https;
 pub mod limiter;
 mod own;
@@ -22,6 +23,7 @@ use ringside_runtime::worker::WorkerContext;
 use ringside_static::{PathError, StaticFiles};
 
 use crate::access_log::{self, format::Entry};
+use crate::config::auth::AuthConfig;
 use crate::config::compress::CompressionConfig;
 use crate::config::ops::{LogFormat, OpsConfig};
 use crate::metrics::{self, RouteLabel, RouteStats};
@@ -59,6 +61,8 @@ pub struct Edge {
     limiter: Option<Limiter>,
     /// By route tag: what the route compresses.
     compression: Vec<Option<Rc<Policy>>>,
+    /// By route tag: its basic auth, where it has one.
+    auth: Vec<Option<auth::BasicAuth>>,
     encoded_slash: ringside_http::EncodedSlash,
 }
 
@@ -200,6 +204,7 @@ impl Edge {
             access: None,
             limiter: None,
             compression: Vec::new(),
+            auth: Vec::new(),
             encoded_slash: proxy.encoded_slash,
         })
     }
@@ -228,6 +233,21 @@ impl Edge {
             by_tag.push(policy(c.proxy_routes.get(i)));
         }
         self.compression = by_tag;
+        self
+    }
+
+    /// Each route's basic auth (`prefixes`: the static routes', as `new`
+    /// had them).
+    pub fn with_auth(mut self, a: &AuthConfig, prefixes: &[String]) -> Edge {
+        let mut by_tag: Vec<Option<auth::BasicAuth>> = vec![None, None];
+        for p in prefixes {
+            by_tag.push(a.static_route(p).cloned().map(auth::BasicAuth::new));
+        }
+        for i in 0..self.router.routes().len() {
+            let users = a.proxy_routes.get(i).cloned().flatten();
+            by_tag.push(users.map(auth::BasicAuth::new));
+        }
+        self.auth = by_tag;
         self
     }
 
@@ -372,6 +392,18 @@ impl Handler for Edge {
                 ],
                 format!("{status} {text}\n").as_bytes(),
             );
+        }
+        if let Some(Some(a)) = self.auth.get(ex.tag() as u32 as usize) {
+            if !a.admits(ex.header("authorization")) {
+                return ex.send(
+                    401,
+                    &[
+                        ("WWW-Authenticate", &a.challenge),
+                        ("Content-Type", b"text/plain"),
+                    ],
+                    b"401 Unauthorized\n",
+                );
+            }
         }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));
