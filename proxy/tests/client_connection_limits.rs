@@ -16,7 +16,7 @@ fn start(dir: &TempDir, limits: &str) -> Ringside {
     dir.write("www/x", b"x\n");
     let cfg = format!(
         "[server]\nroot = {root:?}\n\n[limits]\n{limits}\n\n\
-         [access_log]\npath = {log:?}\nflush_every = \"10ms\"\n",
+         [access_log]\npath = {log:?}\nformat = \"json\"\nflush_every = \"10ms\"\n",
         root = dir.path().join("www"),
         log = dir.path().join("access.log"),
     );
@@ -90,7 +90,11 @@ fn a_client_past_its_limit_is_refused_while_others_are_served() {
     // Logged with its status, once the log's writer has flushed.
     loop {
         let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap_or_default();
-        if log.lines().any(|l| l.contains("\" 429 ")) {
+        let marked = "\"status\":429,";
+        if log
+            .lines()
+            .any(|l| l.contains(marked) && l.contains("\"limited\":\"connections\""))
+        {
             break;
         }
         assert!(Instant::now() < end, "no 429 in the access log: {log}");

@@ -109,3 +109,32 @@ fn each_key_has_its_bucket_and_the_refused_learn_when_to_retry() {
     let open = rs.metric("ringside_rate_limited_total{route=\"/open/\",host=\"\"}");
     assert_eq!((x, open), (3.0, 1.0));
 }
+
+#[test]
+fn refused_requests_are_marked_in_the_access_log() {
+    let dir = TempDir::new("rate-log");
+    let log = dir.path().join("access.log");
+    let rs = start(
+        &dir,
+        &format!(
+            "[access_log]\npath = {log:?}\nformat = \"json\"\nflush_every = \"10ms\"\n\n\
+             [[rate_limit]]\nname = \"one\"\nkey = \"route\"\nrate = \"1/h\"\nburst = 1\n\n\
+             [[route]]\nprefix = \"/x\"\nrate_limit = \"one\"\n"
+        ),
+    );
+    assert_eq!(get(&rs, "127.0.0.1", "/x", "").status, 200);
+    assert_eq!(get(&rs, "127.0.0.1", "/x", "").status, 429);
+    let end = Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() >= 2 {
+            assert!(lines[0].contains("\"status\":200,"), "{text}");
+            assert!(lines[0].ends_with("\"limited\":null}"), "{text}");
+            assert!(lines[1].contains("\"status\":429,"), "{text}");
+            assert!(lines[1].ends_with("\"limited\":\"rate\"}"), "{text}");
+            break;
+        }
+        assert!(Instant::now() < end, "two lines never logged: {text}");
+    }
+}

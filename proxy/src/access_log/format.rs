@@ -28,6 +28,9 @@ pub struct Entry<'a> {
     pub elapsed: Duration,
     /// What the request's upstream tries came to (empty when none).
     pub upstream: Outcome,
+    /// The limit that refused it: `"rate"` (a `[[rate_limit]]`) or
+    /// `"connections"` (`max_client_connections`).
+    pub limited: Option<&'static str>,
 }
 
 const MONTHS: [&str; 12] = [
@@ -132,8 +135,9 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
 /// One JSON object: time, remote, method, uri, protocol, status,
 /// body_bytes, referer, user_agent, host, request_time (seconds),
 /// upstream_status (as nginx's `$upstream_status`: `"502, 200"` after a
-/// retry, `"-"` without a status) and upstream_error (the reason of the
-/// last failed try, `"-"` when none failed).
+/// retry, `"-"` without a status), upstream_error (the reason of the
+/// last failed try, `"-"` when none failed) and limited (`"rate"` or
+/// `"connections"` for a request a limit refused, else null).
 pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|_, iso| {
         let _ = write!(Buf(out), "{{\"time\":\"{iso}\",\"remote\":");
@@ -178,11 +182,15 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
         e.elapsed.as_secs_f64()
     );
     let _ = e.upstream.write_status(&mut Buf(out));
-    let _ = writeln!(
+    let _ = write!(
         Buf(out),
-        "\",\"upstream_error\":\"{}\"}}",
+        "\",\"upstream_error\":\"{}\",\"limited\":",
         e.upstream.error()
     );
+    let _ = match e.limited {
+        Some(l) => writeln!(Buf(out), "\"{l}\"}}"),
+        None => writeln!(Buf(out), "null}}"),
+    };
 }
 
 #[cfg(test)]
@@ -202,6 +210,7 @@ mod tests {
             host: Some(b"example.com"),
             elapsed: Duration::from_micros(1500),
             upstream: Outcome::default(),
+            limited: None,
         }
     }
 
@@ -231,5 +240,17 @@ mod tests {
         assert_eq!(v["request_time"], 0.0015);
         assert_eq!(v["upstream_status"], "-");
         assert_eq!(v["upstream_error"], "-");
+        assert_eq!(v["limited"], serde_json::Value::Null);
+
+        let mut out = Vec::new();
+        let mut e = entry(b"/", None);
+        e.status = 429;
+        e.limited = Some("rate");
+        json(&mut out, &e);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            (v["status"].as_u64(), v["limited"].as_str()),
+            (Some(429), Some("rate"))
+        );
     }
 }

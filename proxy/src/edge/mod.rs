@@ -75,6 +75,9 @@ const TAG_NO_ROUTE: u32 = 0;
 /// `Target::Static(i)` is tagged `TAG_STATIC + i` (0: the root), and proxy
 /// route `i` `Edge::proxy_tag + i`.
 const TAG_STATIC: u32 = 1;
+/// Set in a request's tag when a rate limit refused it (the access log
+/// marks it); the bit above the upstream outcome's (`upstream::outcome`).
+const RATE_LIMITED: u64 = 1 << 63;
 
 struct LogSettings {
     format: LogFormat,
@@ -274,6 +277,7 @@ impl Edge {
                 host: ex.host(),
                 elapsed,
                 upstream,
+                limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
             },
         );
     }
@@ -343,6 +347,9 @@ impl Handler for Edge {
                         host: None,
                         elapsed: Duration::ZERO,
                         upstream: Outcome::default(),
+                        // The HTTP layer refuses with 429 or 503 only at a
+                        // client's connection limit (`client_limit`).
+                        limited: matches!(status, 429 | 503).then_some("connections"),
                     },
                 );
             }
@@ -381,6 +388,7 @@ impl Handler for Edge {
         }
         if let Some(over) = self.limiter.as_ref().and_then(|l| l.check(ex, target)) {
             self.route_stats[ex.tag() as u32 as usize].limited.add(1);
+            ex.set_tag(ex.tag() | RATE_LIMITED);
             let retry = over.retry_after.to_string();
             let status = over.status;
             let text = ringside_http::status::reason(status);
