@@ -59,15 +59,7 @@ fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
                   elif c == 'br': out = brotli.Decompressor().process(data)\n\
                   else: out = zstandard.ZstdDecompressor().decompressobj().decompress(data)\n\
                   sys.stdout.buffer.write(out)\n";
-    let mut child = Command::new("/usr/bin/python3")
-        .args(["-c", script, coding])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 must be installed");
-    child.stdin.take().unwrap().write_all(body).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = python(script, &[coding], body);
     assert!(
         out.status.success(),
         "python3 could not decode {coding} (python3-brotli and python3-zstandard come \
@@ -75,6 +67,31 @@ fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// Runs a Python script with `args`, `input` on its stdin.
+fn python(script: &str, args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 must be installed");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// curl asking for `coding` and decoding it (`--compressed`): the body,
+/// once the response said it was that coding.
+fn curl_decoded(proto: &str, coding: &str, url: &str) -> Vec<u8> {
+    let ae = format!("Accept-Encoding: {coding}");
+    let (head, body) = fetched(&[proto, "--compressed", "-H", &ae, url]);
+    let got = header(&head, "content-encoding");
+    assert_eq!(got.as_deref(), Some(coding), "{head}");
+    body
 }
 
 /// One request on a connection of its own.
@@ -261,20 +278,9 @@ fn static_files_round_trip_every_coding_over_both_protocols() {
         );
         assert_eq!(decode(coding, &r.body), text, "{coding}: Python's decoder");
 
+        let url = format!("http://{}/page.html", s.rs.addr);
         for proto in ["--http1.1", "--http2-prior-knowledge"] {
-            let url = format!("http://{}/page.html", s.rs.addr);
-            let (head, body) = fetched(&[
-                proto,
-                "--compressed",
-                "-H",
-                &format!("Accept-Encoding: {coding}"),
-                &url,
-            ]);
-            assert_eq!(
-                header(&head, "content-encoding").as_deref(),
-                Some(coding),
-                "{head}"
-            );
+            let body = curl_decoded(proto, coding, &url);
             assert_eq!(body, text, "curl {proto} {coding}");
         }
     }
@@ -462,18 +468,7 @@ fn proxied_bodies_compress_as_they_stream() {
 
     let url = format!("http://{addr}/o/json");
     for coding in CODINGS {
-        let (head, body) = fetched(&[
-            "--http2-prior-knowledge",
-            "--compressed",
-            "-H",
-            &format!("Accept-Encoding: {coding}"),
-            &url,
-        ]);
-        assert_eq!(
-            header(&head, "content-encoding").as_deref(),
-            Some(coding),
-            "{head}"
-        );
+        let body = curl_decoded("--http2-prior-knowledge", coding, &url);
         assert_eq!(body, json(), "h2 {coding}");
     }
 }
@@ -553,19 +548,7 @@ fn redbot(url: &str) -> Vec<(String, String)> {
                   for e in json.load(sys.stdin)['log']['entries']:\n\
                   \x20   for n in e.get('_red_messages', []):\n\
                   \x20       print(n['level'] + '\\t' + n['summary'])\n";
-    let mut child = Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let notes = child.wait_with_output().unwrap();
+    let notes = python(script, &[], text.as_bytes());
     String::from_utf8_lossy(&notes.stdout)
         .lines()
         .filter_map(|l| l.split_once('\t'))
