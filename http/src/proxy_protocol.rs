@@ -243,6 +243,64 @@ async fn wait(link: &Link, deadline: Instant) -> Result<(), Refused> {
     Ok(())
 }
 
+/// The header of a connection made for the proxy's own sake (a health
+/// check): it names no client (v1 `UNKNOWN`, v2 LOCAL).
+pub fn write_local(out: &mut Vec<u8>, v2: bool) {
+    if v2 {
+        out.extend_from_slice(V2_SIG);
+        out.extend_from_slice(&[0x20, 0x00, 0, 0]);
+    } else {
+        out.extend_from_slice(b"PROXY UNKNOWN\r\n");
+    }
+}
+
+/// Writes the header a proxy sends first on its connection to a server
+/// (the other side of [`parse`]): `client` is the client's address, `to`
+/// the address it connected to. v1 is text (`PROXY TCP4 ...`), v2 binary
+/// (PROXY command, TCP over IPv4 or IPv6, no TLVs). Addresses of different
+/// families (an IPv4 client on an IPv6 listener is IPv4 as both) name no
+/// client: v1 `UNKNOWN`, v2 LOCAL.
+pub fn write_header(out: &mut Vec<u8>, v2: bool, client: SocketAddr, to: SocketAddr) {
+    let canon = |a: SocketAddr| SocketAddr::new(a.ip().to_canonical(), a.port());
+    let (client, to) = (canon(client), canon(to));
+    if !v2 {
+        let line = match (client.ip(), to.ip()) {
+            (IpAddr::V4(c), IpAddr::V4(t)) => {
+                format!("PROXY TCP4 {c} {t} {} {}\r\n", client.port(), to.port())
+            }
+            (IpAddr::V6(c), IpAddr::V6(t)) => {
+                format!("PROXY TCP6 {c} {t} {} {}\r\n", client.port(), to.port())
+            }
+            _ => return write_local(out, false),
+        };
+        out.extend_from_slice(line.as_bytes());
+        return;
+    }
+    if client.is_ipv4() != to.is_ipv4() {
+        return write_local(out, true);
+    }
+    out.extend_from_slice(V2_SIG);
+    let ports = |out: &mut Vec<u8>| {
+        out.extend_from_slice(&client.port().to_be_bytes());
+        out.extend_from_slice(&to.port().to_be_bytes());
+    };
+    match (client.ip(), to.ip()) {
+        (IpAddr::V4(c), IpAddr::V4(t)) => {
+            out.extend_from_slice(&[0x21, 0x11, 0, 12]);
+            out.extend_from_slice(&c.octets());
+            out.extend_from_slice(&t.octets());
+            ports(out);
+        }
+        (IpAddr::V6(c), IpAddr::V6(t)) => {
+            out.extend_from_slice(&[0x21, 0x21, 0, 36]);
+            out.extend_from_slice(&c.octets());
+            out.extend_from_slice(&t.octets());
+            ports(out);
+        }
+        _ => unreachable!("one family, checked above"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,5 +447,47 @@ mod tests {
         ] {
             assert_eq!(parse(&h), Parsed::Invalid(why));
         }
+    }
+
+    #[test]
+    fn written_headers_parse_back() {
+        let v4: SocketAddr = "192.0.2.7:5555".parse().unwrap();
+        let to4: SocketAddr = "198.51.100.1:443".parse().unwrap();
+        let v6: SocketAddr = "[2001:db8::7]:5555".parse().unwrap();
+        let to6: SocketAddr = "[2001:db8::1]:443".parse().unwrap();
+        let mapped: SocketAddr = "[::ffff:192.0.2.7]:5555".parse().unwrap();
+        for v2 in [false, true] {
+            for (client, to, want) in [
+                (v4, to4, Some(v4)),
+                (v6, to6, Some(v6)),
+                (mapped, to4, Some(v4)),
+                (v4, to6, None),
+            ] {
+                let mut out = Vec::new();
+                write_header(&mut out, v2, client, to);
+                assert_eq!(
+                    parse(&out),
+                    Parsed::Done {
+                        len: out.len(),
+                        client: want
+                    },
+                    "v2 {v2}: {client} to {to}"
+                );
+            }
+        }
+        for v2 in [false, true] {
+            let mut out = Vec::new();
+            write_local(&mut out, v2);
+            assert_eq!(
+                parse(&out),
+                Parsed::Done {
+                    len: out.len(),
+                    client: None
+                }
+            );
+        }
+        let mut out = Vec::new();
+        write_header(&mut out, false, v4, to4);
+        assert_eq!(out, b"PROXY TCP4 192.0.2.7 198.51.100.1 5555 443\r\n");
     }
 }

@@ -51,14 +51,21 @@ struct Haproxy {
 
 impl Haproxy {
     fn start(dir: &TempDir, to: SocketAddr, send: &str) -> Haproxy {
+        Haproxy::with(dir, |fd| {
+            format!(
+                "defaults\n    mode tcp\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\
+                 frontend fe\n    bind fd@{fd}\n    default_backend be\n\
+                 backend be\n    server s {to} {send}\n"
+            )
+        })
+    }
+
+    /// HAProxy with the config `cfg` makes for its listener's descriptor.
+    fn with(dir: &TempDir, cfg: impl Fn(i32) -> String) -> Haproxy {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let fd = l.as_raw_fd();
-        let cfg = format!(
-            "defaults\n    mode tcp\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\
-             frontend fe\n    bind fd@{fd}\n    default_backend be\n\
-             backend be\n    server s {to} {send}\n"
-        );
+        let cfg = cfg(fd);
         let path = dir.write("haproxy.cfg", cfg.as_bytes());
         let mut cmd = Command::new("haproxy");
         cmd.args(["-db", "-f", path.to_str().unwrap()])
@@ -288,4 +295,105 @@ fn a_bad_missing_or_untrusted_header_closes_the_connection() {
     let mut c = Conn::open_from(rs.addr, "127.0.0.2".parse().unwrap());
     let r = c.read_after(&first).expect("a response");
     assert_eq!(r.status, 200);
+}
+
+/// ringside proxying to `to` with `send_proxy_protocol = "{version}"`,
+/// adding no X-Forwarded-For of its own.
+fn sending(dir: &TempDir, to: SocketAddr, version: &str) -> Ringside {
+    let cfg = format!(
+        "[proxy]\nx_forwarded = false\n\n\
+         [upstream.next]\nservers = [\"{to}\"]\nsend_proxy_protocol = \"{version}\"\n\n\
+         [[route]]\nprefix = \"/\"\nupstream = \"next\"\n"
+    );
+    let file = dir.write("ringside.toml", cfg.as_bytes());
+    Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--config",
+        file.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn ringside_sends_the_client_to_haproxy_behind_it() {
+    let rec = Recorder::start();
+    for version in ["v1", "v2"] {
+        let dir = TempDir::new("pp-send");
+        // HAProxy takes the header (accept-proxy) and names the client it
+        // carries in X-Forwarded-For to the recorder.
+        let to = format!("127.0.0.1:{}", rec.port());
+        let hap = Haproxy::with(&dir, |fd| {
+            format!(
+                "defaults\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\
+                 frontend fe\n    bind fd@{fd} accept-proxy\n    option forwardfor\n    default_backend be\n\
+                 backend be\n    server s {to}\n"
+            )
+        });
+        let rs = sending(&dir, hap.addr, version);
+        let before = rec.count();
+        for i in 0..3 {
+            let mut c = Conn::open_from(rs.addr, CLIENT.parse().unwrap());
+            let r = c.get(&format!("/{version}/{i}"));
+            assert_eq!(r.status, 200, "{version}: {}", r.head);
+        }
+        let got = rec.requests();
+        assert_eq!(got.len(), before + 3);
+        for r in &got[before..] {
+            assert_eq!(
+                r.header("x-forwarded-for"),
+                [CLIENT],
+                "{version}: {:?}",
+                r.headers
+            );
+        }
+    }
+}
+
+#[test]
+fn each_request_opens_its_connection_with_the_header() {
+    // A raw server reads what ringside sends first, on every connection.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = l.local_addr().unwrap();
+    let dir = TempDir::new("pp-send-raw");
+    let rs = sending(&dir, to, "v1");
+    let addr = rs.addr;
+    let client = std::thread::spawn(move || {
+        let mut ports = Vec::new();
+        for _ in 0..2 {
+            let mut c = Conn::open_from(addr, CLIENT.parse().unwrap());
+            ports.push(c.local_port());
+            assert_eq!(c.get("/x").status, 200);
+        }
+        ports
+    });
+    let mut firsts = Vec::new();
+    for _ in 0..2 {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 1];
+        while !got.ends_with(b"\r\n\r\n") {
+            assert_eq!(
+                s.read(&mut b).unwrap(),
+                1,
+                "{}",
+                String::from_utf8_lossy(&got)
+            );
+            got.push(b[0]);
+        }
+        let text = String::from_utf8(got).unwrap();
+        firsts.push(text.lines().next().unwrap().to_owned());
+        assert!(text.contains("\r\nGET /x HTTP/1.1\r\n"), "{text}");
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+    }
+    let ports = client.join().unwrap();
+    for (line, port) in firsts.iter().zip(&ports) {
+        assert_eq!(
+            line,
+            &format!("PROXY TCP4 {CLIENT} 127.0.0.1 {port} {}", addr.port())
+        );
+    }
 }

@@ -35,7 +35,7 @@ use super::validate::backend_name;
 use super::Config;
 
 use crate::tls::certs::CertPaths;
-use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, UpstreamConfig};
+use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, ProxyVersion, UpstreamConfig};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
@@ -374,6 +374,10 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
             if let Some(sni) = &t.sni {
                 writeln!(out, "tls_sni = {}", quote(sni))?;
             }
+        }
+        if let Some(v) = u.send_proxy() {
+            let v = if v == ProxyVersion::V1 { "v1" } else { "v2" };
+            writeln!(out, "send_proxy_protocol = {}", quote(v))?;
         }
     }
     writeln!(out, "balance = {}", quote(balance_name(&u.balance)))?;

@@ -269,6 +269,8 @@ pub struct UpstreamSection {
     /// Relative to the config file's directory.
     pub tls_ca: Option<Spanned<String>>,
     pub tls_sni: Option<Spanned<String>>,
+    /// HTTP only: `"v1"` or `"v2"`, a PROXY protocol header first.
+    pub send_proxy_protocol: Option<Spanned<String>>,
 }
 
 /// One `servers` entry as written: `"host:port"` (or, for FastCGI,

@@ -340,6 +340,8 @@ fn proxy_validation_errors() {
         ("[upstream.\"\"]\nservers = [\"a:1\"]\n".into(), "1:11: [upstream.\"\"]", "expected an upstream name"),
         ("[upstream.app]\nservers = [\"a:1\"]\nbogus = 1\n".into(), "3:1: [upstream.app] bogus", "unknown key"),
         ("[upstream.app]\nservers = \"a:1\"\n".into(), "2:11: [upstream.app] servers", "expected a list of servers, like [\"127.0.0.1:9000\"], got the string \"a:1\"; write it in brackets: [\"a:1\"]"),
+        (up("send_proxy_protocol = \"v3\""), "3:23: [upstream.app] send_proxy_protocol", "expected \"v1\" or \"v2\", got \"v3\""),
+        (up("protocol = \"fastcgi\"\nsend_proxy_protocol = \"v1\""), "4:23: [upstream.app] send_proxy_protocol", "only for protocol = \"http\""),
         // Server addresses.
         (server("\"http://a:80/\""), "2:12: [upstream.app] servers", "without a scheme, got \"http://a:80/\" (write \"a:80\""),
         (server("\"a\""), "2:12: [upstream.app] servers", "got \"a\" (no port)"),

@@ -42,8 +42,9 @@ use super::error::ConfigError;
 use super::file::{FileConfig, RouteSection, ServerValue, UpstreamSection, ViaValue};
 use crate::upstream::settings::{
     ActiveHealth, Balance, FastCgiRoute, ForwardHeaders, ForwardPath, HashKey, HostHeader,
-    HttpSettings, PassiveHealth, PoolSettings, Protocol, ProxyConfig, ProxyRoute, RetryOn,
-    RetryPolicy, ServerSpec, Underscores, UpstreamConfig, UpstreamProtocol, UpstreamTimeouts,
+    HttpSettings, PassiveHealth, PoolSettings, Protocol, ProxyConfig, ProxyRoute, ProxyVersion,
+    RetryOn, RetryPolicy, ServerSpec, Underscores, UpstreamConfig, UpstreamProtocol,
+    UpstreamTimeouts,
 };
 
 /// Active health check defaults, for when `health_path` turns them on.
@@ -199,8 +200,30 @@ impl Cx<'_> {
         let tls = self.upstream_tls(u, &key, kind, base)?;
         let active = self.active(u, &key)?;
         let protocol = match kind {
-            Protocol::Http => UpstreamProtocol::Http(HttpSettings { tls, active }),
-            Protocol::FastCgi => UpstreamProtocol::FastCgi(fastcgi),
+            Protocol::Http => UpstreamProtocol::Http(HttpSettings {
+                tls,
+                active,
+                send_proxy: self.or(
+                    &u.send_proxy_protocol,
+                    &key("send_proxy_protocol"),
+                    None,
+                    |v| match v.as_str() {
+                        "v1" => Ok(Some(ProxyVersion::V1)),
+                        "v2" => Ok(Some(ProxyVersion::V2)),
+                        _ => Err(format!("expected \"v1\" or \"v2\", got {v:?}")),
+                    },
+                )?,
+            }),
+            Protocol::FastCgi => {
+                if let Some(v) = &u.send_proxy_protocol {
+                    return Err(self.err(
+                        v.span(),
+                        &key("send_proxy_protocol"),
+                        "only for protocol = \"http\" (this upstream speaks FastCGI)".into(),
+                    ));
+                }
+                UpstreamProtocol::FastCgi(fastcgi)
+            }
         };
 
         let servers = match &u.servers {

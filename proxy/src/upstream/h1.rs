@@ -110,9 +110,13 @@ impl H1<'_> {
         reused: bool,
         may_retry: bool,
     ) -> Result<Tried, Error> {
-        let (timeouts, retry) = {
+        let (timeouts, retry, send_proxy) = {
             let l = up.borrow();
-            (l.shared.cfg.timeouts, l.shared.cfg.retry)
+            (
+                l.shared.cfg.timeouts,
+                l.shared.cfg.retry,
+                l.shared.cfg.send_proxy(),
+            )
         };
         let body = match ex.body_kind() {
             BodyKind::Empty | BodyKind::Length(0) => ReqBody::None,
@@ -120,6 +124,13 @@ impl H1<'_> {
             BodyKind::Stream => ReqBody::Chunked,
         };
         let mut out = Buf::take();
+        if let (Some(v), Ok(client), Ok(to)) = (send_proxy, ex.peer(), ex.local_addr()) {
+            // First on the connection: it opened for this request alone.
+            let mut h = Vec::with_capacity(64);
+            let v2 = v == crate::upstream::settings::ProxyVersion::V2;
+            ringside_http::proxy_protocol::write_header(&mut h, v2, client, to);
+            out.extend_from_slice(&h);
+        }
         {
             let route = self.route;
             let mut offered = [&b""[..]; MAX_OFFERED];
@@ -262,7 +273,10 @@ impl H1<'_> {
                 false
             }
         };
-        let keep = (clean && reusable && !sock.expired()).then(|| sock.into_stream());
+        // A connection that began with a client's PROXY header is that
+        // client's alone: never pooled.
+        let keep = (clean && reusable && !sock.expired() && send_proxy.is_none())
+            .then(|| sock.into_stream());
         Ok(Tried::Done(keep))
     }
 }

@@ -49,6 +49,17 @@ pub struct HttpSettings {
     pub tls: Option<UpstreamTls>,
     /// Active health checks, on when `health_path` is given.
     pub active: Option<ActiveHealth>,
+    /// `send_proxy_protocol`: each connection starts with a PROXY protocol
+    /// header naming the client of the request that opened it, so it
+    /// carries that request alone (none is pooled).
+    pub send_proxy: Option<ProxyVersion>,
+}
+
+/// The PROXY protocol header's version (HAProxy's spec).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyVersion {
+    V1,
+    V2,
 }
 
 /// TLS to an upstream's servers (`tls = true`, `tls_verify`, `tls_ca`,
@@ -409,6 +420,10 @@ impl UpstreamConfig {
     /// TLS to the servers (HTTP upstreams with `tls = true`).
     pub fn tls(&self) -> Option<&UpstreamTls> {
         self.http().and_then(|h| h.tls.as_ref())
+    }
+
+    pub fn send_proxy(&self) -> Option<ProxyVersion> {
+        self.http().and_then(|h| h.send_proxy)
     }
 
     /// Active health checks (HTTP upstreams with `health_path`).

@@ -19,7 +19,7 @@ use ringside_http::h1::response::{parse_response, ResponseHead};
 use ringside_runtime::tls::rustls;
 
 use super::addr::PeerAddr;
-use super::settings::{ActiveHealth, ServerSpec, UpstreamConfig};
+use super::settings::{ActiveHealth, ProxyVersion, ServerSpec, UpstreamConfig};
 use crate::config::error::io_reason;
 
 /// One address to send requests to.
@@ -293,7 +293,13 @@ fn probe_all(
     let (_, peers) = s.snapshot();
     for p in peers {
         let ok = match &p.addr {
-            PeerAddr::Inet(a) => probe(*a, &p.authority, active, tls_for(s, &p.authority)),
+            PeerAddr::Inet(a) => probe(
+                *a,
+                &p.authority,
+                active,
+                tls_for(s, &p.authority),
+                s.cfg.send_proxy(),
+            ),
             // Active checks are HTTP; FastCGI upstreams refuse them.
             PeerAddr::Unix(_) => true,
         };
@@ -346,11 +352,19 @@ fn probe(
         Arc<rustls::ClientConfig>,
         rustls::pki_types::ServerName<'static>,
     )>,
+    send_proxy: Option<ProxyVersion>,
 ) -> bool {
     let run = || -> std::io::Result<bool> {
-        let tcp = TcpStream::connect_timeout(&addr, active.timeout)?;
+        let mut tcp = TcpStream::connect_timeout(&addr, active.timeout)?;
         tcp.set_read_timeout(Some(active.timeout))?;
         tcp.set_write_timeout(Some(active.timeout))?;
+        if let Some(v) = send_proxy {
+            // A server behind `accept-proxy` wants its header from every
+            // connection; a check's names no client.
+            let mut h = Vec::new();
+            ringside_http::proxy_protocol::write_local(&mut h, v == ProxyVersion::V2);
+            std::io::Write::write_all(&mut tcp, &h)?;
+        }
         let mut c: Box<dyn ReadWrite> = match tls {
             Some((cfg, name)) => {
                 let conn =

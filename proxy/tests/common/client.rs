@@ -66,6 +66,11 @@ impl Conn {
         }
     }
 
+    /// The port this end of the connection has.
+    pub fn local_port(&self) -> u16 {
+        self.w.local_addr().unwrap().port()
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.w.write_all(bytes).unwrap();
     }
