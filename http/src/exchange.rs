@@ -86,20 +86,12 @@ pub struct Exchange<'a> {
     /// server's head ([`Exchange::start_from`]).
     compress: Option<Rc<Policy>>,
     /// The body's compressor, once a response is being compressed.
-    enc: Option<Box<Encoding>>,
+    enc: Option<Box<Encoder>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
 fn shorten<'s, 'l: 's>(p: (&'l [u8], &'l [u8])) -> (&'s [u8], &'s [u8]) {
     p
-}
-
-/// A body compressed as it is written.
-struct Encoding {
-    enc: Encoder,
-    /// What is left of a sized body the compressor takes in (its output
-    /// goes out as a stream); `None` for a stream.
-    left: Option<u64>,
 }
 
 impl<'a> Exchange<'a> {
@@ -425,7 +417,7 @@ impl<'a> Exchange<'a> {
         }
         let enc = Encoder::new(c, &p.levels, len)
             .map_err(|e| Error::internal("compressor").because(e))?;
-        self.enc = Some(Box::new(Encoding { enc, left: len }));
+        self.enc = Some(Box::new(enc));
         self.out = Out::Stream;
         Ok(())
     }
@@ -583,22 +575,18 @@ impl<'a> Exchange<'a> {
     /// the last piece of a sized body ends the stream.
     async fn write_compressed(&mut self, data: &[u8]) -> Result<(), Error> {
         let e = self.enc.as_mut().expect("compressing");
-        let last = match &mut e.left {
-            Some(left) if data.len() as u64 > *left => {
-                return Err(Error::internal("body longer than its declared length"))
-            }
-            Some(left) => {
-                *left -= data.len() as u64;
-                *left == 0
-            }
-            None => false,
-        };
+        let left = e.remaining();
+        if left.is_some_and(|l| data.len() as u64 > l) {
+            return Err(Error::internal("body longer than its declared length"));
+        }
+        // A sized body's last piece ends the stream.
+        let last = left == Some(data.len() as u64);
         let fail = |e: std::io::Error| Error::internal("compressing").because(e);
-        e.enc.write(data, !last).map_err(fail)?;
-        let mut out = e.enc.take();
+        e.write(data, !last).map_err(fail)?;
+        let mut out = e.take();
         if last {
             let e = self.enc.take().expect("compressing");
-            out.extend_from_slice(&e.enc.finish().map_err(fail)?);
+            out.extend_from_slice(&e.finish().map_err(fail)?);
         }
         self.body_bytes += out.len() as u64;
         if !out.is_empty() {
@@ -686,7 +674,6 @@ impl<'a> Exchange<'a> {
     pub async fn finish(&mut self) -> Result<(), Error> {
         if let Some(e) = self.enc.take() {
             let out = e
-                .enc
                 .finish()
                 .map_err(|e| Error::internal("compressing").because(e))?;
             self.body_bytes += out.len() as u64;

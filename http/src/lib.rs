@@ -78,6 +78,19 @@ pub trait Handler: 'static {
     ) {
     }
 
+    /// Called for a connection refused at its client's connection limit
+    /// (`client_limit`), with the status and body length its request got;
+    /// by default as [`Handler::refused`].
+    #[inline]
+    fn over_limit(
+        &self,
+        status: u16,
+        body_bytes: u64,
+        peer: &dyn Fn() -> Option<std::net::SocketAddr>,
+    ) {
+        self.refused(status, body_bytes, peer)
+    }
+
     /// What a path's encoded slashes do (see [`path`]): refused unless this
     /// handler's routes were configured to pass them on.
     #[inline]

@@ -87,17 +87,26 @@ fn a_client_past_its_limit_is_refused_while_others_are_served() {
     }
     let refused = rs.metric("ringside_client_connections_refused_total{worker=\"0\"}");
     assert!(refused >= 2.0, "{refused}");
-    // Logged with its status, once the log's writer has flushed.
+    // Each refusal (HTTP/1.1 and HTTP/2 alike) logged once, marked, once
+    // the log's writer has flushed.
     loop {
         let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap_or_default();
         let marked = "\"status\":429,";
-        if log
+        let lines = log
             .lines()
-            .any(|l| l.contains(marked) && l.contains("\"limited\":\"connections\""))
-        {
+            .filter(|l| l.contains(marked) && l.contains("\"limited\":\"connections\""))
+            .count();
+        if lines as f64 == refused {
             break;
         }
-        assert!(Instant::now() < end, "no 429 in the access log: {log}");
+        assert!(
+            lines as f64 <= refused,
+            "{lines} marked, {refused} refused: {log}"
+        );
+        assert!(
+            Instant::now() < end,
+            "{refused} refused, not all marked in the access log: {log}"
+        );
     }
 }
 

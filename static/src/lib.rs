@@ -214,9 +214,9 @@ impl StaticFiles {
                 }
             }
         }
-        let policy = ex.compression().cloned();
-        let squeeze = compressed::compressible(policy.as_deref(), cache.get(i));
-        if let Some(p) = policy.filter(|_| squeeze) {
+        let squeeze = compressed::compressible(ex.compression().map(|p| &**p), cache.get(i));
+        // The policy is held only for a file it compresses.
+        if let Some(p) = ex.compression().filter(|_| squeeze).cloned() {
             if let Some(job) = compressed::serve(ex, cache, i, route, scratch, &p, now)? {
                 return Ok(job);
             }
@@ -371,9 +371,8 @@ impl StaticFiles {
         let src = self.load(&mut cache, scratch, file, &meta, ctype, variants, now)?;
         let mut squeeze = false;
         if let (Source::Bytes(_), Lookup::Fresh(i)) = (&src, cache.lookup(scratch, now)) {
-            let policy = ex.compression().cloned();
-            squeeze = compressed::compressible(policy.as_deref(), cache.get(i));
-            if let Some(p) = policy.filter(|_| squeeze) {
+            squeeze = compressed::compressible(ex.compression().map(|p| &**p), cache.get(i));
+            if let Some(p) = ex.compression().filter(|_| squeeze).cloned() {
                 if let Some(job) = compressed::serve(ex, &mut cache, i, route, scratch, &p, now)? {
                     return Ok(job);
                 }

@@ -142,7 +142,6 @@ enum Kind {
 /// One body's compressor; its output collects inside until taken.
 pub struct Encoder {
     kind: Kind,
-    coding: Coding,
     input: u64,
     /// The body's length, where known.
     len: Option<u64>,
@@ -181,15 +180,15 @@ impl Encoder {
         stats::count(coding);
         Ok(Encoder {
             kind,
-            coding,
             input: 0,
             len,
             whole: false,
         })
     }
 
-    pub fn coding(&self) -> Coding {
-        self.coding
+    /// What a body of known length still lacks; `None` for a stream.
+    pub fn remaining(&self) -> Option<u64> {
+        self.len.map(|n| n.saturating_sub(self.input))
     }
 
     /// Compresses `data`; with `flush`, what the output holds then decodes

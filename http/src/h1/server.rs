@@ -319,7 +319,7 @@ async fn refuse_over_limit<H: Handler>(link: &mut Link, a: &mut Active, handler:
     let status = link.cfg.limits.client_connections_status;
     crate::client_limit::count_refused();
     let body = super::encode::write_error_with(&mut a.wbuf, status, b"Retry-After: 1\r\n");
-    handler.refused(status, body, &|| link.client_addr().ok());
+    handler.over_limit(status, body, &|| link.client_addr().ok());
     Next::Linger
 }
 

@@ -104,14 +104,18 @@ pub(crate) async fn serve<H: Handler>(
                         &[("Retry-After", b"1"), ("Content-Type", b"text/plain")],
                         format!("{status} {text}\n").as_bytes(),
                     );
+                    handler.over_limit(status, ex.body_bytes(), &|| conn.link.client_addr().ok());
                 }
                 Ok(()) => {
                     let result = handler.handle(&mut ex).await;
                     settle(&mut ex, result);
+                    handler.done(&ex, started);
                 }
-                Err(e) => settle(&mut ex, Err(e.into())),
+                Err(e) => {
+                    settle(&mut ex, Err(e.into()));
+                    handler.done(&ex, started);
+                }
             }
-            handler.done(&ex, started);
         }
         Err(e) => {
             // No head to give a handler: the status on the stream, and

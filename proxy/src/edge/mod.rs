@@ -225,33 +225,50 @@ impl Edge {
     pub fn with_compression(mut self, c: &CompressionConfig, prefixes: &[String]) -> Edge {
         let policy = |r| c.policy(r).map(Rc::new);
         let server = policy(None);
-        let mut by_tag = vec![None, server.clone()];
-        for p in prefixes {
-            by_tag.push(match c.static_route(p) {
+        self.compression = self.per_tag(
+            server.clone(),
+            prefixes,
+            |p| match c.static_route(p) {
                 None => server.clone(),
                 own => policy(own),
-            });
-        }
-        for i in 0..self.router.routes().len() {
-            by_tag.push(policy(c.proxy_routes.get(i)));
-        }
-        self.compression = by_tag;
+            },
+            |i| policy(c.proxy_routes.get(i)),
+        );
         self
     }
 
     /// Each route's basic auth (`prefixes`: the static routes', as `new`
     /// had them).
     pub fn with_auth(mut self, a: &AuthConfig, prefixes: &[String]) -> Edge {
-        let mut by_tag: Vec<Option<auth::BasicAuth>> = vec![None, None];
-        for p in prefixes {
-            by_tag.push(a.static_route(p).cloned().map(auth::BasicAuth::new));
-        }
-        for i in 0..self.router.routes().len() {
-            let users = a.proxy_routes.get(i).cloned().flatten();
-            by_tag.push(users.map(auth::BasicAuth::new));
-        }
-        self.auth = by_tag;
+        self.auth = self.per_tag(
+            None,
+            prefixes,
+            |p| a.static_route(p).cloned().map(auth::BasicAuth::new),
+            |i| {
+                let users = a.proxy_routes.get(i).cloned().flatten();
+                users.map(auth::BasicAuth::new)
+            },
+        );
         self
+    }
+
+    /// One value per route tag, in the tags' order: none for
+    /// [`TAG_NO_ROUTE`], `root` for the static root, then each static
+    /// route's by prefix and each proxy route's by index.
+    fn per_tag<T>(
+        &self,
+        root: Option<T>,
+        prefixes: &[String],
+        by_prefix: impl Fn(&str) -> Option<T>,
+        by_route: impl Fn(usize) -> Option<T>,
+    ) -> Vec<Option<T>> {
+        let statics = prefixes.iter().map(|p| by_prefix(p));
+        let proxies = (0..self.router.routes().len()).map(by_route);
+        [None, root]
+            .into_iter()
+            .chain(statics)
+            .chain(proxies)
+            .collect()
     }
 
     fn admits(&self, ex: &Exchange<'_>, target: Option<Target>) -> bool {
@@ -280,6 +297,39 @@ impl Edge {
                 limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
             },
         );
+    }
+
+    /// A request no route took (refused by the HTTP layer): counted, and
+    /// logged with the limit that refused it, if one did.
+    fn log_refused(
+        &self,
+        status: u16,
+        body: u64,
+        peer: &dyn Fn() -> Option<std::net::SocketAddr>,
+        limited: Option<&'static str>,
+    ) {
+        self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
+        if let Some(log) = &self.log {
+            if log.logged[TAG_NO_ROUTE as usize] {
+                access_log::log(
+                    log.format,
+                    &Entry {
+                        peer: peer(),
+                        method: b"",
+                        target: b"",
+                        version: "",
+                        status,
+                        body_bytes: body,
+                        referer: None,
+                        user_agent: None,
+                        host: None,
+                        elapsed: Duration::ZERO,
+                        upstream: Outcome::default(),
+                        limited,
+                    },
+                );
+            }
+        }
     }
 }
 
@@ -330,30 +380,11 @@ impl Handler for Edge {
     }
 
     fn refused(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
-        self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
-        if let Some(log) = &self.log {
-            if log.logged[TAG_NO_ROUTE as usize] {
-                access_log::log(
-                    log.format,
-                    &Entry {
-                        peer: peer(),
-                        method: b"",
-                        target: b"",
-                        version: "",
-                        status,
-                        body_bytes: body,
-                        referer: None,
-                        user_agent: None,
-                        host: None,
-                        elapsed: Duration::ZERO,
-                        upstream: Outcome::default(),
-                        // The HTTP layer refuses with 429 or 503 only at a
-                        // client's connection limit (`client_limit`).
-                        limited: matches!(status, 429 | 503).then_some("connections"),
-                    },
-                );
-            }
-        }
+        self.log_refused(status, body, peer, None);
+    }
+
+    fn over_limit(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
+        self.log_refused(status, body, peer, Some("connections"));
     }
 
     fn encoded_slash(&self) -> ringside_http::EncodedSlash {
