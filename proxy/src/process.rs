@@ -254,7 +254,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     };
     let reg = metrics::registry();
     let _ = reg.backend.set(server.backend.to_string());
-    reg.set_upstreams(&shared);
+    reg.set_serving(&shared, cfg.statics.cache.max_open);
     let what = serving_what(&cfg);
     for (i, addr) in server.local_addrs.iter().enumerate() {
         let scheme = if cfg.server.tls.get(i).is_some_and(Option::is_some) {
@@ -364,7 +364,7 @@ fn try_reload(
     let fresh = shared::start(&new.proxy.upstreams, shared)?;
     let factory = edge_factory(&new, &fresh, &server.local_addrs);
     let refused = server.reload(factory, new.server.conn_config());
-    metrics::registry().set_upstreams(&fresh);
+    metrics::registry().set_serving(&fresh, new.statics.cache.max_open);
     *shared = fresh;
     *live = new;
     if refused.is_empty() {

@@ -311,3 +311,69 @@ fn healthz_answers_ok_then_503_while_draining() {
     assert_eq!(slow.join().unwrap(), 200, "the drain lets it finish");
     assert!(r.wait(std::time::Duration::from_secs(10)).success());
 }
+
+/// What a worker keeps open on purpose, with its bound, so that a leak
+/// check (bench/scripts/soak.py) can tell it from a lost descriptor.
+#[test]
+fn kept_descriptors_are_gauged_with_their_bounds() {
+    let dir = TempDir::new("metrics-kept");
+    let origin = Origin::start("app");
+    // Above cache_max_file (64k): sent from disk, the file kept open.
+    let big = vec![b'x'; 100 << 10];
+    for name in ["a", "b", "c", "d", "e"] {
+        dir.write(&format!("www/{name}.bin"), &big);
+    }
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            "[server]\nroot = \"www\"\n\n[static]\ncache_max_open = 3\n\n\
+             [upstream.app]\nservers = [\"127.0.0.1:{}\"]\nmax_idle = 7\n\n\
+             [[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nstrip_prefix = true\n",
+            origin.port()
+        )
+        .as_bytes(),
+    );
+    let mut r = Ringside::with_admin(1, &cfg);
+    let scrape = |r: &mut Ringside| parse(&r.admin_get("/metrics").1);
+    let gauge = |f: &Families, name: &str| value(f, name, name, &[]);
+
+    let f = scrape(&mut r);
+    assert_eq!(gauge(&f, "ringside_file_cache_open_files"), 0.0);
+    assert_eq!(gauge(&f, "ringside_file_cache_open_files_max"), 3.0);
+    assert_eq!(gauge(&f, "ringside_spare_pipes"), 0.0);
+    assert_eq!(gauge(&f, "ringside_spare_pipes_max"), 16.0);
+    assert_eq!(gauge(&f, "ringside_upstream_max_idle_connections"), 7.0);
+
+    let mut c = Conn::open(r.addr);
+    assert_eq!(c.get("/a.bin").status, 200);
+    assert_eq!(c.get("/api/ok").status, 200);
+    let f = scrape(&mut r);
+    assert_eq!(gauge(&f, "ringside_file_cache_open_files"), 1.0);
+    // The file went out through a pipe, which came back empty to the pool.
+    assert_eq!(gauge(&f, "ringside_spare_pipes"), 1.0);
+    assert_eq!(gauge(&f, "ringside_upstream_idle_connections"), 1.0);
+
+    for name in ["b", "c", "d", "e"] {
+        assert_eq!(c.get(&format!("/{name}.bin")).status, 200);
+    }
+    let f = scrape(&mut r);
+    assert_eq!(
+        gauge(&f, "ringside_file_cache_open_files"),
+        3.0,
+        "held at cache_max_open"
+    );
+    assert_eq!(gauge(&f, "ringside_spare_pipes"), 1.0, "one at a time");
+    // A reload drops the old cache with its files once nothing uses it.
+    drop(c);
+    r.signal(libc::SIGHUP);
+    r.wait_reloads("ok", 1);
+    let open = "ringside_file_cache_open_files{worker=\"0\"}";
+    let t0 = std::time::Instant::now();
+    while r.metric(open) != 0.0 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "the old cache's files are still counted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

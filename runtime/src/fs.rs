@@ -244,7 +244,13 @@ pub(crate) mod pipes {
     }
 
     pub fn take() -> io::Result<Pipe> {
-        if let Some(p) = SPARE.with(|s| s.borrow_mut().pop()) {
+        let spare = SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            let p = s.pop();
+            crate::stats::spare_pipes(s.len());
+            p
+        });
+        if let Some(p) = spare {
             return Ok(p);
         }
         let mut fds = [0i32; 2];
@@ -266,8 +272,9 @@ pub(crate) mod pipes {
     pub fn give(p: Pipe) {
         SPARE.with(|s| {
             let mut s = s.borrow_mut();
-            if s.len() < 16 {
+            if s.len() < crate::stats::SPARE_PIPES_MAX {
                 s.push(p);
+                crate::stats::spare_pipes(s.len());
             }
         });
     }

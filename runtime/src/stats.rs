@@ -18,6 +18,9 @@ pub struct WorkerStats {
     tls_full: AtomicU64,
     tls_resumed: AtomicU64,
     tls_failed: AtomicU64,
+    spare_pipes: AtomicU64,
+    cached_files: AtomicU64,
+    pooled_bytes: AtomicU64,
 }
 
 impl WorkerStats {
@@ -36,6 +39,25 @@ impl WorkerStats {
         self.limit_reached.load(Relaxed)
     }
 
+    /// Empty pipes this worker keeps for splice (gauge; at most
+    /// [`SPARE_PIPES_MAX`]), each two descriptors.
+    pub fn spare_pipes(&self) -> u64 {
+        self.spare_pipes.load(Relaxed)
+    }
+
+    /// Files this worker's static cache holds open (gauge; at most the
+    /// config's `cache_max_open` per cache).
+    pub fn cached_files(&self) -> u64 {
+        self.cached_files.load(Relaxed)
+    }
+
+    /// Bytes of buffers this worker's pools keep for the next request
+    /// (gauge): each pool is bounded by count, and after a burst it holds
+    /// its high-water mark, which is memory kept by design, not leaked.
+    pub fn pooled_bytes(&self) -> u64 {
+        self.pooled_bytes.load(Relaxed)
+    }
+
     /// Client TLS handshakes: (full, resumed, failed) since start.
     pub fn tls_handshakes(&self) -> (u64, u64, u64) {
         (
@@ -45,6 +67,9 @@ impl WorkerStats {
         )
     }
 }
+
+/// The most spare pipes a worker keeps.
+pub const SPARE_PIPES_MAX: usize = 16;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<WorkerStats>>> = const { RefCell::new(None) };
@@ -100,5 +125,35 @@ pub(crate) fn tls_handshake(r: &std::io::Result<()>, stream: &crate::net::TcpStr
             (true, false) => &s.tls_full,
         };
         c.store(c.load(Relaxed) + 1, Relaxed);
+    });
+}
+
+/// The worker's pool of spare pipes now holds `n`.
+#[cfg_attr(not(rt_monoio), allow(dead_code))]
+pub(crate) fn spare_pipes(n: usize) {
+    bump(|s| s.spare_pipes.store(n as u64, Relaxed));
+}
+
+/// A static cache on this thread's worker opened (`delta` > 0) or let go
+/// of (`delta` < 0) files it keeps open.
+pub fn cached_files(delta: i64) {
+    bump(|s| {
+        let n = s.cached_files.load(Relaxed).saturating_add_signed(delta);
+        s.cached_files.store(n, Relaxed)
+    });
+}
+
+/// A buffer of `bytes` went into (`into`) or out of one of this worker's
+/// pools.
+#[inline]
+pub fn pooled(bytes: usize, into: bool) {
+    bump(|s| {
+        let now = s.pooled_bytes.load(Relaxed);
+        let n = if into {
+            now + bytes as u64
+        } else {
+            now.saturating_sub(bytes as u64)
+        };
+        s.pooled_bytes.store(n, Relaxed)
     });
 }

@@ -145,6 +145,14 @@ pub struct Cache {
     pub revalidate: Duration,
 }
 
+impl Drop for Cache {
+    // A reload's old cache goes when its last request ends, and its
+    // descriptors with it.
+    fn drop(&mut self) {
+        ringside_runtime::stats::cached_files(-(self.open as i64));
+    }
+}
+
 impl Cache {
     pub fn new(max_bytes: u64, max_file: u64, max_open: usize, revalidate: Duration) -> Cache {
         Cache {
@@ -186,7 +194,10 @@ impl Cache {
         self.unlink(i);
         let e = self.slab.remove(i);
         self.bytes -= cost(&e);
-        self.open -= usize::from(e.file.is_some());
+        if e.file.is_some() {
+            self.open -= 1;
+            ringside_runtime::stats::cached_files(-1);
+        }
         self.map.remove(&e.key);
     }
 
@@ -214,7 +225,10 @@ impl Cache {
         }
         e.key = key.into();
         self.bytes += cost(&e);
-        self.open += usize::from(e.file.is_some());
+        if e.file.is_some() {
+            self.open += 1;
+            ringside_runtime::stats::cached_files(1);
+        }
         let i = self.slab.insert(e);
         self.map.insert(key.into(), i);
         self.push_front(i);

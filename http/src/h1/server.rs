@@ -57,6 +57,7 @@ thread_local! {
 fn acquire() -> Box<Active> {
     ACTIVE_POOL
         .with(|p| p.borrow_mut().pop())
+        .inspect(|a| pooled(a, false))
         .unwrap_or_else(|| {
             Box::new(Active {
                 rbuf: new_buf(),
@@ -80,9 +81,14 @@ fn release(mut a: Box<Active>) {
     ACTIVE_POOL.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
+            pooled(&a, true);
             p.push(a);
         }
     });
+}
+
+fn pooled(a: &Active, into: bool) {
+    ringside_runtime::stats::pooled(a.rbuf.capacity() + a.wbuf.capacity(), into);
 }
 
 enum Next {

@@ -34,19 +34,23 @@ thread_local! {
 }
 
 fn acquire() -> Box<Slot> {
-    SLOTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| {
-        Box::new(Slot {
-            buf: BytesMut::with_capacity(1024),
-            head: RequestHead::empty(),
-            paths: Normalized::default(),
+    SLOTS
+        .with(|p| p.borrow_mut().pop())
+        .inspect(|s| ringside_runtime::stats::pooled(s.buf.capacity(), false))
+        .unwrap_or_else(|| {
+            Box::new(Slot {
+                buf: BytesMut::with_capacity(1024),
+                head: RequestHead::empty(),
+                paths: Normalized::default(),
+            })
         })
-    })
 }
 
 fn release(s: Box<Slot>) {
     SLOTS.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
+            ringside_runtime::stats::pooled(s.buf.capacity(), true);
             p.push(s);
         }
     });

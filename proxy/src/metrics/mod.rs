@@ -11,6 +11,7 @@
 //! `_total` series.
 
 pub mod admin;
+mod pools;
 mod process;
 pub mod render;
 mod text;
@@ -157,6 +158,8 @@ pub struct Registry {
     pub reloads_ok: AtomicU64,
     pub reloads_failed: AtomicU64,
     pub backend: OnceLock<String>,
+    /// `cache_max_open` of the config now serving.
+    pub file_cache_max_open: AtomicU64,
 }
 
 /// The process's registry.
@@ -169,6 +172,7 @@ pub fn registry() -> &'static Registry {
         reloads_ok: AtomicU64::new(0),
         reloads_failed: AtomicU64::new(0),
         backend: OnceLock::new(),
+        file_cache_max_open: AtomicU64::new(0),
     })
 }
 
@@ -193,8 +197,9 @@ impl Registry {
         c
     }
 
-    /// The upstreams of the config now serving.
-    pub fn set_upstreams(&self, shared: &[Arc<Shared>]) {
+    /// The upstreams and the file cache bound of the config now serving.
+    pub fn set_serving(&self, shared: &[Arc<Shared>], max_open: usize) {
+        self.file_cache_max_open.store(max_open as u64, Relaxed);
         *self.upstreams.lock().unwrap_or_else(|e| e.into_inner()) = shared.to_vec();
     }
 

@@ -255,6 +255,7 @@ pub fn render(reg: &Registry) -> String {
     }
 
     render_upstreams(reg, &cores, &mut out);
+    super::pools::render(reg, &cores, &mut out);
     out
 }
 

@@ -90,6 +90,7 @@ impl Buf {
     pub fn take() -> Buf {
         Buf(BUFS
             .with(|b| b.borrow_mut().pop())
+            .inspect(|b| ringside_runtime::stats::pooled(b.capacity(), false))
             .unwrap_or_else(|| BytesMut::with_capacity(BUF_SIZE)))
     }
 }
@@ -102,6 +103,7 @@ impl Drop for Buf {
             BUFS.with(|p| {
                 let mut p = p.borrow_mut();
                 if p.len() < 256 {
+                    ringside_runtime::stats::pooled(b.capacity(), true);
                     p.push(b);
                 }
             });
