@@ -7,6 +7,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod edge;
+pub mod failpoint;
 pub mod fastcgi;
 pub mod metrics;
 pub mod notify;

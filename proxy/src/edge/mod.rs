@@ -377,6 +377,7 @@ impl Handler for Edge {
         if let Some(log) = &self.log {
             self.log(log, ex, status, elapsed);
         }
+        crate::failpoint::request_done();
     }
 
     fn refused(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
