@@ -645,7 +645,7 @@ impl<'a> Exchange<'a> {
         mut offset: u64,
         len: u64,
     ) -> Result<(), Error> {
-        const PIECE: usize = 64 * 1024;
+        const PIECE: usize = 16 * 1024;
         let end = offset + len;
         let mut buf = vec![0u8; PIECE.min(len as usize)];
         while offset < end {
@@ -654,6 +654,12 @@ impl<'a> Exchange<'a> {
                 .map_err(|e| Error::internal("reading a file to compress").because(e))?;
             self.write_compressed(&buf[..want]).await?;
             offset += want as u64;
+            // Compressing a piece takes a fraction of a millisecond, and writes
+            // into a socket with room do not wait: without a turn for the
+            // other tasks here, a large file would hold the core for its
+            // whole length (a soak measured a small file's p99 at 150 ms
+            // beside 60 gzipped 256 KiB files a second).
+            ringside_runtime::task::yield_now().await;
         }
         Ok(())
     }
