@@ -109,7 +109,7 @@ def kinds_for(profile, port, tls_port, tmp, scale):
     php = [f"{base}/php/hello.php", f"{base}/php/hello.php", f"{base}/php/", f"{base}/php/headers.php?x=1",
            f"{base}/php/echo.php POST <{post}"]
     heavy = profile == "heavy"
-    x = 4 if heavy else 1
+    x = 6 if heavy else 1
     specs = [  # name, rate, concurrency, URLs, class, keep-alive
         ("static-ka", 150 * x, 8, static, "static", True),
         ("static-close", 40 * x, 4, static, "static", False),
