@@ -35,9 +35,10 @@ each segment's counts and p99 belong to a known stretch of time. Every
 
 Verdict (exit 1 if any check fails):
   RSS       after the warm-up, within ±5% of the RSS at its end; the
-            upper bound is raised by what the buffer pools took on since
-            (ringside_pooled_buffer_bytes: bounded by count, they keep a
-            burst's high-water mark by design).
+            upper bound is raised by what the request buffers took on since
+            (ringside_request_buffer_bytes: the buffers a worker owns, in use
+            or pooled; bounded by count, the pools keep a burst's
+            high-water mark by design).
   fds       after the load, once no client connection is open: each kind
             of fd equals its count before the load plus what ringside keeps
             by design, as /metrics says, each within its bound: spare splice

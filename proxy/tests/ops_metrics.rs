@@ -352,6 +352,10 @@ fn kept_descriptors_are_gauged_with_their_bounds() {
     // The file went out through a pipe, which came back empty to the pool.
     assert_eq!(gauge(&f, "ringside_spare_pipes"), 1.0);
     assert_eq!(gauge(&f, "ringside_upstream_idle_connections"), 1.0);
+    // One connection's request slot (two 16 KiB buffers) and one upstream
+    // read buffer, owned and pooled: sequential requests reuse them.
+    let buffers = gauge(&f, "ringside_request_buffer_bytes");
+    assert!(buffers >= 49152.0, "{buffers}");
 
     for name in ["b", "c", "d", "e"] {
         assert_eq!(c.get(&format!("/{name}.bin")).status, 200);
@@ -363,6 +367,7 @@ fn kept_descriptors_are_gauged_with_their_bounds() {
         "held at cache_max_open"
     );
     assert_eq!(gauge(&f, "ringside_spare_pipes"), 1.0, "one at a time");
+    assert_eq!(gauge(&f, "ringside_request_buffer_bytes"), buffers);
     // A reload drops the old cache with its files once nothing uses it.
     drop(c);
     r.signal(libc::SIGHUP);

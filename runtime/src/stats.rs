@@ -20,7 +20,7 @@ pub struct WorkerStats {
     tls_failed: AtomicU64,
     spare_pipes: AtomicU64,
     cached_files: AtomicU64,
-    pooled_bytes: AtomicU64,
+    buffer_bytes: AtomicU64,
 }
 
 impl WorkerStats {
@@ -51,11 +51,12 @@ impl WorkerStats {
         self.cached_files.load(Relaxed)
     }
 
-    /// Bytes of buffers this worker's pools keep for the next request
-    /// (gauge): each pool is bounded by count, and after a burst it holds
-    /// its high-water mark, which is memory kept by design, not leaked.
-    pub fn pooled_bytes(&self) -> u64 {
-        self.pooled_bytes.load(Relaxed)
+    /// Bytes of the request buffers this worker owns, in use or pooled
+    /// (gauge). Pools are bounded by count and keep what a burst made, so
+    /// this is the high-water mark of concurrent requests: memory kept by
+    /// design, not leaked.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer_bytes.load(Relaxed)
     }
 
     /// Client TLS handshakes: (full, resumed, failed) since start.
@@ -143,17 +144,16 @@ pub fn cached_files(delta: i64) {
     });
 }
 
-/// A buffer of `bytes` went into (`into`) or out of one of this worker's
-/// pools.
+/// A request buffer of `bytes` was made (`made`) or freed on this worker.
 #[inline]
-pub fn pooled(bytes: usize, into: bool) {
+pub fn buffers(bytes: usize, made: bool) {
     bump(|s| {
-        let now = s.pooled_bytes.load(Relaxed);
-        let n = if into {
+        let now = s.buffer_bytes.load(Relaxed);
+        let n = if made {
             now + bytes as u64
         } else {
             now.saturating_sub(bytes as u64)
         };
-        s.pooled_bytes.store(n, Relaxed)
+        s.buffer_bytes.store(n, Relaxed)
     });
 }

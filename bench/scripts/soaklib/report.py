@@ -50,13 +50,13 @@ def summary(r):
     checks["RSS"] = rss_ok
     base = warm_row["rss_kib"]
     after = [x for x in rows if x["t_s"] > warm_row["t_s"] and x["phase"] != "after"] or [warm_row]
-    pool_hi = max(x["pooled_kib"] for x in after)
+    pool_hi = max(x["buffer_kib"] for x in after)
     add("RSS at start (before load)", f"{mib(start_row['rss_kib'])} (anon {mib(start_row['rss_anon_kib'])})", "")
-    add(f"RSS at end of warm-up (t={warm_row['t_s']:.0f} s); pooled buffers then",
-        f"{mib(base)}; {mib(warm_row['pooled_kib'])}", "")
-    add("RSS min / max after warm-up; pooled buffers max",
+    add(f"RSS at end of warm-up (t={warm_row['t_s']:.0f} s); request buffers then",
+        f"{mib(base)}; {mib(warm_row['buffer_kib'])}", "")
+    add("RSS min / max after warm-up; request buffers max",
         f"{mib(lo)} ({(lo / base - 1) * 100:+.1f}%) / {mib(hi)} ({(hi / base - 1) * 100:+.1f}%); {mib(pool_hi)}",
-        f"{'pass' if rss_ok else 'FAIL'}: ±5%, less what the pools took on: worst {worst * 100:+.1f}%")
+        f"{'pass' if rss_ok else 'FAIL'}: ±5%, less what the request buffers took on: worst {worst * 100:+.1f}%")
     add("RSS at end (drained)", mib(end_row["rss_kib"]), "")
     busy = [x["cpu_busy"] for x in rows if x["phase"] == "load" and x["cpu_busy"] != ""]
     if busy:
@@ -125,12 +125,12 @@ def summary(r):
         if f:
             lines += ["", "Filler steering (ringside busy in the last segment → next rate/s): "
                       + ", ".join(f"{b * 100:.0f}%→{rt}" for b, rt in f)]
-        lines += ["", "| t (s) | phase | ringside CPU | side CPU | RSS (pooled buffers) | fds (sock/pipe/file/other) | open conns | spare pipes | "
+        lines += ["", "| t (s) | phase | ringside CPU | side CPU | RSS (request buffers) | fds (sock/pipe/file/other) | open conns | spare pipes | "
                   "cached files | upstream idle |", "|---:|---|---:|---:|---:|---|---:|---:|---:|---:|"]
         for x in rows:
             if int(x["t_s"]) % 120 < args.interval or x["phase"] in ("before", "after"):
                 cpu = f"{x['cpu_busy'] * 100:.0f}%" if x["cpu_busy"] != "" else ""
-                add(f"{x['t_s']:.0f}", x["phase"], cpu, f"{x['side_cpu_busy'] * 100:.0f}%", f"{mib(x['rss_kib'])} ({mib(x['pooled_kib'])})",
+                add(f"{x['t_s']:.0f}", x["phase"], cpu, f"{x['side_cpu_busy'] * 100:.0f}%", f"{mib(x['rss_kib'])} ({mib(x['buffer_kib'])})",
                     f"{x['fds']} ({x['fd_socket']}/{x['fd_pipe']}/{x['fd_file']}/{x['fd_other']})",
                     x["open_conns"], x["spare_pipes"], x["cached_files"], x["upstream_idle"])
     if ex.unexplained:

@@ -165,7 +165,7 @@ def pools(m):
 CSV_FIELDS = ["t_s", "phase", "cpu_busy", "side_cpu_busy", "rss_kib", "rss_anon_kib", "rss_file_kib",
               "fds", "fd_socket", "fd_pipe", "fd_file", "fd_other", "tcp_conns", "threads",
               "open_conns", "accepted_total", "requests_total", "upstream_active", "upstream_idle",
-              "spare_pipes", "cached_files", "pooled_kib"]
+              "spare_pipes", "cached_files", "buffer_kib"]
 
 
 class Sampler:
@@ -205,7 +205,7 @@ class Sampler:
             "upstream_active": upstream_conns(m, "active") if m else "",
             "upstream_idle": upstream_conns(m, "idle") if m else "",
             "spare_pipes": p["pipes"][0], "cached_files": p["files"][0],
-            "pooled_kib": int(m.get("ringside_pooled_buffer_bytes", 0)) // 1024 if m else 0,
+            "buffer_kib": int(m.get("ringside_request_buffer_bytes", 0)) // 1024 if m else 0,
         }
         self.w.writerow(row)
         self.f.flush()

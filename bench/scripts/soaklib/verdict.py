@@ -115,12 +115,12 @@ def phase_p99(rows, warmup, fault_start, fault_end):
 def rss_check(rows, warm_row):
     """(ok, low, high, worst): after the warm-up each sample's RSS is within
     ±5% of the RSS at the warm-up's end, the upper bound raised by what
-    ringside's buffer pools took on since (their bytes, from /metrics:
+    ringside's request buffers took on since (their bytes, from /metrics:
     bounded by count, they keep a burst's high-water mark by design).
     `worst` is the largest RSS over its own bound, as a fraction of base."""
-    base, pool0 = warm_row["rss_kib"], warm_row["pooled_kib"]
+    base, pool0 = warm_row["rss_kib"], warm_row["buffer_kib"]
     after = [x for x in rows if x["t_s"] > warm_row["t_s"] and x["phase"] != "after"] or [warm_row]
     lo = min(x["rss_kib"] for x in after)
     hi = max(x["rss_kib"] for x in after)
-    worst = max((x["rss_kib"] - max(0, x["pooled_kib"] - pool0)) / base - 1 for x in after)
+    worst = max((x["rss_kib"] - max(0, x["buffer_kib"] - pool0)) / base - 1 for x in after)
     return lo >= (1 - RSS_BAND) * base and worst <= RSS_BAND, lo, hi, worst

@@ -57,8 +57,8 @@ thread_local! {
 fn acquire() -> Box<Active> {
     ACTIVE_POOL
         .with(|p| p.borrow_mut().pop())
-        .inspect(|a| pooled(a, false))
         .unwrap_or_else(|| {
+            ringside_runtime::stats::buffers(2 * BUF_SIZE, true);
             Box::new(Active {
                 rbuf: new_buf(),
                 wbuf: new_buf(),
@@ -81,14 +81,15 @@ fn release(mut a: Box<Active>) {
     ACTIVE_POOL.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
-            pooled(&a, true);
             p.push(a);
         }
     });
 }
 
-fn pooled(a: &Active, into: bool) {
-    ringside_runtime::stats::pooled(a.rbuf.capacity() + a.wbuf.capacity(), into);
+impl Drop for Active {
+    fn drop(&mut self) {
+        ringside_runtime::stats::buffers(2 * BUF_SIZE, false);
+    }
 }
 
 enum Next {

@@ -42,9 +42,7 @@ thread_local! {
 }
 
 fn pooled() -> BytesMut {
-    POOL.with(|p| p.borrow_mut().pop())
-        .inspect(|b| ringside_runtime::stats::pooled(b.capacity(), false))
-        .unwrap_or_default()
+    POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
 }
 
 fn unpool(mut b: BytesMut) {
@@ -55,7 +53,6 @@ fn unpool(mut b: BytesMut) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < POOLED {
-            ringside_runtime::stats::pooled(b.capacity(), true);
             p.push(b);
         }
     });

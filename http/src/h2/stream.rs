@@ -28,29 +28,34 @@ struct Slot {
     paths: Normalized,
 }
 
+const SLOT_BUF: usize = 1024;
+
 thread_local! {
     #[allow(clippy::vec_box)]
     static SLOTS: std::cell::RefCell<Vec<Box<Slot>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn acquire() -> Box<Slot> {
-    SLOTS
-        .with(|p| p.borrow_mut().pop())
-        .inspect(|s| ringside_runtime::stats::pooled(s.buf.capacity(), false))
-        .unwrap_or_else(|| {
-            Box::new(Slot {
-                buf: BytesMut::with_capacity(1024),
-                head: RequestHead::empty(),
-                paths: Normalized::default(),
-            })
+    SLOTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| {
+        ringside_runtime::stats::buffers(SLOT_BUF, true);
+        Box::new(Slot {
+            buf: BytesMut::with_capacity(SLOT_BUF),
+            head: RequestHead::empty(),
+            paths: Normalized::default(),
         })
+    })
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        ringside_runtime::stats::buffers(SLOT_BUF, false);
+    }
 }
 
 fn release(s: Box<Slot>) {
     SLOTS.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
-            ringside_runtime::stats::pooled(s.buf.capacity(), true);
             p.push(s);
         }
     });

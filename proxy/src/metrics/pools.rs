@@ -1,6 +1,6 @@
 //! What each worker keeps on purpose between requests, beside its bound:
 //! spare splice pipes, files the static cache holds open, idle upstream
-//! connections, and the bytes of its pooled buffers. A leak check (bench/scripts/soak.py) reads these to tell a
+//! connections, and the bytes of its request buffers. A leak check (bench/scripts/soak.py) reads these to tell a
 //! descriptor kept by design from one lost.
 
 use std::fmt::Write;
@@ -46,16 +46,16 @@ pub(super) fn render(reg: &Registry, cores: &[Arc<CoreStats>], out: &mut String)
     }
     family(
         out,
-        "ringside_pooled_buffer_bytes",
+        "ringside_request_buffer_bytes",
         "gauge",
-        "Bytes of buffers a worker's pools keep for the next requests; each pool is bounded by count and keeps its high-water mark.",
+        "Bytes of the request buffers a worker owns, in use or pooled: the high-water mark of its concurrent requests, each pool bounded by count.",
     );
     for c in cores {
         let _ = writeln!(
             out,
-            "ringside_pooled_buffer_bytes{{worker=\"{}\"}} {}",
+            "ringside_request_buffer_bytes{{worker=\"{}\"}} {}",
             c.worker,
-            c.conns.pooled_bytes()
+            c.conns.buffer_bytes()
         );
     }
     family(

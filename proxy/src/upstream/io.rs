@@ -88,10 +88,10 @@ pub struct Buf(pub BytesMut);
 
 impl Buf {
     pub fn take() -> Buf {
-        Buf(BUFS
-            .with(|b| b.borrow_mut().pop())
-            .inspect(|b| ringside_runtime::stats::pooled(b.capacity(), false))
-            .unwrap_or_else(|| BytesMut::with_capacity(BUF_SIZE)))
+        Buf(BUFS.with(|b| b.borrow_mut().pop()).unwrap_or_else(|| {
+            ringside_runtime::stats::buffers(BUF_SIZE, true);
+            BytesMut::with_capacity(BUF_SIZE)
+        }))
     }
 }
 
@@ -99,14 +99,16 @@ impl Drop for Buf {
     fn drop(&mut self) {
         let mut b = std::mem::take(&mut self.0);
         b.clear();
-        if b.try_reclaim(BUF_SIZE) {
-            BUFS.with(|p| {
+        let kept = b.try_reclaim(BUF_SIZE)
+            && BUFS.with(|p| {
                 let mut p = p.borrow_mut();
-                if p.len() < 256 {
-                    ringside_runtime::stats::pooled(b.capacity(), true);
+                p.len() < 256 && {
                     p.push(b);
+                    true
                 }
             });
+        if !kept {
+            ringside_runtime::stats::buffers(BUF_SIZE, false);
         }
     }
 }
