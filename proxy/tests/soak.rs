@@ -2,7 +2,7 @@
 //! debug build, with real php-fpm behind it, so that a descriptor or memory
 //! leak fails the suite; and the proof that its descriptor check catches a
 //! real leak: the same build told to leak one fd every 1,000 requests
-//! (proxy/src/failpoint.rs) must fail it.
+//! (proxy/src/failpoint.rs) must fail it, with the files over.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,8 +70,4 @@ fn a_leaked_descriptor_fails_the_verdict() {
         .find(|l| l.contains("MISMATCH"))
         .unwrap_or_else(|| panic!("no mismatch line:\n{text}"));
     assert!(line.contains("file "), "{line}");
-    assert!(
-        !line.contains("socket "),
-        "only the leaked kind is off: {line}"
-    );
 }

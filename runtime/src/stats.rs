@@ -138,22 +138,23 @@ pub(crate) fn spare_pipes(n: usize) {
 /// A static cache on this thread's worker opened (`delta` > 0) or let go
 /// of (`delta` < 0) files it keeps open.
 pub fn cached_files(delta: i64) {
-    bump(|s| {
-        let n = s.cached_files.load(Relaxed).saturating_add_signed(delta);
-        s.cached_files.store(n, Relaxed)
-    });
+    add(|s| &s.cached_files, delta);
 }
 
 /// A request buffer of `bytes` was made (`made`) or freed on this worker.
 #[inline]
 pub fn buffers(bytes: usize, made: bool) {
+    add(
+        |s| &s.buffer_bytes,
+        if made { bytes as i64 } else { -(bytes as i64) },
+    );
+}
+
+/// Adds `delta` to one of this worker's gauges, never below 0.
+#[inline]
+fn add(gauge: fn(&WorkerStats) -> &AtomicU64, delta: i64) {
     bump(|s| {
-        let now = s.buffer_bytes.load(Relaxed);
-        let n = if made {
-            now + bytes as u64
-        } else {
-            now.saturating_sub(bytes as u64)
-        };
-        s.buffer_bytes.store(n, Relaxed)
+        let g = gauge(s);
+        g.store(g.load(Relaxed).saturating_add_signed(delta), Relaxed)
     });
 }

@@ -121,25 +121,25 @@ class Faults(threading.Thread):
             self.window("broken reload", "log", t, self.now() + GRACE_S, set())
         self.done.append((t, "broken reload" if broken else "reload", got))
 
-    def origin(self, _):
-        env = self.env
+    def restart(self, what, key, cls, start):
+        """Stops env[key] and starts it again with start(); the window runs
+        from the stop to its readiness plus the cooldown."""
         t = self.now()
-        env["procs"].stop(env["origin"])
-        env["origin"] = start_origin(env["procs"], env["exe"], env["s"]["tmp"], env["s"]["origin_port"],
-                                     env["cpu"])
+        self.env["procs"].stop(self.env[key])
+        self.env[key] = start()
         up = self.now()
-        self.window("origin restart", "up", t, up + FAIL_COOLDOWN_S + GRACE_S, {502, 503})
-        self.done.append((t, "origin restart", f"down {up - t:.2f} s"))
+        self.window(what, cls, t, up + FAIL_COOLDOWN_S + GRACE_S, {502, 503})
+        self.done.append((t, what, f"down {up - t:.2f} s"))
+
+    def origin(self, _):
+        env, s = self.env, self.env["s"]
+        self.restart("origin restart", "origin", "up",
+                     lambda: start_origin(env["procs"], env["exe"], s["tmp"], s["origin_port"], env["cpu"]))
 
     def fpm(self, _):
-        env = self.env
-        t = self.now()
-        env["procs"].stop(env["fpm"])
-        env["fpm"], _port = start_fpm(env["procs"], env["s"]["tmp"], env["s"]["fpm_children"], env["cpu"],
-                                      port=env["s"]["fpm_port"])
-        up = self.now()
-        self.window("php-fpm restart", "php", t, up + FAIL_COOLDOWN_S + GRACE_S, {502, 503})
-        self.done.append((t, "php-fpm restart", f"down {up - t:.2f} s"))
+        env, s = self.env, self.env["s"]
+        self.restart("php-fpm restart", "fpm", "php",
+                     lambda: start_fpm(env["procs"], s["tmp"], s["fpm_children"], env["cpu"], port=s["fpm_port"])[0])
 
     def hang(self, _):
         env = self.env
