@@ -174,25 +174,6 @@ fn nghttp_fetches_over_h2c_and_tls() {
     assert!(text.contains("hello over h2"), "{text}");
 }
 
-/// Cases where the h2 codec words its error otherwise than httpwg expects;
-/// see ARCHITECTURE.md ("HTTP/2"): an HPACK block that cannot be decoded
-/// is a PROTOCOL_ERROR GOAWAY where RFC 9113 §4.3 says COMPRESSION_ERROR,
-/// and pseudo-fields in trailers are dropped by the codec, unseen, where
-/// §8.1 calls them malformed.
-const CODEC_DEVIATIONS: [&str; 2] = [
-    "4. http frames :: invalid header block fragment",
-    "8. expressing http semantics in http2 :: sends headers frame with pseudo header in trailer",
-];
-
-/// A case whose outcome is a race in the codec: a client's GOAWAY makes h2
-/// close an idle connection at once (that client opens no more streams),
-/// while httpwg then expects its PING answered. A PING read in the same
-/// turn as the GOAWAY is answered and the case passes; one read after the
-/// close finds the connection gone, and httpwg panics in the case (it
-/// names no failure) with this message.
-const RACY_CASE: &str = "7. error codes :: sends goaway frame with unknown error code";
-const RACY_PANIC: &str = "peer hung up. Last frame: Some(Conn:GoAway";
-
 /// Runs httpwg at `addr`; returns (passed, total, failed case names).
 fn httpwg(addr: std::net::SocketAddr) -> (u32, u32, Vec<String>) {
     let bin = "/opt/ringside-test/httpwg/bin/httpwg";
@@ -228,15 +209,7 @@ fn httpwg(addr: std::net::SocketAddr) -> (u32, u32, Vec<String>) {
         .unwrap_or_else(|| panic!("summary {summary:?}"));
     let (passed, total): (u32, u32) = (passed.parse().unwrap(), total.parse().unwrap());
     let unnamed = total as usize - passed as usize - failed.len();
-    let named = |case: &str| {
-        text.lines()
-            .any(|l| l.contains("Test ") && l.trim_end().ends_with(case))
-    };
-    // Only the racy case may end unnamed, and only by its own panic.
-    assert!(
-        unnamed == 0 || (unnamed == 1 && !named(RACY_CASE) && text.contains(RACY_PANIC)),
-        "every failure named ({unnamed} not): {text}"
-    );
+    assert_eq!(unnamed, 0, "every failure named: {text}");
     (passed, total, failed)
 }
 
@@ -259,13 +232,10 @@ fn strip_ansi(s: &str) -> String {
 
 fn conformance(site: &Site, addr: std::net::SocketAddr, over: &str) {
     let (passed, total, failed) = httpwg(addr);
-    let unexpected: Vec<_> = failed
-        .iter()
-        .filter(|f| !CODEC_DEVIATIONS.iter().any(|d| f.starts_with(d)) && !f.starts_with(RACY_CASE))
-        .collect();
+    // Every case passes: RFC 9113 as httpwg reads it, with no exceptions.
     assert!(
-        unexpected.is_empty(),
-        "httpwg over {over}: {passed}/{total}; failed {unexpected:#?}"
+        failed.is_empty() && passed == total,
+        "httpwg over {over}: {passed}/{total}; failed {failed:#?}"
     );
     assert!(total >= 100, "httpwg ran {total} cases");
     // The origin behind `localhost` answered httpwg's requests.

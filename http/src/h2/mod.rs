@@ -17,23 +17,30 @@
 //!                                └─ no stream for keepalive_idle ─▶ close
 //! ```
 
-mod flood;
+pub mod frame;
+pub mod hpack;
 mod io;
+mod recv;
 mod request;
+mod state;
 pub mod stats;
 mod stream;
 pub(crate) mod wire;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use ringside_runtime::link::Link;
 use ringside_runtime::reload::Current;
 
+use self::frame::Reason;
+use self::io::Io;
+use self::recv::{Found, Reader};
+use self::state::{Local, State};
 use crate::Handler;
 
 /// The connection preface a client opens with (RFC 9113 §3.4).
@@ -42,9 +49,13 @@ pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// What the connection task and its streams share.
 pub(crate) struct Conn {
     pub(crate) link: Rc<Link>,
-    pub(crate) watch: Rc<flood::Watch>,
+    pub(crate) st: RefCell<State>,
     /// Streams being served now.
     open: Cell<u32>,
+    /// When the connection, with no stream open, is closed.
+    idle_until: Cell<Option<Instant>>,
+    /// A send is waiting on the client: its deadline holds the slot.
+    writing: Cell<bool>,
     /// The client holds as many connections as it may: each stream is
     /// answered with the limit's status, and the connection drains.
     pub(crate) over_limit: bool,
@@ -53,6 +64,9 @@ pub(crate) struct Conn {
 impl Conn {
     fn stream_started(&self) {
         self.open.set(self.open.get() + 1);
+        if self.idle_until.take().is_some() {
+            self.rearm();
+        }
     }
 
     /// A stream's task ended; the last one starts the idle timeout.
@@ -60,26 +74,26 @@ impl Conn {
         let open = self.open.get() - 1;
         self.open.set(open);
         if open == 0 {
-            self.watch
-                .set_idle_until(Some(Instant::now() + self.link.cfg.timeouts.keepalive_idle));
-            self.watch.rearm(&self.link);
+            self.idle_until
+                .set(Some(Instant::now() + self.link.cfg.timeouts.keepalive_idle));
+            self.rearm();
+            // The connection task decides whether the connection ends.
+            self.st.borrow_mut().wake_task();
         }
     }
-}
 
-/// A stream the codec accepted: its request and the handle to answer it.
-type Accepted = (
-    http::Request<h2::RecvStream>,
-    h2::server::SendResponse<Bytes>,
-);
-
-enum Event {
-    /// Boxed: a stream's handles are large, the other events small.
-    Accept(Option<Result<Box<Accepted>, h2::Error>>),
-    Stop(h2::Reason),
-    Drain,
-    /// A send failed or timed out: the connection is gone.
-    Broken(std::io::Error),
+    /// Sets the connection's one deadline in the engine's table: a send
+    /// waiting on the client first, else the idle timeout, else none (the
+    /// streams' own waits bound themselves).
+    fn rearm(&self) {
+        if self.writing.get() {
+            return;
+        }
+        match self.idle_until.get() {
+            Some(at) => self.link.watch(at, false),
+            None => self.link.disarm(),
+        }
+    }
 }
 
 /// Serves one HTTP/2 connection until it closes. `first` holds what was
@@ -98,111 +112,119 @@ pub(crate) async fn serve<H: Handler>(
     // through its GOAWAY below, not by a shut socket.
     link.set_idle(false);
     let link = Rc::new(link);
-    let watch = Rc::new(flood::Watch::new(s.flood_budget));
-    let io = io::Io::new(link.clone(), first, watch.clone());
-    let out = io.out();
-    let mut b = h2::server::Builder::new();
-    b.max_concurrent_streams(s.max_concurrent_streams)
-        .initial_window_size(s.stream_window)
-        .initial_connection_window_size(s.connection_window)
-        .max_header_list_size(limits.max_head.min(u16::MAX as usize) as u32)
-        // MadeYouReset: streams the client makes the codec reset cost the
-        // same budget as the floods the watch counts.
-        .max_local_error_reset_streams(Some(s.flood_budget as usize));
-    // SETTINGS_ENABLE_CONNECT_PROTOCOL stays off: with no extended CONNECT
-    // here, a browser then opens its WebSocket over HTTP/1.1, which works.
-    watch.set_idle_until(Some(Instant::now() + link.cfg.timeouts.header_read));
-    watch.rearm(&link);
-    // The server's SETTINGS stay in `out` until the first turn below sends
-    // them: the handshake only waits for the client's preface, which a
-    // client sends without waiting for ours. Whatever polls the codec must
-    // push `out` after, as that loop does.
-    let mut h2c = match b.handshake::<_, Bytes>(io).await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::debug!(error = %e, "HTTP/2 handshake failed");
-            return;
-        }
+    let local = Local {
+        max_streams: s.max_concurrent_streams,
+        stream_window: s.stream_window,
+        connection_window: s.connection_window,
+        max_head: limits.max_head.min(u16::MAX as usize),
+        flood_budget: s.flood_budget,
     };
-    watch.set_idle_until(Some(Instant::now() + link.cfg.timeouts.keepalive_idle));
-    watch.rearm(&link);
     let conn = Rc::new(Conn {
-        link,
-        watch,
+        link: link.clone(),
+        st: RefCell::new(State::new(local)),
         open: Cell::new(0),
+        idle_until: Cell::new(Some(Instant::now() + link.cfg.timeouts.header_read)),
+        writing: Cell::new(false),
         over_limit,
     });
+    conn.rearm();
+    let mut io = Io::new(conn.clone(), first);
+    let mut reader = Reader::new();
+    let mut found = Found::default();
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
-    let (mut calmed, mut drained) = (false, false);
-    loop {
-        let ev = std::future::poll_fn(|cx| {
-            if !calmed {
-                if let Some(reason) = conn.watch.stopped() {
-                    return Poll::Ready(Event::Stop(reason));
+    let mut drained = false;
+    let mut preface = false;
+    let end = std::future::poll_fn(|cx| {
+        conn.st.borrow_mut().task_polled(cx.waker());
+        if !drained && drain.as_mut().poll(cx).is_ready() {
+            drained = true;
+            goaway(&conn);
+        }
+        // Read and act on what the client sent, as long as it sends.
+        let why = loop {
+            if conn.st.borrow().failed.is_some() {
+                break None;
+            }
+            match io.read(cx) {
+                Poll::Pending => break None,
+                Poll::Ready(Err(e)) => break Some(e),
+                Poll::Ready(Ok(())) => {}
+            }
+            if !preface {
+                match io.preface() {
+                    Some(true) => {
+                        preface = true;
+                        conn.st.borrow_mut().preface();
+                        conn.idle_until
+                            .set(Some(Instant::now() + link.cfg.timeouts.keepalive_idle));
+                        conn.rearm();
+                    }
+                    Some(false) => {
+                        return Poll::Ready(Some(std::io::ErrorKind::InvalidData.into()))
+                    }
+                    None => continue,
                 }
             }
-            if !drained && drain.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Event::Drain);
+            io.frames(&mut reader, &limits, &mut found);
+            let (handler, _) = current.get();
+            for _ in 0..std::mem::take(&mut found.malformed) {
+                handler.refused(400, 0, &|| link.client_addr().ok());
             }
-            let accepted = h2c
-                .poll_accept(cx)
-                .map(|a| Event::Accept(a.map(|r| r.map(Box::new))));
-            // The end of the codec's turn: what it wrote leaves now, in
-            // one send (a send still under way wakes this task when done).
-            if let Poll::Ready(Err(e)) = out.borrow_mut().push(cx) {
-                return Poll::Ready(Event::Broken(e));
-            }
-            accepted
-        })
-        .await;
-        match ev {
-            Event::Accept(Some(Ok(accepted))) => {
-                let (req, respond) = *accepted;
+            for opened in found.opened.drain(..) {
                 stats::add(|s| &s.streams, 1);
                 conn.stream_started();
-                conn.watch.set_idle_until(None);
-                conn.watch.rearm(&conn.link);
-                ringside_runtime::task::spawn(stream::serve(
-                    conn.clone(),
-                    current.clone(),
-                    req,
-                    respond,
-                ));
+                ringside_runtime::task::spawn(stream::serve(conn.clone(), current.clone(), opened));
                 if conn.over_limit && !drained {
                     // One answer, then no more streams on it.
                     drained = true;
-                    h2c.graceful_shutdown();
+                    goaway(&conn);
                 }
             }
-            Event::Accept(Some(Err(e))) => {
-                tracing::debug!(error = %e, "HTTP/2 connection ended");
-                break;
-            }
-            Event::Accept(None) => break,
-            Event::Stop(reason) => {
-                calmed = true;
-                tracing::debug!(resets = conn.watch.resets(), %reason, "HTTP/2 connection error");
-                h2c.abrupt_shutdown(reason);
-                // The codec reads no more; it sends its GOAWAY, then ends.
-                conn.watch
-                    .set_idle_until(Some(Instant::now() + std::time::Duration::from_secs(1)));
-                conn.watch.rearm(&conn.link);
-            }
-            Event::Drain => {
-                drained = true;
-                h2c.graceful_shutdown();
-            }
-            Event::Broken(e) => {
-                tracing::debug!(error = %e, "HTTP/2 connection ended");
-                break;
-            }
+        };
+        // The end of the connection's turn: what it and its streams wrote
+        // leaves now, in one send.
+        if let Poll::Ready(Err(e)) = io.push(cx) {
+            return Poll::Ready(Some(e));
         }
+        if why.is_some() {
+            return Poll::Ready(why);
+        }
+        let st = conn.st.borrow();
+        let idle = conn.open.get() == 0;
+        if st.failed.is_some() || (idle && st.goaway_last.is_some()) {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await;
+    if let Some(e) = end {
+        tracing::debug!(error = %e, "HTTP/2 connection ended");
     }
-    // The codec's last frames (its GOAWAY), within the send timeout.
-    let _ = std::future::poll_fn(|cx| out.borrow_mut().push(cx)).await;
-    drop(h2c);
+    if let Some(reason) = conn.st.borrow().failed {
+        tracing::debug!(
+            resets = conn.st.borrow().resets_received,
+            %reason,
+            "HTTP/2 connection error"
+        );
+    }
+    // The last frames (a GOAWAY), within the send timeout.
+    let _ = std::future::poll_fn(|cx| io.push(cx)).await;
+    conn.st.borrow_mut().close();
     // A client cut off mid-send (a frame error, a flood) still has bytes
     // on the way; closing on them would reset the connection and could
     // destroy the GOAWAY before the client reads it.
-    crate::linger::linger(&conn.link, None).await;
+    crate::linger::linger(&link, None).await;
+}
+
+/// GOAWAY for a drain: the streams opened so far finish, no more are
+/// served.
+fn goaway(conn: &Conn) {
+    let mut st = conn.st.borrow_mut();
+    if st.goaway_last.is_some() || st.failed.is_some() {
+        return;
+    }
+    let last = st.last_peer_id;
+    st.goaway_last = Some(last);
+    frame::put_goaway(&mut st.out, last, Reason::NO_ERROR, b"");
+    stats::add(|s| &s.goaways_sent, 1);
 }

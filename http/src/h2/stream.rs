@@ -8,11 +8,10 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
-use h2::server::SendResponse;
-use h2::RecvStream;
+use bytes::BytesMut;
 use ringside_runtime::reload::Current;
 
+use super::recv::Opened;
 use super::wire::Wire as H2Wire;
 use super::Conn;
 use crate::error::{Error, Side};
@@ -22,10 +21,10 @@ use crate::path::Normalized;
 use crate::Handler;
 
 /// A stream's head storage, pooled per core as HTTP/1's buffers are.
-struct Slot {
-    buf: BytesMut,
-    head: RequestHead,
-    paths: Normalized,
+pub(crate) struct Slot {
+    pub buf: BytesMut,
+    pub head: RequestHead,
+    pub paths: Normalized,
 }
 
 const SLOT_BUF: usize = 1024;
@@ -35,7 +34,7 @@ thread_local! {
     static SLOTS: std::cell::RefCell<Vec<Box<Slot>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn acquire() -> Box<Slot> {
+pub(crate) fn acquire() -> Box<Slot> {
     SLOTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| {
         ringside_runtime::stats::buffers(SLOT_BUF, true);
         Box::new(Slot {
@@ -52,7 +51,7 @@ impl Drop for Slot {
     }
 }
 
-fn release(s: Box<Slot>) {
+pub(crate) fn release(s: Box<Slot>) {
     SLOTS.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
@@ -61,30 +60,15 @@ fn release(s: Box<Slot>) {
     });
 }
 
-pub(crate) async fn serve<H: Handler>(
-    conn: Rc<Conn>,
-    current: Rc<Current<H>>,
-    req: http::Request<RecvStream>,
-    respond: SendResponse<Bytes>,
-) {
+pub(crate) async fn serve<H: Handler>(conn: Rc<Conn>, current: Rc<Current<H>>, opened: Opened) {
     let _busy = conn.link.busy();
     let (handler, cfg) = current.get();
-    let (parts, recv) = req.into_parts();
-    if let Some(why) = super::request::malformed(&parts) {
-        // A stream error, not a response (RFC 9113 §8.1.1): logged as the
-        // 400 an HTTP/1 client would have had.
-        tracing::debug!(why, "malformed HTTP/2 request: stream reset");
-        let mut respond = respond;
-        respond.send_reset(h2::Reason::PROTOCOL_ERROR);
-        conn.watch.wasted();
-        handler.refused(400, 0, &|| conn.link.client_addr().ok());
-        conn.stream_ended();
-        return;
-    }
-    let mut slot = acquire();
-    let end = recv.is_end_stream();
-    let laid = super::request::lay_out(&parts, end, &cfg.limits, &mut slot.head, &mut slot.buf);
-    drop(parts);
+    let Opened {
+        id,
+        key,
+        mut slot,
+        laid,
+    } = opened;
     let Slot { buf, head, paths } = &mut *slot;
     let started = Instant::now();
     match laid {
@@ -93,14 +77,7 @@ pub(crate) async fn serve<H: Handler>(
             let is_path = head.method != Method::Connect && head.target(buf) != b"*";
             let normal = paths.set(buf, raw, is_path, handler.encoded_slash());
             let is_head = head.method == Method::Head;
-            let wire = H2Wire::new(
-                &conn.link,
-                &conn.watch,
-                recv,
-                respond,
-                is_head,
-                head.expect_continue,
-            );
+            let wire = H2Wire::new(&conn, key, id, is_head, head.expect_continue);
             let mut ex = Exchange::new(Wire::H2(wire), head, buf, paths);
             match normal {
                 // Past the client's connection limit: answered, not served.
@@ -131,8 +108,9 @@ pub(crate) async fn serve<H: Handler>(
             // the refusal counted as HTTP/1's are.
             tracing::debug!(error = %e, "HTTP/2 request refused");
             let status = e.status();
-            let mut wire = H2Wire::new(&conn.link, &conn.watch, recv, respond, false, false);
+            let mut wire = H2Wire::new(&conn, key, id, false, false);
             let len = wire.write_refusal(status);
+            drop(wire);
             handler.refused(status, len, &|| conn.link.client_addr().ok());
         }
     }

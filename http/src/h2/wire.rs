@@ -1,23 +1,28 @@
 //! One HTTP/2 stream as the neutral [`Exchange`](crate::Exchange) writes
-//! to it: the request body read from DATA frames (their flow-control
-//! credit given back as it is taken), and the response as a HEADERS frame
-//! and DATA frames sent within the client's windows.
+//! to it: the request body taken from the DATA the connection task
+//! gathered (its credit given back as it is taken), and the response
+//! HPACK-encoded and framed straight into the connection's output, within
+//! the client's windows.
 //!
 //! What each body path costs: a buffered response (`Exchange::send`) is
-//! copied once into the frame. A file body is read from the page cache
-//! into 64 KiB pieces (a copy; HTTP/2 frames every piece, so the kernel
-//! cannot send a file into a stream), and a proxied body is read from the
-//! upstream socket the same way: HTTP/2 has no zero-copy body path.
+//! copied once, into its DATA frame in the output. A file body is read
+//! from the page cache straight into the output behind its frame header
+//! (`pread`, one copy; HTTP/2 frames every piece, so the kernel cannot
+//! send a file into a stream), and a proxied body is read from the
+//! upstream socket and copied into frames the same way.
 
+use std::future::poll_fn;
 use std::io;
+use std::rc::Rc;
+use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
-use h2::server::SendResponse;
-use h2::{RecvStream, SendStream};
 use ringside_runtime::link::Link;
 use ringside_runtime::net::TcpStream;
 
-use super::flood::Watch;
+use super::frame::{self, Reason};
+use super::state::{State, WRITE_HIGH};
+use super::Conn;
 use crate::error::{Error, Kind};
 use crate::message::{Framing, HeaderLine};
 
@@ -26,11 +31,14 @@ const PIECE: usize = 64 * 1024;
 
 pub(crate) struct Wire<'a> {
     pub link: &'a Link,
-    watch: &'a Watch,
-    recv: RecvStream,
-    respond: Option<SendResponse<Bytes>>,
-    send: Option<SendStream<Bytes>>,
+    conn: &'a Rc<Conn>,
+    /// A task of its own finishes the stream: dropping this leaves it be.
+    handed_off: bool,
+    key: usize,
+    id: u32,
     is_head: bool,
+    /// A head was sent (interim ones aside).
+    responded: bool,
     /// Body bytes still to come of a sized response.
     left: Option<u64>,
     /// Request body bytes taken so far, against `max_body`.
@@ -39,38 +47,29 @@ pub(crate) struct Wire<'a> {
     sent_continue: bool,
 }
 
-fn gone(what: &'static str, e: h2::Error) -> Error {
-    Error::client_gone(what, h2_io(e))
-}
-
-fn h2_io(e: h2::Error) -> io::Error {
-    if e.is_io() {
-        return e
-            .into_io()
-            .unwrap_or_else(|| io::ErrorKind::BrokenPipe.into());
-    }
-    io::Error::new(io::ErrorKind::ConnectionReset, e)
+fn gone() -> Error {
+    Error::client_gone("sending the response", io::ErrorKind::BrokenPipe.into())
 }
 
 impl<'a> Wire<'a> {
     pub(crate) fn new(
-        link: &'a Link,
-        watch: &'a Watch,
-        recv: RecvStream,
-        respond: SendResponse<Bytes>,
+        conn: &'a Rc<Conn>,
+        key: usize,
+        id: u32,
         is_head: bool,
-        expect_continue: bool,
+        expect: bool,
     ) -> Self {
         Wire {
-            link,
-            watch,
-            recv,
-            respond: Some(respond),
-            send: None,
+            link: &conn.link,
+            conn,
+            handed_off: false,
+            key,
+            id,
             is_head,
+            responded: false,
             left: None,
             received: 0,
-            expect_continue,
+            expect_continue: expect,
             sent_continue: false,
         }
     }
@@ -79,33 +78,90 @@ impl<'a> Wire<'a> {
         self.expect_continue && !self.sent_continue
     }
 
+    /// Runs `f` on the state if this stream is still open there.
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        let mut st = self.conn.st.borrow_mut();
+        st.stream(self.key, self.id)?;
+        st.out_ready();
+        Some(f(&mut st))
+    }
+
     /// The next piece of the request body, `None` at its end.
     pub async fn read_body(&mut self, responded: bool) -> Result<Option<Bytes>, Error> {
-        if self.recv.is_end_stream() {
-            return Ok(None);
-        }
         if self.expects_continue() && !responded {
             self.sent_continue = true;
-            if let Some(r) = self.respond.as_mut() {
-                let head = http::Response::builder().status(100).body(()).unwrap();
-                r.send_informational(head)
-                    .map_err(|e| gone("sending 100 Continue", e))?;
-            }
+            self.interim_head(100, std::iter::empty());
         }
         let t = self.link.cfg.timeouts.body_read;
-        let next = ringside_runtime::task::timeout(t, self.recv.data()).await;
-        let piece = match next {
+        let next = poll_fn(|cx| {
+            let mut st = self.conn.st.borrow_mut();
+            let Some(s) = st.stream(self.key, self.id) else {
+                return Poll::Ready(Err(Error::client_gone(
+                    "reading the body",
+                    io::ErrorKind::ConnectionReset.into(),
+                )));
+            };
+            if !s.body.is_empty() {
+                let piece = s.body.split().freeze();
+                let n = piece.len() as u32;
+                st.out_ready();
+                st.credit_stream(self.key, n);
+                return Poll::Ready(Ok(Some(piece)));
+            }
+            if s.remote_ended || s.reset.is_some() {
+                return Poll::Ready(Ok(None));
+            }
+            s.waker = Some(cx.waker().clone());
+            Poll::Pending
+        });
+        let piece = match ringside_runtime::task::timeout(t, next).await {
             Err(_) => return Err(Error::new(Kind::ClientTimeout, "request body too slow")),
-            Ok(None) => return Ok(None),
-            Ok(Some(Err(e))) => return Err(gone("reading the body", e)),
-            Ok(Some(Ok(b))) => b,
+            Ok(r) => r?,
         };
-        let _ = self.recv.flow_control().release_capacity(piece.len());
-        self.received += piece.len() as u64;
-        if self.received > self.link.cfg.limits.max_body {
-            return Err(Error::new(Kind::BodyTooLarge, "request body over max_body"));
+        if let Some(p) = &piece {
+            self.received += p.len() as u64;
+            if self.received > self.link.cfg.limits.max_body {
+                return Err(Error::new(Kind::BodyTooLarge, "request body over max_body"));
+            }
         }
-        Ok(Some(piece))
+        Ok(piece)
+    }
+
+    /// HPACK-encodes a head into the output: `end` ends the stream.
+    fn encode_head<'h>(
+        &self,
+        st: &mut State,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        extra: &[(&[u8], &[u8])],
+        end: bool,
+    ) {
+        let start = st.out.len();
+        let State { encoder, out, .. } = st;
+        encoder.begin_block(out);
+        encoder.status(status, out);
+        let mut lower = [0u8; 64];
+        let mut put = |name: &[u8], value: &[u8]| {
+            let Some(name) = lowercase(name, &mut lower) else {
+                return;
+            };
+            if !crate::hop::is_hop_by_hop(name) && valid_value(value) {
+                encoder.field(name, value, out);
+            }
+        };
+        for (name, value) in headers {
+            put(name, value);
+        }
+        for (name, value) in extra {
+            put(name, value);
+        }
+        let max = st.peer_max_frame;
+        frame::frame_block(&mut st.out, start, self.id, end, max);
+        st.wake_task();
+    }
+
+    fn interim_head<'h>(&self, status: u16, headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) {
+        self.with(|st| self.encode_head(st, status, headers, &[], false));
     }
 
     pub fn write_head<'h>(
@@ -115,37 +171,52 @@ impl<'a> Wire<'a> {
         added: Option<&HeaderLine>,
         framing: Framing,
     ) {
-        let mut b = http::Response::builder().status(status);
-        let map = b.headers_mut().expect("a fresh builder");
-        for (name, value) in headers {
-            put(map, name, value);
+        if self.responded {
+            return;
         }
-        if let Some(l) = added {
-            put(map, &l.name, &l.value);
-        }
-        crate::date::with_date(|d| put(map, b"date", d));
-        map.insert(
-            http::header::SERVER,
-            http::HeaderValue::from_static("ringside"),
-        );
+        self.responded = true;
         let ends = match framing {
             Framing::Length(n) => {
-                map.insert(http::header::CONTENT_LENGTH, n.into());
                 self.left = Some(n);
                 n == 0 || self.is_head
             }
             Framing::Stream => self.is_head,
             Framing::None => true,
         };
-        let head = b.body(()).expect("a response of valid parts");
-        let Some(mut respond) = self.respond.take() else {
-            return;
+        let mut len = [0u8; 20];
+        let len = match framing {
+            Framing::Length(n) => digits(n, &mut len),
+            _ => &[][..],
         };
-        match respond.send_response(head, ends) {
-            Ok(s) if !ends => self.send = Some(s),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "response head not sent"),
+        crate::date::with_date(|date| {
+            let mut extra: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
+            let mut n = 0;
+            if let Some(l) = added {
+                extra[n] = (&l.name, &l.value);
+                n += 1;
+            }
+            extra[n] = (b"date", date);
+            extra[n + 1] = (b"server", b"ringside");
+            n += 2;
+            if !len.is_empty() {
+                extra[n] = (b"content-length", len);
+                n += 1;
+            }
+            self.with(|st| {
+                self.encode_head(st, status, headers, &extra[..n], ends);
+                if ends {
+                    self.ended(st);
+                }
+            });
+        });
+    }
+
+    /// This side of the stream ended: one flood unit back.
+    fn ended(&self, st: &mut State) {
+        if let Some(s) = st.stream(self.key, self.id) {
+            s.local_ended = true;
         }
+        st.served();
     }
 
     pub async fn write_interim<'h>(
@@ -159,74 +230,115 @@ impl<'a> Wire<'a> {
             }
             self.sent_continue = true;
         }
-        let mut b = http::Response::builder().status(status);
-        let map = b.headers_mut().expect("a fresh builder");
-        for (name, value) in headers {
-            put(map, name, value);
-        }
-        let head = b.body(()).expect("a response of valid parts");
-        match self.respond.as_mut() {
-            Some(r) => r
-                .send_informational(head)
-                .map_err(|e| gone("sending an interim response", e)),
-            None => Ok(()),
-        }
+        self.with(|st| self.encode_head(st, status, headers, &[], false))
+            .ok_or_else(gone)
     }
 
-    /// The body of a response buffered whole: sent at once, the codec
-    /// holding what the window does not take yet.
+    /// The body of a response buffered whole: framed into the output as
+    /// far as the windows allow now; the rest waits for credit.
     pub fn buffer_body(&mut self, body: &[u8]) {
-        if let Some(s) = self.send.as_mut() {
-            if let Err(e) = s.send_data(Bytes::copy_from_slice(body), true) {
-                tracing::debug!(error = %e, "body not sent");
-            }
-            self.send = None;
-            self.watch.served();
+        let sent = self
+            .with(|st| self.put_data(st, body, true))
+            .unwrap_or(body.len());
+        if sent < body.len() {
+            // Rare (a window smaller than a small page): finish it in a
+            // task of the connection's own.
+            let rest = Bytes::copy_from_slice(&body[sent..]);
+            let conn = self.conn.clone();
+            self.handed_off = true;
+            let (key, id) = (self.key, self.id);
+            ringside_runtime::task::spawn(async move {
+                let mut w = Wire::new(&conn, key, id, false, false);
+                w.responded = true;
+                let _ = w.send_data(&rest, true).await;
+            });
         }
     }
 
-    /// Sends `data` within the client's windows, waiting for credit where
-    /// it has none; the send timeout bounds each wait, so a client that
-    /// never opens its window loses the stream as a slow reader loses an
-    /// HTTP/1.1 connection.
-    async fn send_data(&mut self, mut data: Bytes, end: bool) -> Result<(), Error> {
-        let Some(s) = self.send.as_mut() else {
-            return Ok(());
+    /// Frames as much of `data` as the windows allow into the output now;
+    /// returns how much. `end` ends the stream with the last of it.
+    fn put_data(&self, st: &mut State, data: &[u8], end: bool) -> usize {
+        let max = st.peer_max_frame;
+        let conn_send = st.conn_send;
+        let Some(s) = st.stream(self.key, self.id) else {
+            return data.len();
         };
-        let t = self.link.cfg.timeouts.send;
-        while !data.is_empty() {
-            s.reserve_capacity(data.len());
-            let credit = std::future::poll_fn(|cx| s.poll_capacity(cx));
-            let n = match ringside_runtime::task::timeout(t, credit).await {
-                Err(_) => {
-                    s.send_reset(h2::Reason::CANCEL);
-                    self.send = None;
-                    return Err(Error::client_gone(
-                        "sending the response",
-                        io::ErrorKind::TimedOut.into(),
-                    ));
-                }
-                Ok(None) => {
-                    return Err(Error::client_gone(
-                        "sending the response",
-                        io::ErrorKind::BrokenPipe.into(),
-                    ))
-                }
-                Ok(Some(Err(e))) => return Err(gone("sending the response", e)),
-                Ok(Some(Ok(n))) => n,
-            };
-            if n == 0 {
-                continue;
+        if data.is_empty() {
+            if end {
+                frame::put_data(&mut st.out, self.id, &[], true);
+                self.ended(st);
+                st.wake_task();
             }
-            let piece = data.split_to(n.min(data.len()));
-            s.send_data(piece, end && data.is_empty())
-                .map_err(|e| gone("sending the response", e))?;
+            return 0;
         }
-        if end {
-            self.send = None;
-            self.watch.served();
+        let n = data.len().min(s.send_window.min(conn_send).max(0) as usize);
+        s.send_window -= n as i64;
+        let mut at = 0;
+        while at < n {
+            let piece = (n - at).min(max);
+            at += piece;
+            let last = end && at == data.len();
+            frame::put_data(&mut st.out, self.id, &data[at - piece..at], last);
         }
-        Ok(())
+        st.conn_send -= n as i64;
+        st.sent_since_update = true;
+        if end && n == data.len() {
+            self.ended(st);
+        }
+        st.wake_task();
+        n
+    }
+
+    /// Waits until the stream may send (window and room in the output),
+    /// or fails: the stream reset, the connection gone, or the send
+    /// timeout passed (a client that never opens its window loses the
+    /// stream as a slow reader loses an HTTP/1.1 connection).
+    async fn credit(&self) -> Result<usize, Error> {
+        let t = self.link.cfg.timeouts.send;
+        let wait = poll_fn(|cx| {
+            let mut st = self.conn.st.borrow_mut();
+            let conn_send = st.conn_send;
+            let full = st.out.len() >= WRITE_HIGH;
+            let Some(s) = st.stream(self.key, self.id) else {
+                return Poll::Ready(Err(gone()));
+            };
+            if s.reset.is_some() {
+                return Poll::Ready(Err(gone()));
+            }
+            let window = s.send_window.min(conn_send);
+            if window > 0 && !full {
+                return Poll::Ready(Ok(window as usize));
+            }
+            if full {
+                st.room_waiters.push(cx.waker().clone());
+            } else {
+                s.waker = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        });
+        match ringside_runtime::task::timeout(t, wait).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.with(|st| st.reset(self.id, Reason::CANCEL));
+                Err(Error::client_gone(
+                    "sending the response",
+                    io::ErrorKind::TimedOut.into(),
+                ))
+            }
+        }
+    }
+
+    async fn send_data(&mut self, mut data: &[u8], end: bool) -> Result<(), Error> {
+        loop {
+            self.credit().await?;
+            let n = self
+                .with(|st| self.put_data(st, data, end))
+                .ok_or_else(gone)?;
+            data = &data[n..];
+            if data.is_empty() {
+                return Ok(());
+            }
+        }
     }
 
     /// Counts body bytes against a sized response: whether they end it.
@@ -241,21 +353,29 @@ impl<'a> Wire<'a> {
     }
 
     pub async fn write_sized(&mut self, data: &[u8]) -> Result<(), Error> {
+        if self.is_head {
+            return Ok(());
+        }
         let end = self.last(data.len() as u64);
-        self.send_data(Bytes::copy_from_slice(data), end).await
+        self.send_data(data, end).await
     }
 
     pub async fn write_stream(&mut self, data: &[u8]) -> Result<(), Error> {
-        self.send_data(Bytes::copy_from_slice(data), false).await
+        if self.is_head || data.is_empty() {
+            return Ok(());
+        }
+        self.send_data(data, false).await
     }
 
     pub fn finish_stream(&mut self) {
-        if let Some(mut s) = self.send.take() {
-            let _ = s.send_data(Bytes::new(), true);
-            self.watch.served();
+        if self.is_head {
+            return;
         }
+        self.with(|st| self.put_data(st, &[], true));
     }
 
+    /// A file's bytes, read straight into the output behind each frame's
+    /// header.
     pub async fn write_file(
         &mut self,
         file: &std::fs::File,
@@ -264,19 +384,44 @@ impl<'a> Wire<'a> {
     ) -> Result<(), Error> {
         use std::os::unix::fs::FileExt;
         while len > 0 {
-            let n = (len as usize).min(PIECE);
-            let mut buf = BytesMut::zeroed(n);
-            let got = file
-                .read_at(&mut buf, offset)
-                .map_err(|e| Error::internal("reading a file").because(e))?;
-            if got == 0 {
-                return Err(Error::internal("file shorter than its length"));
-            }
-            buf.truncate(got);
+            let window = self.credit().await?;
+            let r = self.with(|st| {
+                let max = st.peer_max_frame;
+                let n = (len as usize).min(window).min(max).min(PIECE);
+                let at = st.out.len();
+                st.out.resize(at + frame::HEADER_LEN + n, 0);
+                let got = match file.read_at(&mut st.out[at + frame::HEADER_LEN..], offset) {
+                    Ok(0) => Err(Error::internal("file shorter than its length")),
+                    Ok(got) => Ok(got),
+                    Err(e) => Err(Error::internal("reading a file").because(e)),
+                };
+                let got = match got {
+                    Ok(g) => g,
+                    Err(e) => {
+                        st.out.truncate(at);
+                        return Err(e);
+                    }
+                };
+                st.out.truncate(at + frame::HEADER_LEN + got);
+                let end = self.left == Some(got as u64);
+                let flags = if end { frame::END_STREAM } else { 0 };
+                let head = frame::head_bytes(got, frame::DATA, flags, self.id);
+                st.out[at..at + frame::HEADER_LEN].copy_from_slice(&head);
+                if let Some(s) = st.stream(self.key, self.id) {
+                    s.send_window -= got as i64;
+                }
+                st.conn_send -= got as i64;
+                st.sent_since_update = true;
+                if end {
+                    self.ended(st);
+                }
+                st.wake_task();
+                Ok(got)
+            });
+            let got = r.ok_or_else(gone)??;
             offset += got as u64;
             len -= got as u64;
-            let end = self.last(got as u64);
-            self.send_data(buf.freeze(), end).await?;
+            self.last(got as u64);
         }
         Ok(())
     }
@@ -288,8 +433,10 @@ impl<'a> Wire<'a> {
         mut len: u64,
         on_progress: &dyn Fn(),
     ) -> io::Result<()> {
+        let mut buf = BytesMut::new();
         while len > 0 {
-            let mut buf = BytesMut::with_capacity((len as usize).min(PIECE));
+            buf.clear();
+            buf.reserve((len as usize).min(PIECE));
             let n = from.read(&mut buf).await?;
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
@@ -298,7 +445,7 @@ impl<'a> Wire<'a> {
             len -= buf.len() as u64;
             on_progress();
             let end = self.last(buf.len() as u64);
-            self.send_data(buf.freeze(), end)
+            self.send_data(&buf, end)
                 .await
                 .map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e.to_string()))?;
         }
@@ -323,26 +470,58 @@ impl<'a> Wire<'a> {
     /// Ends a stream whose response cannot be finished, so that it never
     /// passes for complete.
     pub fn reset(&mut self) {
-        if let Some(s) = self.send.as_mut() {
-            s.send_reset(h2::Reason::INTERNAL_ERROR);
-        } else if let Some(r) = self.respond.as_mut() {
-            r.send_reset(h2::Reason::INTERNAL_ERROR);
-        }
-        self.send = None;
-        self.respond = None;
+        self.with(|st| st.reset(self.id, Reason::INTERNAL_ERROR));
     }
 }
 
-/// Adds a field from a handler's (name, value) bytes; names are lowercased
-/// as HTTP/2 wants, and a field the codec would refuse is left out.
-fn put(map: &mut http::HeaderMap, name: &[u8], value: &[u8]) {
-    let Ok(name) = http::HeaderName::from_bytes(name) else {
-        return;
-    };
-    if crate::hop::is_hop_by_hop(name.as_str().as_bytes()) {
-        return;
+impl Drop for Wire<'_> {
+    /// The stream's task is done with it: a response left unfinished is
+    /// reset, and a request body never read to its end is cut off with
+    /// NO_ERROR (RFC 9113 §8.1), which frees the stream's slot.
+    fn drop(&mut self) {
+        if self.handed_off {
+            return;
+        }
+        let mut st = self.conn.st.borrow_mut();
+        let Some(s) = st.stream(self.key, self.id) else {
+            return;
+        };
+        let (local, remote) = (s.local_ended, s.remote_ended);
+        if !local {
+            st.reset(self.id, Reason::INTERNAL_ERROR);
+        } else if !remote {
+            st.reset(self.id, Reason::NO_ERROR);
+        } else {
+            st.remove(self.key);
+        }
     }
-    if let Ok(v) = http::HeaderValue::from_bytes(value) {
-        map.append(name, v);
+}
+
+/// `name` in lowercase, as HTTP/2 wants; `None` for one too long to be a
+/// field a handler means (it is left out).
+fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> {
+    if !name.iter().any(u8::is_ascii_uppercase) {
+        return Some(name);
+    }
+    let out = scratch.get_mut(..name.len())?;
+    for (o, b) in out.iter_mut().zip(name) {
+        *o = b.to_ascii_lowercase();
+    }
+    Some(out)
+}
+
+fn valid_value(v: &[u8]) -> bool {
+    !v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+}
+
+fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
     }
 }

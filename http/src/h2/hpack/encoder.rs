@@ -1,0 +1,137 @@
+//! Encoding header blocks (RFC 7541 §6). Fields the static table holds
+//! are indexed; others are added to the dynamic table once and indexed
+//! after, so a response like the last costs a byte a field. Credentials
+//! are never indexed (§7.1.3).
+
+use bytes::{BufMut, BytesMut};
+
+use super::table::{static_exact, static_name, Dynamic, STATIC};
+use super::{huffman, put_int};
+
+/// The dynamic table's size until the peer says otherwise (§6.5.2).
+const DEFAULT_TABLE: usize = 4096;
+
+pub struct Encoder {
+    table: Dynamic,
+    /// A size change to announce at the next block: (smallest, last).
+    pending: Option<(usize, usize)>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Encoder::new()
+    }
+}
+
+fn sensitive(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"authorization" | b"proxy-authorization" | b"cookie" | b"set-cookie"
+    )
+}
+
+impl Encoder {
+    pub fn new() -> Encoder {
+        Encoder {
+            table: Dynamic::new(DEFAULT_TABLE),
+            pending: None,
+        }
+    }
+
+    pub fn set_max_table_size(&mut self, n: usize) {
+        let n = n.min(DEFAULT_TABLE);
+        let low = self.pending.map_or(n, |(low, _)| low.min(n));
+        self.pending = Some((low, n));
+        self.table.set_max(low);
+    }
+
+    pub fn begin_block(&mut self, dst: &mut BytesMut) {
+        if let Some((low, last)) = self.pending.take() {
+            if low < last {
+                put_int(dst, 0x20, 5, low);
+            }
+            put_int(dst, 0x20, 5, last);
+            self.table.set_max(last);
+        }
+    }
+
+    pub fn status(&mut self, status: u16, dst: &mut BytesMut) {
+        let i = match status {
+            200 => 8,
+            204 => 9,
+            206 => 10,
+            304 => 11,
+            400 => 12,
+            404 => 13,
+            500 => 14,
+            _ => {
+                // Literal without indexing, name :status (8).
+                dst.put_u8(0x08);
+                let s = status.min(999);
+                dst.put_u8(3);
+                dst.put_slice(&[
+                    b'0' + (s / 100) as u8,
+                    b'0' + (s / 10 % 10) as u8,
+                    b'0' + (s % 10) as u8,
+                ]);
+                return;
+            }
+        };
+        dst.put_u8(0x80 | i);
+    }
+
+    pub fn field(&mut self, name: &[u8], value: &[u8], dst: &mut BytesMut) {
+        let stat = static_name(name);
+        if let Some(i) = stat.and_then(|i| static_exact(i, name, value)) {
+            put_int(dst, 0x80, 7, i);
+            return;
+        }
+        let secret = sensitive(name);
+        let (exact, by_name) = if secret {
+            (None, None)
+        } else {
+            self.table.find(name, value)
+        };
+        if let Some(i) = exact {
+            put_int(dst, 0x80, 7, i + 1 + STATIC.len());
+            return;
+        }
+        let name_index = stat.or(by_name.map(|i| i + 1 + STATIC.len()));
+        let size = name.len() + value.len() + 32;
+        let (flags, prefix, index) = if secret {
+            (0x10, 4, false)
+        } else if size <= self.table.max() / 2 {
+            (0x40, 6, true)
+        } else {
+            (0x00, 4, false)
+        };
+        match name_index {
+            Some(i) => put_int(dst, flags, prefix, i),
+            None => {
+                dst.put_u8(flags);
+                string(name, dst);
+            }
+        }
+        string(value, dst);
+        if index {
+            self.table.insert(name, value);
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn table_len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// A string literal, Huffman-coded only where that is shorter.
+fn string(s: &[u8], dst: &mut BytesMut) {
+    let h = huffman::encoded_len(s);
+    if h < s.len() {
+        put_int(dst, 0x80, 7, h);
+        huffman::encode(s, dst);
+    } else {
+        put_int(dst, 0, 7, s.len());
+        dst.put_slice(s);
+    }
+}

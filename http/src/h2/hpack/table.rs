@@ -1,0 +1,226 @@
+//! HPACK's static table (RFC 7541 Appendix A) and its dynamic table
+//! (§2.3.2, §4): entries newest first, sized as name + value + 32, evicted
+//! oldest first.
+
+use std::collections::VecDeque;
+
+pub(super) const STATIC: [(&[u8], &[u8]); 61] = [
+    (b":authority", b""),
+    (b":method", b"GET"),
+    (b":method", b"POST"),
+    (b":path", b"/"),
+    (b":path", b"/index.html"),
+    (b":scheme", b"http"),
+    (b":scheme", b"https"),
+    (b":status", b"200"),
+    (b":status", b"204"),
+    (b":status", b"206"),
+    (b":status", b"304"),
+    (b":status", b"400"),
+    (b":status", b"404"),
+    (b":status", b"500"),
+    (b"accept-charset", b""),
+    (b"accept-encoding", b"gzip, deflate"),
+    (b"accept-language", b""),
+    (b"accept-ranges", b""),
+    (b"accept", b""),
+    (b"access-control-allow-origin", b""),
+    (b"age", b""),
+    (b"allow", b""),
+    (b"authorization", b""),
+    (b"cache-control", b""),
+    (b"content-disposition", b""),
+    (b"content-encoding", b""),
+    (b"content-language", b""),
+    (b"content-length", b""),
+    (b"content-location", b""),
+    (b"content-range", b""),
+    (b"content-type", b""),
+    (b"cookie", b""),
+    (b"date", b""),
+    (b"etag", b""),
+    (b"expect", b""),
+    (b"expires", b""),
+    (b"from", b""),
+    (b"host", b""),
+    (b"if-match", b""),
+    (b"if-modified-since", b""),
+    (b"if-none-match", b""),
+    (b"if-range", b""),
+    (b"if-unmodified-since", b""),
+    (b"last-modified", b""),
+    (b"link", b""),
+    (b"location", b""),
+    (b"max-forwards", b""),
+    (b"proxy-authenticate", b""),
+    (b"proxy-authorization", b""),
+    (b"range", b""),
+    (b"referer", b""),
+    (b"refresh", b""),
+    (b"retry-after", b""),
+    (b"server", b""),
+    (b"set-cookie", b""),
+    (b"strict-transport-security", b""),
+    (b"transfer-encoding", b""),
+    (b"user-agent", b""),
+    (b"vary", b""),
+    (b"via", b""),
+    (b"www-authenticate", b""),
+];
+
+/// The static index (1-based) of `name`'s first entry: a match on the
+/// name's length and bytes, not a scan.
+pub(super) fn static_name(name: &[u8]) -> Option<usize> {
+    let i = match name {
+        b":authority" => 1,
+        b":method" => 2,
+        b":path" => 4,
+        b":scheme" => 6,
+        b":status" => 8,
+        b"accept-charset" => 15,
+        b"accept-encoding" => 16,
+        b"accept-language" => 17,
+        b"accept-ranges" => 18,
+        b"accept" => 19,
+        b"access-control-allow-origin" => 20,
+        b"age" => 21,
+        b"allow" => 22,
+        b"authorization" => 23,
+        b"cache-control" => 24,
+        b"content-disposition" => 25,
+        b"content-encoding" => 26,
+        b"content-language" => 27,
+        b"content-length" => 28,
+        b"content-location" => 29,
+        b"content-range" => 30,
+        b"content-type" => 31,
+        b"cookie" => 32,
+        b"date" => 33,
+        b"etag" => 34,
+        b"expect" => 35,
+        b"expires" => 36,
+        b"from" => 37,
+        b"host" => 38,
+        b"if-match" => 39,
+        b"if-modified-since" => 40,
+        b"if-none-match" => 41,
+        b"if-range" => 42,
+        b"if-unmodified-since" => 43,
+        b"last-modified" => 44,
+        b"link" => 45,
+        b"location" => 46,
+        b"max-forwards" => 47,
+        b"proxy-authenticate" => 48,
+        b"proxy-authorization" => 49,
+        b"range" => 50,
+        b"referer" => 51,
+        b"refresh" => 52,
+        b"retry-after" => 53,
+        b"server" => 54,
+        b"set-cookie" => 55,
+        b"strict-transport-security" => 56,
+        b"transfer-encoding" => 57,
+        b"user-agent" => 58,
+        b"vary" => 59,
+        b"via" => 60,
+        b"www-authenticate" => 61,
+        _ => return None,
+    };
+    Some(i)
+}
+
+/// The static index of (name, value) exactly, if the table has it.
+pub(super) fn static_exact(name_index: usize, name: &[u8], value: &[u8]) -> Option<usize> {
+    (name_index..=STATIC.len())
+        .take_while(|&i| STATIC[i - 1].0 == name)
+        .find(|&i| STATIC[i - 1].1 == value && !value.is_empty())
+}
+
+struct Entry {
+    /// Name then value.
+    bytes: Box<[u8]>,
+    name_len: usize,
+}
+
+pub(super) struct Dynamic {
+    entries: VecDeque<Entry>,
+    size: usize,
+    max: usize,
+}
+
+impl Dynamic {
+    pub(super) fn new(max: usize) -> Dynamic {
+        Dynamic {
+            entries: VecDeque::new(),
+            size: 0,
+            max,
+        }
+    }
+
+    pub(super) fn size(&self) -> usize {
+        self.size
+    }
+
+    pub(super) fn max(&self) -> usize {
+        self.max
+    }
+
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entry `i`, 0 the newest.
+    pub(super) fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        self.entries.get(i).map(|e| e.bytes.split_at(e.name_len))
+    }
+
+    pub(super) fn set_max(&mut self, max: usize) {
+        self.max = max;
+        self.evict(0);
+    }
+
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max {
+            match self.entries.pop_back() {
+                Some(e) => self.size -= e.bytes.len() + 32,
+                None => break,
+            }
+        }
+    }
+
+    /// Adds (name, value) as the newest entry; one larger than the table
+    /// empties it and is not kept (§4.4).
+    pub(super) fn insert(&mut self, name: &[u8], value: &[u8]) {
+        let size = name.len() + value.len() + 32;
+        if size > self.max {
+            self.entries.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict(size);
+        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        bytes.extend_from_slice(name);
+        bytes.extend_from_slice(value);
+        self.entries.push_front(Entry {
+            bytes: bytes.into_boxed_slice(),
+            name_len: name.len(),
+        });
+        self.size += size;
+    }
+
+    /// (exact index, name index), 0-based, newest first.
+    pub(super) fn find(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
+        let mut by_name = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.name_len != name.len() || &e.bytes[..e.name_len] != name {
+                continue;
+            }
+            if &e.bytes[e.name_len..] == value {
+                return (Some(i), Some(i));
+            }
+            by_name.get_or_insert(i);
+        }
+        (None, by_name)
+    }
+}
