@@ -214,26 +214,31 @@ pub fn put_data(dst: &mut BytesMut, stream: u32, data: &[u8], end: bool) {
     dst.put_slice(data);
 }
 
-/// Frames a header block already encoded at `dst[start..]` in place: a
-/// HEADERS frame header goes before it, and CONTINUATION headers inside
-/// it where it is longer than `max` (the peer's max frame size).
+/// Frames a header block encoded at `dst[start + HEADER_LEN..]`, behind
+/// the room left for its frame header at `start`: in place when it fits
+/// one frame of `max` bytes (the peer's max frame size), else with
+/// CONTINUATION frames after the first.
 pub fn frame_block(dst: &mut BytesMut, start: usize, stream: u32, end_stream: bool, max: usize) {
-    let block = dst.split_off(start);
-    let mut pieces = block.chunks(max.max(1)).peekable();
-    let mut kind = HEADERS;
-    let mut flags = if end_stream { END_STREAM } else { 0 };
-    if block.is_empty() {
-        put_head(dst, 0, HEADERS, flags | END_HEADERS, stream);
+    let len = dst.len() - start - HEADER_LEN;
+    let flags = if end_stream { END_STREAM } else { 0 };
+    let max = max.max(1);
+    if len <= max {
+        let head = head_bytes(len, HEADERS, flags | END_HEADERS, stream);
+        dst[start..start + HEADER_LEN].copy_from_slice(&head);
         return;
     }
+    let rest = dst[start + HEADER_LEN + max..].to_vec();
+    dst.truncate(start + HEADER_LEN + max);
+    dst[start..start + HEADER_LEN].copy_from_slice(&head_bytes(max, HEADERS, flags, stream));
+    let mut pieces = rest.chunks(max).peekable();
     while let Some(piece) = pieces.next() {
-        if pieces.peek().is_none() {
-            flags |= END_HEADERS;
-        }
-        put_head(dst, piece.len(), kind, flags, stream);
+        let last = if pieces.peek().is_none() {
+            END_HEADERS
+        } else {
+            0
+        };
+        put_head(dst, piece.len(), CONTINUATION, last, stream);
         dst.put_slice(piece);
-        kind = CONTINUATION;
-        flags = 0;
     }
 }
 
@@ -299,6 +304,7 @@ mod tests {
     fn a_long_block_is_split_into_continuations() {
         let mut b = BytesMut::new();
         b.put_slice(b"xx");
+        b.put_slice(&[0u8; HEADER_LEN]);
         b.put_slice(&[7u8; 25]);
         frame_block(&mut b, 2, 3, true, 10);
         assert_eq!(&b[..2], b"xx");

@@ -136,7 +136,10 @@ impl<'a> Wire<'a> {
         extra: &[(&[u8], &[u8])],
         end: bool,
     ) {
+        // Room for the HEADERS frame's header, written when the block's
+        // length is known.
         let start = st.out.len();
+        st.out.extend_from_slice(&[0; frame::HEADER_LEN]);
         let State { encoder, out, .. } = st;
         encoder.begin_block(out);
         encoder.status(status, out);

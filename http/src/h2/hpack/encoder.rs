@@ -11,8 +11,14 @@ use super::{huffman, put_int};
 /// The dynamic table's size until the peer says otherwise (§6.5.2).
 const DEFAULT_TABLE: usize = 4096;
 
+/// Slots in the encoder's memo of what it indexed.
+const MEMO: usize = 64;
+
 pub struct Encoder {
     table: Dynamic,
+    /// (entry number + 1, hash) of fields indexed lately, by hash: a
+    /// field sent again is found with one comparison, not a table scan.
+    memo: [(u64, u32); MEMO],
     /// A size change to announce at the next block: (smallest, last).
     pending: Option<(usize, usize)>,
 }
@@ -34,6 +40,7 @@ impl Encoder {
     pub fn new() -> Encoder {
         Encoder {
             table: Dynamic::new(DEFAULT_TABLE),
+            memo: [(0, 0); MEMO],
             pending: None,
         }
     }
@@ -87,15 +94,24 @@ impl Encoder {
             return;
         }
         let secret = sensitive(name);
-        let (exact, by_name) = if secret {
-            (None, None)
-        } else {
-            self.table.find(name, value)
-        };
-        if let Some(i) = exact {
-            put_int(dst, 0x80, 7, i + 1 + STATIC.len());
-            return;
+        let hash = fnv(name, value);
+        let slot = hash as usize % MEMO;
+        if !secret {
+            let (seq, h) = self.memo[slot];
+            if seq > 0 && h == hash {
+                if let Some(i) = self.table.index_of(seq - 1) {
+                    if self.table.get(i) == Some((name, value)) {
+                        put_int(dst, 0x80, 7, i + 1 + STATIC.len());
+                        return;
+                    }
+                }
+            }
         }
+        let by_name = match stat {
+            Some(_) => None,
+            None if secret => None,
+            None => self.table.find_name(name),
+        };
         let name_index = stat.or(by_name.map(|i| i + 1 + STATIC.len()));
         let size = name.len() + value.len() + 32;
         let (flags, prefix, index) = if secret {
@@ -114,6 +130,7 @@ impl Encoder {
         }
         string(value, dst);
         if index {
+            self.memo[slot] = (self.table.next_seq() + 1, hash);
             self.table.insert(name, value);
         }
     }
@@ -122,6 +139,15 @@ impl Encoder {
     pub(super) fn table_len(&self) -> usize {
         self.table.len()
     }
+}
+
+/// FNV-1a over the name and the value.
+fn fnv(name: &[u8], value: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in name.iter().chain(&[0]).chain(value) {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 /// A string literal, Huffman-coded only where that is shorter.

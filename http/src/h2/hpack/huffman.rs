@@ -13,6 +13,11 @@ use super::HpackError;
 const EOS: u16 = 256;
 
 struct Canon {
+    /// For each byte: the symbol a code of at most 8 bits at its start
+    /// decodes to, and that code's length (0: a longer code). Most of a
+    /// URL's characters take 5 to 8 bits, so this takes them a byte at a
+    /// time.
+    fast: [(u8, u8); 256],
     /// Per length 1..=30: the first code, how many codes, where in `syms`.
     first: [u32; 31],
     count: [u32; 31],
@@ -26,6 +31,7 @@ fn canon() -> &'static Canon {
         let mut order: Vec<u16> = (0..257).collect();
         order.sort_by_key(|&s| (CODES[s as usize].1, s));
         let mut c = Canon {
+            fast: [(0, 0); 256],
             first: [0; 31],
             count: [0; 31],
             offset: [0; 31],
@@ -40,6 +46,12 @@ fn canon() -> &'static Canon {
             }
             c.count[len] += 1;
             c.syms[i] = s;
+            if len <= 8 {
+                let lo = (code << (8 - len)) as usize;
+                for e in &mut c.fast[lo..lo + (1 << (8 - len))] {
+                    *e = (s as u8, len as u8);
+                }
+            }
         }
         c
     })
@@ -71,30 +83,51 @@ pub fn encode(src: &[u8], dst: &mut BytesMut) {
 
 pub fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), HpackError> {
     let c = canon();
-    let mut code: u32 = 0;
-    let mut len = 0usize;
-    for &byte in src {
-        for i in (0..8).rev() {
-            code = (code << 1) | u32::from((byte >> i) & 1);
-            len += 1;
-            if len > 30 {
-                return Err(HpackError::BadHuffman);
+    // Bits not yet decoded, the oldest highest; `have` of them.
+    let mut acc: u64 = 0;
+    let mut have = 0u32;
+    let mut at = 0;
+    loop {
+        while have <= 56 && at < src.len() {
+            acc |= u64::from(src[at]) << (56 - have);
+            have += 8;
+            at += 1;
+        }
+        if have == 0 {
+            return Ok(());
+        }
+        let (sym, len) = c.fast[(acc >> 56) as usize];
+        if len > 0 && u32::from(len) <= have {
+            dst.push(sym);
+            acc <<= len;
+            have -= u32::from(len);
+            continue;
+        }
+        // A longer code, or the last bits: one length after another.
+        let mut found = None;
+        for len in 1..=have.min(30) as usize {
+            let code = (acc >> (64 - len)) as u32;
+            let i = code.wrapping_sub(c.first[len]);
+            if i < c.count[len] {
+                found = Some((c.syms[c.offset[len] as usize + i as usize], len as u32));
+                break;
             }
-            let at = code.wrapping_sub(c.first[len]);
-            if c.count[len] > 0 && code >= c.first[len] && at < c.count[len] {
-                let sym = c.syms[c.offset[len] as usize + at as usize];
-                if sym == EOS {
+        }
+        match found {
+            Some((EOS, _)) => return Err(HpackError::BadHuffman),
+            Some((sym, len)) => {
+                dst.push(sym as u8);
+                acc <<= len;
+                have -= len;
+            }
+            None => {
+                // What is left must be padding: at most 7 bits, all ones.
+                let ones = (acc >> (64 - have)) as u32 == (1 << have) - 1;
+                if have > 7 || !ones || at < src.len() {
                     return Err(HpackError::BadHuffman);
                 }
-                dst.push(sym as u8);
-                code = 0;
-                len = 0;
+                return Ok(());
             }
         }
     }
-    // What is left must be padding: at most 7 bits, all ones.
-    if len > 7 || code != (1 << len) - 1 {
-        return Err(HpackError::BadHuffman);
-    }
-    Ok(())
 }

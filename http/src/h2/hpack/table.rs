@@ -131,6 +131,10 @@ pub(super) fn static_name(name: &[u8]) -> Option<usize> {
 
 /// The static index of (name, value) exactly, if the table has it.
 pub(super) fn static_exact(name_index: usize, name: &[u8], value: &[u8]) -> Option<usize> {
+    // Only the first 16 entries carry values.
+    if name_index > 16 {
+        return None;
+    }
     (name_index..=STATIC.len())
         .take_while(|&i| STATIC[i - 1].0 == name)
         .find(|&i| STATIC[i - 1].1 == value && !value.is_empty())
@@ -146,6 +150,8 @@ pub(super) struct Dynamic {
     entries: VecDeque<Entry>,
     size: usize,
     max: usize,
+    /// Entries inserted ever: the newest is number `inserted - 1`.
+    inserted: u64,
 }
 
 impl Dynamic {
@@ -154,7 +160,19 @@ impl Dynamic {
             entries: VecDeque::new(),
             size: 0,
             max,
+            inserted: 0,
         }
+    }
+
+    /// Where entry number `seq` is now (0 the newest), if still held.
+    pub(super) fn index_of(&self, seq: u64) -> Option<usize> {
+        let i = self.inserted.checked_sub(seq + 1)? as usize;
+        (i < self.entries.len()).then_some(i)
+    }
+
+    /// The number the next insert gets.
+    pub(super) fn next_seq(&self) -> u64 {
+        self.inserted
     }
 
     pub(super) fn size(&self) -> usize {
@@ -193,6 +211,7 @@ impl Dynamic {
     /// empties it and is not kept (§4.4).
     pub(super) fn insert(&mut self, name: &[u8], value: &[u8]) {
         let size = name.len() + value.len() + 32;
+        self.inserted += 1;
         if size > self.max {
             self.entries.clear();
             self.size = 0;
@@ -209,18 +228,10 @@ impl Dynamic {
         self.size += size;
     }
 
-    /// (exact index, name index), 0-based, newest first.
-    pub(super) fn find(&self, name: &[u8], value: &[u8]) -> (Option<usize>, Option<usize>) {
-        let mut by_name = None;
-        for (i, e) in self.entries.iter().enumerate() {
-            if e.name_len != name.len() || &e.bytes[..e.name_len] != name {
-                continue;
-            }
-            if &e.bytes[e.name_len..] == value {
-                return (Some(i), Some(i));
-            }
-            by_name.get_or_insert(i);
-        }
-        (None, by_name)
+    /// The newest entry named `name`, 0-based.
+    pub(super) fn find_name(&self, name: &[u8]) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| e.name_len == name.len() && &e.bytes[..e.name_len] == name)
     }
 }
