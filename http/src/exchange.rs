@@ -450,12 +450,18 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
     ) -> Result<Upgraded<'_>, Error> {
         self.check_first()?;
-        let Wire::H1(w) = &mut self.wire else {
-            return Err(Error::new(Kind::NotImplemented, "no upgrade over HTTP/2"));
-        };
-        self.status = 101;
         self.out = Out::Upgraded;
-        w.upgrade(headers).await
+        match &mut self.wire {
+            Wire::H1(w) => {
+                self.status = 101;
+                w.upgrade(headers).await
+            }
+            Wire::H2(w) => {
+                // RFC 8441: the stream's 200 is the switch.
+                self.status = 200;
+                Ok(crate::upgraded::Upgraded::h2(w.upgrade(headers)))
+            }
+        }
     }
 
     /// Answers `status` with a short plain-text page (`502 Bad Gateway`),

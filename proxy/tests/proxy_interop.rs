@@ -175,6 +175,36 @@ fn webrick_origin_through_ringside_with_curl() {
     }
 }
 
+/// RFC 8441: a WebSocket opened over HTTP/2 with extended CONNECT is
+/// relayed to the HTTP/1.1 WebSocket origin as an upgrade, both ways.
+#[test]
+fn websocket_over_http2_through_the_tunnel() {
+    let (_echo, port) = start_script("python3", "ws_echo.py");
+    for backend in BACKENDS {
+        let rs = proxy_to(backend, port);
+        let long = "y".repeat(40_000);
+        let out = Command::new("/usr/bin/python3")
+            .arg(support("h2_websocket.py"))
+            .args([&rs.addr.to_string(), "/chat", "hello", "ünïcode", &long])
+            .output()
+            .expect("/usr/bin/python3 with python3-h2 must be installed (run scripts/test.sh)");
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(
+            lines,
+            vec!["hello".to_owned(), "ünïcode".to_owned(), long.clone()],
+            "{backend}"
+        );
+    }
+}
+
 #[test]
 fn websocket_echo_through_the_tunnel() {
     let (_echo, port) = start_script("python3", "ws_echo.py");

@@ -25,6 +25,7 @@ mod request;
 mod state;
 pub mod stats;
 mod stream;
+pub mod tunnel;
 pub(crate) mod wire;
 
 use std::cell::{Cell, RefCell};

@@ -72,6 +72,8 @@ pub(crate) struct Builder<'a> {
     scheme: bool,
     path: Option<Span>,
     authority: Option<Span>,
+    /// Extended CONNECT's `:protocol` (RFC 8441).
+    protocol: Option<Span>,
     regular: bool,
     cookie: Option<Span>,
     content_length: Option<u64>,
@@ -97,6 +99,7 @@ impl<'a> Builder<'a> {
             scheme: false,
             path: None,
             authority: None,
+            protocol: None,
             regular: false,
             cookie: None,
             content_length: None,
@@ -200,6 +203,7 @@ impl<'a> Builder<'a> {
             b"method" => &mut self.method,
             b"path" => &mut self.path,
             b"authority" => &mut self.authority,
+            b"protocol" => &mut self.protocol,
             b"scheme" if self.scheme => return self.malformed("a repeated pseudo-field"),
             b"scheme" => {
                 self.scheme = true;
@@ -217,6 +221,40 @@ impl<'a> Builder<'a> {
             end: self.buf.len() as u16,
         });
         true
+    }
+
+    /// An extended CONNECT (RFC 8441 §4) is laid out as the HTTP/1.1
+    /// upgrade it stands for, so the proxy relays it as any WebSocket:
+    /// `GET :path` with `Connection: upgrade`, `Upgrade: :protocol`, and
+    /// for a WebSocket the `Sec-WebSocket-Key` HTTP/2 does without.
+    fn extended_connect(&mut self, protocol: Span) -> Result<(), Refusal> {
+        let Some(path) = self.path.filter(|p| p.end > p.start) else {
+            return Err(Refusal::Malformed("extended CONNECT without :path"));
+        };
+        if !self.scheme || self.authority.is_none() {
+            return Err(Refusal::Malformed(
+                "extended CONNECT without :scheme or :authority",
+            ));
+        }
+        self.head.method = Method::Get;
+        self.head.method_span = push(self.buf, b"GET");
+        self.head.target = path;
+        let name = push(self.buf, b"connection");
+        let value = push(self.buf, b"upgrade");
+        self.head.fields.push(name, value);
+        let name = push(self.buf, b"upgrade");
+        self.head.fields.push(name, protocol);
+        let websocket = protocol.get(self.buf).eq_ignore_ascii_case(b"websocket");
+        let has_key = self
+            .head
+            .headers(self.buf)
+            .any(|(n, _)| n == b"sec-websocket-key");
+        if websocket && !has_key {
+            let name = push(self.buf, b"sec-websocket-key");
+            let value = push(self.buf, &websocket_key());
+            self.head.fields.push(name, value);
+        }
+        Ok(())
     }
 
     /// `:authority` goes first among the fields, as `host`.
@@ -243,7 +281,12 @@ impl<'a> Builder<'a> {
         let m = Method::from_bytes(method.get(self.buf));
         self.head.method = m;
         self.head.method_span = method;
-        if m == Method::Connect {
+        if let Some(protocol) = self.protocol {
+            if m != Method::Connect {
+                return Err(Refusal::Malformed(":protocol without CONNECT"));
+            }
+            self.extended_connect(protocol)?;
+        } else if m == Method::Connect {
             if self.scheme || self.path.is_some() {
                 return Err(Refusal::Malformed("CONNECT with :scheme or :path"));
             }
@@ -266,6 +309,8 @@ impl<'a> Builder<'a> {
             }
             self.head.target = path;
         }
+        // An extended CONNECT stands for a GET from here on.
+        let m = self.head.method;
         if let Some(c) = self.cookie {
             let name = push(self.buf, b"cookie");
             self.head.fields.push(name, c);
@@ -302,10 +347,44 @@ impl<'a> Builder<'a> {
             Some(n) => BodyKind::Length(n),
             None => BodyKind::Stream,
         };
+        if self.protocol.is_some() {
+            // The tunnel's bytes follow the switch, not as a body.
+            self.head.body = BodyKind::Empty;
+        }
         self.head.keep_alive = true;
         self.head.head_len = self.buf.len();
         Ok(self.content_length)
     }
+}
+
+/// A fresh Sec-WebSocket-Key: 16 bytes, base64. The upstream only echoes
+/// it hashed; it guards against caches, not attackers, so a clock and a
+/// counter mixed are enough.
+fn websocket_key() -> [u8; 24] {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, Hasher};
+    thread_local!(static N: Cell<u64> = const { Cell::new(0) });
+    let n = N.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let mut raw = [0u8; 16];
+    for (i, half) in raw.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_usize(i);
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = [b'='; 24];
+    for (i, c) in raw.chunks(3).enumerate() {
+        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
+        let v = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for j in 0..=c.len() {
+            out[i * 4 + j] = B64[(v >> (18 - 6 * j) & 63) as usize];
+        }
+    }
+    out
 }
 
 /// Checks one trailer field (§8.1): no pseudo-fields, the same grammar.
@@ -411,6 +490,33 @@ mod tests {
         assert!(!malformed(&[
             (":method", "CONNECT"),
             (":authority", "a:443")
+        ]));
+    }
+
+    #[test]
+    fn an_extended_connect_is_laid_out_as_the_upgrade_it_stands_for() {
+        let ws = [
+            (":method", "CONNECT"),
+            (":protocol", "websocket"),
+            (":scheme", "https"),
+            (":path", "/chat"),
+            (":authority", "a.example"),
+            ("sec-websocket-version", "13"),
+        ];
+        let (head, buf) = lay(&ws, false).unwrap();
+        assert_eq!(head.method, Method::Get);
+        assert_eq!(head.method_span.get(&buf), b"GET");
+        assert_eq!(head.target(&buf), b"/chat");
+        assert_eq!(head.header(&buf, "connection"), Some(&b"upgrade"[..]));
+        assert_eq!(head.header(&buf, "upgrade"), Some(&b"websocket"[..]));
+        let key = head.header(&buf, "sec-websocket-key").unwrap();
+        assert_eq!((key.len(), &key[22..]), (24, &b"=="[..]));
+        assert_eq!(head.body, BodyKind::Empty);
+        assert!(malformed(&with(&[(":protocol", "websocket")])));
+        assert!(malformed(&[
+            (":method", "CONNECT"),
+            (":protocol", "websocket"),
+            (":authority", "a")
         ]));
     }
 

@@ -153,6 +153,8 @@ impl State {
                 (INITIAL_WINDOW_SIZE, l.stream_window),
                 (MAX_HEADER_LIST_SIZE, l.max_head as u32),
                 (ENABLE_PUSH, 0),
+                // Extended CONNECT (RFC 8441): WebSocket over a stream.
+                (ENABLE_CONNECT_PROTOCOL, 1),
             ],
         );
         let extra = i64::from(l.connection_window) - DEFAULT_WINDOW;

@@ -74,6 +74,37 @@ impl<'a> Wire<'a> {
         }
     }
 
+    /// A handle on a tunnelled stream's output, with no say over its end.
+    pub(crate) fn tunnel_end(conn: &'a Rc<Conn>, key: usize, id: u32) -> Self {
+        let mut w = Wire::new(conn, key, id, false, false);
+        w.handed_off = true;
+        w.responded = true;
+        w
+    }
+
+    /// Answers an extended CONNECT (RFC 8441) with 200 and hands over the
+    /// stream as a tunnel. The fields of the upstream's 101 that name the
+    /// switch on HTTP/1.1 are left out: the stream's 200 is the switch.
+    pub(crate) fn upgrade<'h>(
+        &mut self,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> super::tunnel::Tunnel {
+        let kept = headers.filter(|(n, _)| !n.eq_ignore_ascii_case(b"sec-websocket-accept"));
+        self.write_head(200, kept, None, Framing::Stream);
+        super::tunnel::Tunnel::new(self.conn.clone(), self.key, self.id)
+    }
+
+    /// Frames what the windows allow of `data` once there is credit;
+    /// returns how much.
+    pub(crate) async fn send_some(&self, data: &[u8]) -> Result<usize, Error> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        self.credit().await?;
+        self.with(|st| self.put_data(st, data, false))
+            .ok_or_else(gone)
+    }
+
     pub fn expects_continue(&self) -> bool {
         self.expect_continue && !self.sent_continue
     }
@@ -473,6 +504,17 @@ impl<'a> Wire<'a> {
     /// Ends a stream whose response cannot be finished, so that it never
     /// passes for complete.
     pub fn reset(&mut self) {
+        // A stream whose end was sent (a tunnel closed) is left to the
+        // drop, which ends it as it should.
+        let local = self
+            .conn
+            .st
+            .borrow_mut()
+            .stream(self.key, self.id)
+            .map(|s| s.local_ended);
+        if local == Some(true) {
+            return;
+        }
         self.with(|st| st.reset(self.id, Reason::INTERNAL_ERROR));
     }
 }

@@ -12,7 +12,7 @@ use super::{huffman, put_int};
 const DEFAULT_TABLE: usize = 4096;
 
 /// Slots in the encoder's memo of what it indexed.
-const MEMO: usize = 64;
+const MEMO: usize = 16;
 
 pub struct Encoder {
     table: Dynamic,
@@ -105,6 +105,13 @@ impl Encoder {
                         return;
                     }
                 }
+            }
+            // Not remembered (another field took the slot): the table
+            // may still hold it.
+            if let Some(i) = self.table.find(name, value) {
+                self.memo[slot] = (self.table.seq_of(i) + 1, hash);
+                put_int(dst, 0x80, 7, i + 1 + STATIC.len());
+                return;
             }
         }
         let by_name = match stat {

@@ -228,6 +228,21 @@ impl Dynamic {
         self.size += size;
     }
 
+    /// The newest entry that is exactly (name, value), 0-based.
+    pub(super) fn find(&self, name: &[u8], value: &[u8]) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            e.name_len == name.len()
+                && e.bytes.len() == name.len() + value.len()
+                && &e.bytes[..e.name_len] == name
+                && &e.bytes[e.name_len..] == value
+        })
+    }
+
+    /// The entry number of entry `i` (0 the newest).
+    pub(super) fn seq_of(&self, i: usize) -> u64 {
+        self.inserted - 1 - i as u64
+    }
+
     /// The newest entry named `name`, 0-based.
     pub(super) fn find_name(&self, name: &[u8]) -> Option<usize> {
         self.entries
