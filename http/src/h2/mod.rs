@@ -147,7 +147,13 @@ pub(crate) async fn serve<H: Handler>(
                 break None;
             }
             match io.read(cx) {
-                Poll::Pending => break None,
+                Poll::Pending => {
+                    if conn.open.get() == 0 {
+                        // Idle: nothing kept for streams to come.
+                        found = Found::default();
+                    }
+                    break None;
+                }
                 Poll::Ready(Err(e)) => break Some(e),
                 Poll::Ready(Ok(())) => {}
             }

@@ -22,10 +22,10 @@ use super::stats;
 pub(crate) const WRITE_HIGH: usize = 64 * 1024;
 /// Streams we reset lately: frames the client sent before it saw the
 /// reset are ignored on these (RFC 9113 §5.4.2), not taken as errors.
-const RESET_MEMORY: usize = 16;
+const RESET_MEMORY: usize = 8;
 /// Streams closed lately: a request on one is STREAM_CLOSED, where one on
 /// an id never used is PROTOCOL_ERROR (§5.1.1).
-const CLOSED_MEMORY: usize = 32;
+const CLOSED_MEMORY: usize = 16;
 
 pub(crate) struct Stream {
     pub id: u32,
@@ -201,6 +201,11 @@ impl State {
             }
             // Body the handler never took is credit the connection owes.
             self.credit_conn(s.body.len() as u32);
+            if self.streams.is_empty() {
+                // An idle connection keeps no stream storage.
+                self.streams = Slab::new();
+                self.index = Vec::new();
+            }
         }
     }
 

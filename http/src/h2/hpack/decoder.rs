@@ -3,6 +3,11 @@
 use super::table::{Dynamic, STATIC};
 use super::{huffman, read_int, HpackError};
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 pub struct Decoder {
     table: Dynamic,
     /// The most a size update may set: our SETTINGS_HEADER_TABLE_SIZE.
@@ -37,6 +42,27 @@ impl Decoder {
     /// order until it returns `false`; the rest is decoded all the same,
     /// so the dynamic table stays in step with the peer's.
     pub fn decode(
+        &mut self,
+        block: &[u8],
+        field: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), HpackError> {
+        // The Huffman scratch buffers are the core's, not the connection's:
+        // an idle connection holds none.
+        SCRATCH.with(|c| {
+            let (n, v) = std::mem::take(&mut *c.borrow_mut());
+            self.name = n;
+            self.value = v;
+        });
+        let r = self.decode_block(block, field);
+        let kept = (
+            std::mem::take(&mut self.name),
+            std::mem::take(&mut self.value),
+        );
+        SCRATCH.with(|c| *c.borrow_mut() = kept);
+        r
+    }
+
+    fn decode_block(
         &mut self,
         block: &[u8],
         field: &mut dyn FnMut(&[u8], &[u8]) -> bool,
