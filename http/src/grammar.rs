@@ -131,6 +131,19 @@ impl<'a> ConnectionTokens<'a> {
     }
 }
 
+/// `v` in decimal, written into `tmp` without allocating.
+pub fn decimal(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &tmp[i..];
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

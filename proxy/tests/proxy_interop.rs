@@ -175,6 +175,18 @@ fn webrick_origin_through_ringside_with_curl() {
     }
 }
 
+/// The client script succeeded and printed each message echoed, in order.
+fn echoed(out: &std::process::Output, backend: &str, want: &[&str]) {
+    assert!(
+        out.status.success(),
+        "{backend}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines, want, "{backend}");
+}
+
 /// RFC 8441: a WebSocket opened over HTTP/2 with extended CONNECT is
 /// relayed to the HTTP/1.1 WebSocket origin as an upgrade, both ways.
 #[test]
@@ -188,20 +200,7 @@ fn websocket_over_http2_through_the_tunnel() {
             .args([&rs.addr.to_string(), "/chat", "hello", "ünïcode", &long])
             .output()
             .expect("/usr/bin/python3 with python3-h2 must be installed (run scripts/test.sh)");
-        assert!(
-            out.status.success(),
-            "{backend}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(String::from)
-            .collect();
-        assert_eq!(
-            lines,
-            vec!["hello".to_owned(), "ünïcode".to_owned(), long.clone()],
-            "{backend}"
-        );
+        echoed(&out, backend, &["hello", "ünïcode", &long]);
     }
 }
 
@@ -224,19 +223,6 @@ fn websocket_echo_through_the_tunnel() {
             ])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{backend}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(String::from)
-            .collect();
-        assert_eq!(
-            lines,
-            vec!["hello".to_owned(), "ünïcode".to_owned(), long.clone()],
-            "{backend}"
-        );
+        echoed(&out, backend, &["hello", "ünïcode", &long]);
     }
 }

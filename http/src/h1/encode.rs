@@ -60,18 +60,8 @@ pub fn write_server_headers(out: &mut BytesMut) {
 
 /// Decimal digits without allocating.
 #[inline]
-pub fn put_u64(out: &mut BytesMut, mut v: u64) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.put_slice(&tmp[i..]);
+pub fn put_u64(out: &mut BytesMut, v: u64) {
+    out.put_slice(crate::grammar::decimal(v, &mut [0u8; 20]));
 }
 
 /// A complete response for a request that failed before any handler ran; the

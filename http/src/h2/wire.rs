@@ -219,7 +219,7 @@ impl<'a> Wire<'a> {
         };
         let mut len = [0u8; 20];
         let len = match framing {
-            Framing::Length(n) => digits(n, &mut len),
+            Framing::Length(n) => crate::grammar::decimal(n, &mut len),
             _ => &[][..],
         };
         crate::date::with_date(|date| {
@@ -490,7 +490,7 @@ impl<'a> Wire<'a> {
     /// ends (the connection goes on). Returns the body's length.
     pub fn write_refusal(&mut self, status: u16) -> u64 {
         let mut page = BytesMut::new();
-        crate::h1::encode::put_u64(&mut page, u64::from(status));
+        page.extend_from_slice(crate::grammar::decimal(u64::from(status), &mut [0; 20]));
         page.extend_from_slice(b" ");
         page.extend_from_slice(crate::status::reason(status).as_bytes());
         page.extend_from_slice(b"\n");
@@ -557,16 +557,4 @@ fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> 
 
 fn valid_value(v: &[u8]) -> bool {
     !v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
-}
-
-fn digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
 }
