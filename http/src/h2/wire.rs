@@ -328,8 +328,8 @@ impl<'a> Wire<'a> {
     /// timeout passed (a client that never opens its window loses the
     /// stream as a slow reader loses an HTTP/1.1 connection).
     async fn credit(&self) -> Result<usize, Error> {
-        let t = self.link.cfg.timeouts.send;
-        let wait = poll_fn(|cx| {
+        // Most calls find credit at once: no timer is set for those.
+        let poll = |cx: &mut std::task::Context<'_>| {
             let mut st = self.conn.st.borrow_mut();
             let conn_send = st.conn_send;
             let full = st.out.len() >= WRITE_HIGH;
@@ -349,8 +349,19 @@ impl<'a> Wire<'a> {
                 s.waker = Some(cx.waker().clone());
             }
             Poll::Pending
-        });
-        match ringside_runtime::task::timeout(t, wait).await {
+        };
+        let now = poll_fn(|cx| {
+            Poll::Ready(match poll(cx) {
+                Poll::Ready(r) => Some(r),
+                Poll::Pending => None,
+            })
+        })
+        .await;
+        if let Some(r) = now {
+            return r;
+        }
+        let t = self.link.cfg.timeouts.send;
+        match ringside_runtime::task::timeout(t, poll_fn(poll)).await {
             Ok(r) => r,
             Err(_) => {
                 self.with(|st| st.reset(self.id, Reason::CANCEL));

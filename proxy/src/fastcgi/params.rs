@@ -42,6 +42,7 @@ use std::net::IpAddr;
 use bytes::{BufMut, BytesMut};
 
 use super::record::{write_name_value, write_name_value_lengths};
+use ringside_http::grammar::decimal;
 
 /// Longest header name passed on as `HTTP_*`; longer ones are dropped.
 pub const MAX_HEADER_NAME: usize = 256;
@@ -147,19 +148,6 @@ fn nv_parts(out: &mut BytesMut, name: &str, a: &[u8], b: &[u8]) {
     out.put_slice(name.as_bytes());
     out.put_slice(a);
     out.put_slice(b);
-}
-
-/// `n` in decimal, in `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
 }
 
 /// `ip` as text, in `buf`. An IPv4-mapped IPv6 address (a v4 client of a
