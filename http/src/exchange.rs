@@ -681,6 +681,34 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// Whether the request body can be read while the response is being
+    /// written (HTTP/2: a stream's two directions are independent, as
+    /// gRPC's bidirectional calls need). Over HTTP/1 a proxy reads the
+    /// whole request before the response.
+    pub fn duplex(&self) -> bool {
+        matches!(self.wire, Wire::H2(_))
+    }
+
+    /// Ends a streamed body with a trailer section where the protocol can
+    /// carry one (HTTP/2; HTTP/1.1's chunked coding), else as
+    /// [`Exchange::finish`]. A sized body has no room for trailers over
+    /// HTTP/1, and they are dropped there.
+    pub async fn finish_with_trailers<'h>(
+        &mut self,
+        trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<(), Error> {
+        if self.enc.is_some() || self.drop_body {
+            return self.finish().await;
+        }
+        match (self.out, &mut self.wire) {
+            (Out::Stream, Wire::H1(w)) => w.finish_with_trailers(trailers),
+            (Out::Stream, Wire::H2(w)) => w.finish_with_trailers(trailers),
+            _ => return self.finish().await,
+        }
+        self.out = Out::Done;
+        Ok(())
+    }
+
     /// Ends the body: a stream gets its end marker (a compressed one its
     /// last bytes first); a sized body must have been written whole.
     pub async fn finish(&mut self) -> Result<(), Error> {

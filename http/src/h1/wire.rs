@@ -287,6 +287,28 @@ impl<'a> Wire<'a> {
         }
     }
 
+    /// Ends a chunked body with a trailer section; a body framed
+    /// otherwise has nowhere to carry one, and its trailers are dropped.
+    pub fn finish_with_trailers<'h>(
+        &mut self,
+        trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) {
+        if !self.chunked {
+            return;
+        }
+        self.wbuf.put_slice(b"0\r\n");
+        for (name, value) in trailers {
+            let clean = |b: &[u8]| !b.iter().any(|&c| matches!(c, 0 | b'\r' | b'\n'));
+            if !name.is_empty() && clean(name) && clean(value) && name[0] != b':' {
+                self.wbuf.put_slice(name);
+                self.wbuf.put_slice(b": ");
+                self.wbuf.put_slice(value);
+                self.wbuf.put_slice(b"\r\n");
+            }
+        }
+        self.wbuf.put_slice(b"\r\n");
+    }
+
     async fn flush_if_full(&mut self) -> Result<(), Error> {
         if self.wbuf.len() >= FLUSH_AT {
             self.flush().await?;

@@ -2,11 +2,12 @@
 //! where ALPN chose `h2`, and as h2c on a plain listener when the first
 //! bytes are the connection preface (see `h1::server`, which looks).
 //!
-//! The codec is hyperium's `h2` (framing, HPACK with a bounded table, flow
-//! control, the stream state machine and its limits), driven on the core's
+//! The codec is our own (frames, HPACK with a bounded table, flow
+//! control, the stream states and their limits), driven on the core's
 //! own runtime through [`io::Io`]. Each stream is served in a task of its
 //! own on the same core ([`stream`]) on the neutral exchange, so every
-//! handler runs unchanged; nothing crosses cores.
+//! handler runs unchanged; nothing crosses cores. The client's side, for
+//! upstreams, is [`client`], on the same frames and HPACK.
 //!
 //! ```text
 //! preface ─▶ SETTINGS ─▶ accept ─┬─▶ stream task: head ─▶ path ─▶ handler ─▶ HEADERS, DATA
@@ -17,6 +18,7 @@
 //!                                └─ no stream for keepalive_idle ─▶ close
 //! ```
 
+pub mod client;
 pub mod frame;
 pub mod hpack;
 mod io;

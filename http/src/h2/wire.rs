@@ -419,6 +419,36 @@ impl<'a> Wire<'a> {
         self.with(|st| self.put_data(st, &[], true));
     }
 
+    /// Ends the stream with a trailer section (a HEADERS frame carrying
+    /// END_STREAM), as gRPC's status travels.
+    pub fn finish_with_trailers<'h>(
+        &mut self,
+        trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) {
+        if self.is_head {
+            return;
+        }
+        self.with(|st| {
+            let start = st.out.len();
+            st.out.extend_from_slice(&[0; frame::HEADER_LEN]);
+            let State { encoder, out, .. } = st;
+            encoder.begin_block(out);
+            let mut lower = [0u8; 64];
+            for (name, value) in trailers {
+                let Some(name) = lowercase(name, &mut lower) else {
+                    continue;
+                };
+                if !crate::hop::is_hop_by_hop(name) && valid_value(value) && name[0] != b':' {
+                    encoder.field(name, value, out);
+                }
+            }
+            let max = st.peer_max_frame;
+            frame::frame_block(&mut st.out, start, self.id, true, max);
+            self.ended(st);
+            st.wake_task();
+        });
+    }
+
     /// A file's bytes, read straight into the output behind each frame's
     /// header.
     pub async fn write_file(

@@ -142,6 +142,20 @@ impl Encoder {
         }
     }
 
+    /// A field that is different each time (a request's `:path`): sent
+    /// without indexing, so it does not push the fields that repeat out of
+    /// the table.
+    pub fn literal(&mut self, name: &[u8], value: &[u8], dst: &mut BytesMut) {
+        match static_name(name) {
+            Some(i) => put_int(dst, 0x00, 4, i),
+            None => {
+                dst.put_u8(0x00);
+                string(name, dst);
+            }
+        }
+        string(value, dst);
+    }
+
     #[cfg(test)]
     pub(super) fn table_len(&self) -> usize {
         self.table.len()
