@@ -3,7 +3,7 @@
 # the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test; h2load and nghttp (nghttp2-client),
-# h2o and Python's h2 for HTTP/2; Python's brotli and zstandard decoders;
+# h2o and Python's h2 for HTTP/2; Python's grpcio for gRPC; Python's brotli and zstandard decoders;
 # kubernetes-validate and REDbot, in a venv under /opt/ringside-test, for
 # the Kubernetes manifests and compressed responses; httpwg, built with cargo
 # under /opt/ringside-test, for HTTP/2 conformance),
@@ -35,6 +35,8 @@ if ! command -v h2load >/dev/null || ! command -v nghttp >/dev/null; then
 fi
 command -v h2o >/dev/null || [ -x /usr/bin/h2o ] || [ -x /usr/sbin/h2o ] || need+=(h2o)
 /usr/bin/python3 -c 'import h2' >/dev/null 2>&1 || need+=(python3-h2)
+# gRPC through the proxy is tested with grpcio on both sides.
+/usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || need+=(python3-grpcio)
 # The metrics test parses /metrics with Prometheus's own Python client.
 /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need+=(python3-prometheus-client)
 # Compression on the fly is decoded by Python's own decoders for each

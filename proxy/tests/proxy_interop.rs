@@ -4,47 +4,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use common::script::{support, Peer};
 use common::{Ringside, TempDir, BACKENDS};
-
-/// A child process killed by pid when dropped.
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn support(name: &str) -> String {
-    format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Starts a support script that prints `PORT n` once listening.
 fn start_script(interp: &str, script: &str) -> (Peer, u16) {
-    let mut child = Command::new(interp)
-        .arg(support(script))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("{interp} is needed for this test (scripts/test.sh installs it): {e}")
-        });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = line
-        .trim()
-        .strip_prefix("PORT ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{script} did not report a port: {line:?}"));
-    (Peer(child), port)
+    common::script::start(interp, script, &[])
 }
 
 /// nginx from deploy/bench/nginx-origin.conf on a free port.

@@ -35,7 +35,9 @@ use super::validate::backend_name;
 use super::Config;
 
 use crate::tls::certs::CertPaths;
-use crate::upstream::settings::{Balance, ForwardPath, ProxyConfig, ProxyVersion, UpstreamConfig};
+use crate::upstream::settings::{
+    Balance, ForwardPath, HttpVersion, ProxyConfig, ProxyVersion, UpstreamConfig,
+};
 
 /// A TOML string literal.
 fn quote(s: &str) -> String {
@@ -379,6 +381,11 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
             let v = if v == ProxyVersion::V1 { "v1" } else { "v2" };
             writeln!(out, "send_proxy_protocol = {}", quote(v))?;
         }
+        if let Some(h) = u.http().filter(|h| h.version != HttpVersion::H1) {
+            writeln!(out, "h2_connections = {}", h.h2.connections)?;
+            writeln!(out, "h2_ping_interval = {}", dur(h.h2.ping_interval))?;
+            writeln!(out, "h2_window = {}", size(u64::from(h.h2.stream_window)))?;
+        }
     }
     writeln!(out, "balance = {}", quote(balance_name(&u.balance)))?;
     if let Balance::Hash(k) = &u.balance {
@@ -466,6 +473,9 @@ fn write_proxy_routes(
         if !r.upgrade.is_empty() {
             let tokens: Vec<String> = r.upgrade.iter().map(|t| quote(t)).collect();
             writeln!(out, "upgrade = [{}]", tokens.join(", "))?;
+        }
+        if r.grpc {
+            writeln!(out, "grpc = true")?;
         }
     }
     Ok(())

@@ -34,8 +34,12 @@ use super::file::{RouteSection, UpstreamSection};
 use crate::upstream::settings::{FastCgiRoute, FastCgiSettings, Protocol, UpstreamConfig};
 
 /// `protocol` names, with what each chooses.
-pub const PROTOCOLS: [(&str, Protocol); 2] =
-    [("http", Protocol::Http), ("fastcgi", Protocol::FastCgi)];
+pub const PROTOCOLS: [(&str, Protocol); 4] = [
+    ("http", Protocol::Http),
+    ("h2", Protocol::H2),
+    ("auto", Protocol::Auto),
+    ("fastcgi", Protocol::FastCgi),
+];
 
 pub const MAX_CONNS: i64 = 65535;
 pub const MAX_QUEUE: i64 = 1_000_000;
@@ -43,13 +47,13 @@ pub const MAX_QUEUE: i64 = 1_000_000;
 /// A route's script extension when it names none.
 pub const EXTENSION: &str = ".php";
 
-/// `protocol = "http" | "fastcgi"`.
+/// `protocol = "http" | "h2" | "auto" | "fastcgi"`.
 pub fn protocol(name: &str) -> Result<Protocol, String> {
     PROTOCOLS
         .iter()
         .find(|(n, _)| *n == name)
         .map(|&(_, p)| p)
-        .ok_or_else(|| format!("expected \"http\" or \"fastcgi\", got {name:?}"))
+        .ok_or_else(|| format!("expected \"http\", \"h2\", \"auto\" or \"fastcgi\", got {name:?}"))
 }
 
 /// The config name of a protocol.
@@ -119,7 +123,7 @@ impl Cx<'_> {
         protocol: Protocol,
     ) -> Result<FastCgiSettings, ConfigError> {
         let d = FastCgiSettings::default();
-        if protocol == Protocol::Http {
+        if protocol.is_http() {
             let given = first_given(&[
                 ("max_conns", u.max_conns.as_ref().map(Spanned::span)),
                 (

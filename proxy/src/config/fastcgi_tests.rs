@@ -291,7 +291,7 @@ fn fastcgi_validation_errors() {
     #[rustfmt::skip]
     let cases: Vec<(String, &str, &str)> = vec![
         // protocol.
-        (up("protocol = \"fcgi\""), "3:12: [upstream.app] protocol", "expected \"http\" or \"fastcgi\", got \"fcgi\""),
+        (up("protocol = \"fcgi\""), "3:12: [upstream.app] protocol", "expected \"http\", \"h2\", \"auto\" or \"fastcgi\", got \"fcgi\""),
         (up("protocol = \"FastCGI\""), "3:12: [upstream.app] protocol", "got \"FastCGI\""),
         (up("protocol = true"), "3:12: [upstream.app] protocol", "expected a string, got true"),
         // FastCGI keys on an HTTP upstream.

@@ -202,6 +202,8 @@ pub struct RouteSection {
     pub compress_levels: Option<Spanned<LevelsSection>>,
     /// Any route: `{ realm = "...", users = "FILE" }` (`auth.rs`).
     pub basic_auth: Option<Spanned<BasicAuthSection>>,
+    /// A route to an HTTP upstream: every request is gRPC.
+    pub grpc: Option<Spanned<bool>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.
@@ -271,6 +273,10 @@ pub struct UpstreamSection {
     pub tls_sni: Option<Spanned<String>>,
     /// HTTP only: `"v1"` or `"v2"`, a PROXY protocol header first.
     pub send_proxy_protocol: Option<Spanned<String>>,
+    // `protocol = "h2"` or `"auto"` only.
+    pub h2_connections: Option<Spanned<i64>>,
+    pub h2_ping_interval: Option<Spanned<DurationValue>>,
+    pub h2_window: Option<Spanned<SizeValue>>,
 }
 
 /// One `servers` entry as written: `"host:port"` (or, for FastCGI,

@@ -141,6 +141,7 @@ mod emit;
 pub mod error;
 pub mod fastcgi;
 pub mod file;
+pub mod h2;
 pub mod ops;
 pub mod rate;
 pub mod size;
@@ -259,6 +260,8 @@ impl Config {
 mod error_tests;
 #[cfg(test)]
 mod fastcgi_tests;
+#[cfg(test)]
+mod h2_tests;
 #[cfg(test)]
 mod proxy_tests;
 #[cfg(test)]

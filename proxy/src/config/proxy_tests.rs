@@ -47,6 +47,7 @@ pub(super) fn route(prefix: &str, upstream: usize) -> ProxyRoute {
         fastcgi: None,
         forward_path: ForwardPath::Normalized,
         upgrade: Vec::new(),
+        grpc: false,
     }
 }
 

@@ -42,8 +42,8 @@ use super::error::ConfigError;
 use super::file::{FileConfig, RouteSection, ServerValue, UpstreamSection, ViaValue};
 use crate::upstream::settings::{
     ActiveHealth, Balance, FastCgiRoute, ForwardHeaders, ForwardPath, HashKey, HostHeader,
-    HttpSettings, PassiveHealth, PoolSettings, Protocol, ProxyConfig, ProxyRoute, ProxyVersion,
-    RetryOn, RetryPolicy, ServerSpec, Underscores, UpstreamConfig, UpstreamProtocol,
+    HttpSettings, HttpVersion, PassiveHealth, PoolSettings, Protocol, ProxyConfig, ProxyRoute,
+    ProxyVersion, RetryOn, RetryPolicy, ServerSpec, Underscores, UpstreamConfig, UpstreamProtocol,
     UpstreamTimeouts,
 };
 
@@ -199,21 +199,30 @@ impl Cx<'_> {
         let fastcgi = self.fastcgi_settings(u, &key, kind)?;
         let tls = self.upstream_tls(u, &key, kind, base)?;
         let active = self.active(u, &key)?;
+        let h2 = self.h2_settings(u, &key, kind)?;
         let protocol = match kind {
-            Protocol::Http => UpstreamProtocol::Http(HttpSettings {
-                tls,
-                active,
-                send_proxy: self.or(
-                    &u.send_proxy_protocol,
-                    &key("send_proxy_protocol"),
-                    None,
-                    |v| match v.as_str() {
-                        "v1" => Ok(Some(ProxyVersion::V1)),
-                        "v2" => Ok(Some(ProxyVersion::V2)),
-                        _ => Err(format!("expected \"v1\" or \"v2\", got {v:?}")),
+            Protocol::Http | Protocol::H2 | Protocol::Auto => {
+                UpstreamProtocol::Http(HttpSettings {
+                    version: match kind {
+                        Protocol::H2 => HttpVersion::H2,
+                        Protocol::Auto => HttpVersion::Auto,
+                        _ => HttpVersion::H1,
                     },
-                )?,
-            }),
+                    h2,
+                    tls,
+                    active,
+                    send_proxy: self.or(
+                        &u.send_proxy_protocol,
+                        &key("send_proxy_protocol"),
+                        None,
+                        |v| match v.as_str() {
+                            "v1" => Ok(Some(ProxyVersion::V1)),
+                            "v2" => Ok(Some(ProxyVersion::V2)),
+                            _ => Err(format!("expected \"v1\" or \"v2\", got {v:?}")),
+                        },
+                    )?,
+                })
+            }
             Protocol::FastCgi => {
                 if let Some(v) = &u.send_proxy_protocol {
                     return Err(self.err(
@@ -527,6 +536,7 @@ impl Cx<'_> {
             ("proxy_host", r.proxy_host.as_ref().map(Spanned::span)),
             ("forward_path", r.forward_path.as_ref().map(Spanned::span)),
             ("upgrade", r.upgrade.as_ref().map(Spanned::span)),
+            ("grpc", r.grpc.as_ref().map(Spanned::span)),
         ];
         if let Some((k, Some(span))) = proxy_only.into_iter().find(|(_, s)| s.is_some()) {
             return Err(self.err(
@@ -664,6 +674,16 @@ impl Cx<'_> {
             }
             Some(list) => self.unique(list, "[[route]] upgrade", upgrade_token)?,
         };
+        let grpc = match &r.grpc {
+            Some(g) if fastcgi && *g.get_ref() => {
+                return Err(self.err(
+                    g.span(),
+                    "[[route]] grpc",
+                    "only for a route to an HTTP upstream (gRPC needs HTTP/2)".into(),
+                ))
+            }
+            g => g.as_ref().is_some_and(|g| *g.get_ref()),
+        };
         Ok(ProxyRoute {
             hosts,
             prefix,
@@ -673,6 +693,7 @@ impl Cx<'_> {
             fastcgi: script,
             forward_path,
             upgrade,
+            grpc,
         })
     }
 }
@@ -762,6 +783,7 @@ pub fn catch_all_route(upstream: usize, fastcgi: Option<FastCgiRoute>) -> ProxyR
         fastcgi,
         forward_path: ForwardPath::Normalized,
         upgrade: Vec::new(),
+        grpc: false,
     }
 }
 

@@ -31,10 +31,14 @@ use crate::metrics::{self, RouteLabel, RouteStats};
 use crate::fastcgi::codec::FastCgi;
 use crate::fastcgi::script::{Resolved, Scripts};
 use crate::upstream::forward::forward;
+use crate::upstream::grpc;
 use crate::upstream::h1::H1;
+use crate::upstream::h2::H2;
 use crate::upstream::local::Local;
 use crate::upstream::outcome::Outcome;
-use crate::upstream::settings::{ForwardHeaders, ForwardPath, ProxyConfig, Underscores};
+use crate::upstream::settings::{
+    ForwardHeaders, ForwardPath, HttpVersion, ProxyConfig, Underscores,
+};
 use crate::upstream::shared::Shared;
 use access::Access;
 use https::HttpsPolicy;
@@ -271,6 +275,15 @@ impl Edge {
             .collect()
     }
 
+    /// Whether a request is a gRPC call: to a route with `grpc = true`,
+    /// or by its content-type to any proxy route.
+    fn is_grpc(&self, ex: &Exchange<'_>, target: Target) -> bool {
+        match target {
+            Target::Proxy(i) => self.router.routes()[i].grpc || grpc::is_grpc(ex),
+            _ => false,
+        }
+    }
+
     fn admits(&self, ex: &Exchange<'_>, target: Option<Target>) -> bool {
         self.access.as_ref().is_none_or(|a| a.admits(ex, target))
     }
@@ -421,6 +434,10 @@ impl Handler for Edge {
         if let Some(over) = self.limiter.as_ref().and_then(|l| l.check(ex, target)) {
             self.route_stats[ex.tag() as u32 as usize].limited.add(1);
             ex.set_tag(ex.tag() | RATE_LIMITED);
+            if self.is_grpc(ex, target) {
+                let why = "rate limited";
+                return crate::upstream::grpc::answer(ex, grpc::RESOURCE_EXHAUSTED, why).await;
+            }
             let retry = over.retry_after.to_string();
             let status = over.status;
             let text = ringside_http::status::reason(status);
@@ -465,9 +482,22 @@ impl Handler for Edge {
                             headers: &self.proxy.headers,
                             via: self.proxy.via.as_deref(),
                         };
-                        // Boxed: only proxied requests pay for the
-                        // forwarding future, and idle connections stay small.
-                        Box::pin(forward(ex, up, &codec)).await
+                        let h2 = {
+                            let l = up.borrow();
+                            match l.shared.cfg.http().map(|h| h.version) {
+                                Some(HttpVersion::H2) => true,
+                                // h2c is never guessed: `auto` is ALPN's.
+                                Some(HttpVersion::Auto) => l.shared.tls.is_some(),
+                                _ => false,
+                            }
+                        };
+                        let grpc = self.is_grpc(ex, target);
+                        if !h2 && !grpc {
+                            // Boxed: only proxied requests pay for the
+                            // forwarding future, and idle connections stay small.
+                            return Box::pin(forward(ex, up, &codec)).await;
+                        }
+                        Box::pin(proxy_h2(ex, up, codec, h2, grpc)).await
                     }
                     Some(scripts) => match scripts.resolve(ex.path()) {
                         Resolved::Script {
@@ -492,5 +522,37 @@ impl Handler for Edge {
             }
             Target::NotFound => ex.send_status(404),
         }
+    }
+}
+
+/// A request to an HTTP/2 upstream, or a gRPC call (to any upstream): a
+/// call that fails in ringside is answered in gRPC's terms, its status
+/// DEADLINE_EXCEEDED once its `grpc-timeout` passed.
+async fn proxy_h2(
+    ex: &mut Exchange<'_>,
+    up: &RefCell<Local>,
+    h1: H1<'_>,
+    h2: bool,
+    grpc: bool,
+) -> Result<(), Error> {
+    let deadline = grpc
+        .then(|| grpc::timeout(ex))
+        .flatten()
+        .map(|t| Instant::now() + t);
+    let r = if h2 {
+        forward(ex, up, &H2 { h1, grpc, deadline }).await
+    } else {
+        forward(ex, up, &h1).await
+    };
+    if let Err(e) = &r {
+        tracing::debug!(error = %e, "forwarding failed");
+    }
+    match r {
+        Err(e) if grpc && e.kind() != ringside_http::Kind::ClientGone => {
+            let passed = deadline.is_some_and(|d| Instant::now() >= d);
+            tracing::debug!(error = %e, "gRPC call failed");
+            grpc::answer(ex, grpc::status_of(&e, passed), &e.to_string()).await
+        }
+        r => r,
     }
 }

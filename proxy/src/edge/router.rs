@@ -122,6 +122,7 @@ mod tests {
             fastcgi: None,
             forward_path: Default::default(),
             upgrade: Vec::new(),
+            grpc: false,
         }
     }
 

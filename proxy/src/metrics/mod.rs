@@ -100,6 +100,8 @@ pub struct ServerStats {
     pub failures: [Counter; Reason::ALL.len()],
     /// 1 while this core holds it down after failures (passive health).
     pub down: Counter,
+    /// HTTP/2 connections to it (gauge).
+    pub h2_conns: Counter,
 }
 
 /// Labels of a route: its host list (empty: any) and prefix.

@@ -27,6 +27,7 @@ struct ServerSum {
     reused: u64,
     failures: [u64; Reason::ALL.len()],
     down_cores: u64,
+    h2_conns: u64,
 }
 
 pub fn render(reg: &Registry) -> String {
@@ -279,6 +280,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                         *a += b.get();
                     }
                     sum.down_cores += s.down.get();
+                    sum.h2_conns += s.h2_conns.get();
                 }
             }
             servers.push((key, p.healthy, sum));
@@ -286,7 +288,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
     }
     let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
     type Pick = fn(bool, &ServerSum) -> String;
-    let families: [(&str, &str, &str, Pick); 7] = [
+    let families: [(&str, &str, &str, Pick); 8] = [
         (
             "ringside_upstream_server_up",
             "gauge",
@@ -304,6 +306,12 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
             "gauge",
             "Requests in flight to the server, all cores.",
             |_, s| s.active.to_string(),
+        ),
+        (
+            "ringside_upstream_h2_connections",
+            "gauge",
+            "HTTP/2 connections to the server, all cores (each carries many of the requests in flight).",
+            |_, s| s.h2_conns.to_string(),
         ),
         (
             "ringside_upstream_idle_connections",

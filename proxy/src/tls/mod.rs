@@ -48,7 +48,7 @@ use rustls::version::{TLS12, TLS13};
 use rustls::{ClientConfig, ServerConfig, SupportedProtocolVersion};
 
 use crate::config::tls::{TlsConfig, TlsVersion};
-use crate::upstream::settings::UpstreamTls;
+use crate::upstream::settings::{HttpVersion, UpstreamTls};
 use certs::{load_certified_key, load_roots, CertPaths};
 use sni::{SniResolver, VhostCerts};
 
@@ -149,9 +149,10 @@ pub fn server_configs(
     Ok(out)
 }
 
-/// The rustls config for connections to an upstream with `tls = true`.
-/// Reads `tls_ca` (or the system bundle) from disk.
-pub fn client_config(t: &UpstreamTls) -> Result<Arc<ClientConfig>, String> {
+/// The rustls config for connections to an upstream with `tls = true`,
+/// offering by ALPN what `version` speaks. Reads `tls_ca` (or the system
+/// bundle) from disk.
+pub fn client_config(t: &UpstreamTls, version: HttpVersion) -> Result<Arc<ClientConfig>, String> {
     let provider = provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions(TlsVersion::Tls12))
@@ -166,7 +167,11 @@ pub fn client_config(t: &UpstreamTls) -> Result<Arc<ClientConfig>, String> {
             .with_custom_certificate_verifier(Arc::new(verify::AnyCert::new(provider)))
             .with_no_client_auth()
     };
-    config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+    config.alpn_protocols = match version {
+        HttpVersion::H1 => vec![ALPN_HTTP11.to_vec()],
+        HttpVersion::H2 => vec![ALPN_H2.to_vec()],
+        HttpVersion::Auto => vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()],
+    };
     Ok(Arc::new(config))
 }
 

@@ -318,7 +318,7 @@ fn upstream_client_verifies_with_its_ca() {
         sni: sni.map(str::to_owned),
     };
     let run = |t: &UpstreamTls, host: &str| {
-        let config = client_config(t).unwrap();
+        let config = client_config(t, Default::default()).unwrap();
         assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
         let name = server_name(t, host).unwrap();
         let mut c = ClientConnection::new(config, name).unwrap();
@@ -358,7 +358,7 @@ fn client_config_errors_name_the_file() {
         sni: None,
     };
     let missing = dir.path("missing.pem");
-    let err = client_config(&t(missing.clone())).unwrap_err();
+    let err = client_config(&t(missing.clone()), Default::default()).unwrap_err();
     assert_eq!(
         err,
         format!(
@@ -367,7 +367,7 @@ fn client_config_errors_name_the_file() {
         )
     );
     let empty = dir.write("empty.pem", "");
-    let err = client_config(&t(empty.clone())).unwrap_err();
+    let err = client_config(&t(empty.clone()), Default::default()).unwrap_err();
     assert_eq!(err, format!("no certificate in {}", empty.display()));
 }
 

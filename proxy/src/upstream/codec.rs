@@ -49,4 +49,22 @@ pub trait Codec {
         reused: bool,
         may_retry: bool,
     ) -> Result<Tried, Error>;
+
+    /// Whether a try takes no connection of its own but a stream on a
+    /// shared one (HTTP/2): the loop then calls [`Codec::exchange_shared`].
+    fn multiplexed(&self) -> bool {
+        false
+    }
+
+    /// One try to `chosen` on a stream of a connection the codec shares
+    /// (see [`Codec::multiplexed`]).
+    async fn exchange_shared(
+        &self,
+        _ex: &mut Exchange<'_>,
+        _up: &RefCell<Local>,
+        _chosen: &Chosen,
+        _may_retry: bool,
+    ) -> Result<Tried, Error> {
+        Err(Error::internal("this codec takes a connection per try"))
+    }
 }

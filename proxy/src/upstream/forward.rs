@@ -84,31 +84,39 @@ async fn tries<C: Codec>(
             outcome.failed(Some(Reason::NoServer));
             return Err(e);
         };
-        let (sock, reused) = match acquire(up, &chosen, tries.fresh_only, !replayable).await {
-            Ok(got) => got,
-            Err(e) => {
-                tracing::debug!(server = %chosen.addr, error = %e, "no connection to the upstream");
-                if !e.kind().server_failed() {
-                    // What acquire did not release a connection with (a
-                    // queue full or waited out) is counted here.
-                    up.borrow_mut().note_failure(&chosen, &e);
-                }
-                if e.kind().nothing_sent() && retry.on.connect && tries.left > 0 {
-                    outcome.failed(Reason::of(&e));
-                    outcome.went_on(None);
-                    tries.another(&chosen, Some(e));
-                    continue;
-                }
-                outcome.failed(Reason::of(&e));
-                return Err(e);
-            }
-        };
         let may_retry = replayable && tries.left > 0;
-        let sock = UpSock::new(sock);
-        let e = match codec
-            .exchange(ex, up, &chosen, sock, reused, may_retry)
-            .await
-        {
+        let tried = if codec.multiplexed() {
+            if !up.borrow_mut().begin(&chosen) {
+                outcome.failed(Some(Reason::NoServer));
+                return Err(Error::new(Kind::NoServer, "the server left the upstream"));
+            }
+            codec.exchange_shared(ex, up, &chosen, may_retry).await
+        } else {
+            let (sock, reused) = match acquire(up, &chosen, tries.fresh_only, !replayable).await {
+                Ok(got) => got,
+                Err(e) => {
+                    tracing::debug!(server = %chosen.addr, error = %e, "no connection to the upstream");
+                    if !e.kind().server_failed() {
+                        // What acquire did not release a connection with (a
+                        // queue full or waited out) is counted here.
+                        up.borrow_mut().note_failure(&chosen, &e);
+                    }
+                    if e.kind().nothing_sent() && retry.on.connect && tries.left > 0 {
+                        outcome.failed(Reason::of(&e));
+                        outcome.went_on(None);
+                        tries.another(&chosen, Some(e));
+                        continue;
+                    }
+                    outcome.failed(Reason::of(&e));
+                    return Err(e);
+                }
+            };
+            let sock = UpSock::new(sock);
+            codec
+                .exchange(ex, up, &chosen, sock, reused, may_retry)
+                .await
+        };
+        let e = match tried {
             Ok(Tried::Done(keep)) => {
                 up.borrow_mut().release(&chosen, keep, None);
                 outcome.answered(ex.status());
@@ -141,6 +149,14 @@ async fn tries<C: Codec>(
         }
         if e.side() == Side::Client {
             return Err(e);
+        }
+        if e.kind().nothing_sent() && retry.on.connect && tries.left > 0 && !ex.responded() {
+            // A stream on a connection that could not be made: nothing of
+            // the request was taken from the client yet.
+            outcome.failed(Reason::of(&e));
+            outcome.went_on(None);
+            tries.another(&chosen, Some(e));
+            continue;
         }
         if e.kind() == Kind::Stale && replayable && !tries.fresh_only && !ex.responded() {
             // A pooled connection the server had closed: not its fault,

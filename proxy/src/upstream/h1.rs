@@ -93,6 +93,49 @@ fn timed_out(what: &'static str) -> Error {
 }
 
 impl H1<'_> {
+    /// The request head as sent upstream in HTTP/1.1, by the header policy
+    /// (`headers`): `upgrade` passes on the upgrade the route allows.
+    pub(super) fn write_head(
+        &self,
+        ex: &Exchange<'_>,
+        chosen: &Chosen,
+        body: ReqBody,
+        upgrade: bool,
+        out: &mut bytes::BytesMut,
+    ) {
+        let route = self.route;
+        let mut offered = [&b""[..]; MAX_OFFERED];
+        let upgrade = if upgrade {
+            upgrade_protocols(ex.headers(), &route.upgrade, &mut offered)
+        } else {
+            0
+        };
+        let client_ip = ex
+            .peer()
+            .map(|a| a.ip())
+            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
+        let host: &[u8] = match &route.host {
+            HostHeader::Pass => ex.host().unwrap_or(chosen.authority.as_bytes()),
+            HostHeader::Upstream => chosen.authority.as_bytes(),
+            HostHeader::Set(h) => h.as_bytes(),
+        };
+        let f = Forward {
+            method: ex.method_bytes(),
+            path: self.path(ex),
+            query: ex.query(),
+            prefix: route.prefix.as_bytes(),
+            replace_prefix: route.replace_prefix.as_deref().map(str::as_bytes),
+            host,
+            client_host: ex.host(),
+            client_ip,
+            proto: if ex.is_tls() { "https" } else { "http" },
+            body,
+            upgrade: &offered[..upgrade],
+            settings: self.headers,
+        };
+        write_request_head(out, &f, ex.headers());
+    }
+
     /// The path sent upstream, before the route's prefix is replaced.
     fn path<'e>(&self, ex: &'e Exchange<'_>) -> &'e [u8] {
         match self.route.forward_path {
@@ -131,35 +174,7 @@ impl H1<'_> {
             ringside_http::proxy_protocol::write_header(&mut h, v2, client, to);
             out.extend_from_slice(&h);
         }
-        {
-            let route = self.route;
-            let mut offered = [&b""[..]; MAX_OFFERED];
-            let upgrade = upgrade_protocols(ex.headers(), &route.upgrade, &mut offered);
-            let client_ip = ex
-                .peer()
-                .map(|a| a.ip())
-                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
-            let host: &[u8] = match &route.host {
-                HostHeader::Pass => ex.host().unwrap_or(chosen.authority.as_bytes()),
-                HostHeader::Upstream => chosen.authority.as_bytes(),
-                HostHeader::Set(h) => h.as_bytes(),
-            };
-            let f = Forward {
-                method: ex.method_bytes(),
-                path: self.path(ex),
-                query: ex.query(),
-                prefix: route.prefix.as_bytes(),
-                replace_prefix: route.replace_prefix.as_deref().map(str::as_bytes),
-                host,
-                client_host: ex.host(),
-                client_ip,
-                proto: if ex.is_tls() { "https" } else { "http" },
-                body,
-                upgrade: &offered[..upgrade],
-                settings: self.headers,
-            };
-            write_request_head(&mut out, &f, ex.headers());
-        }
+        self.write_head(ex, chosen, body, true, &mut out);
         // The head and the body go out before the response is read: the body
         // streams from the client with backpressure, in bounded pieces.
         match send_request(ex, &mut sock, &mut out, body, timeouts.send).await {

@@ -22,6 +22,7 @@ use crate::fastcgi::capacity::{self, Slots};
 use crate::fastcgi::learn::Capacity;
 use crate::metrics::{CoreStats, ServerStats};
 
+mod h2;
 mod slots;
 
 pub struct Peer {
@@ -34,6 +35,11 @@ pub struct Peer {
     stats: Arc<ServerStats>,
     /// This core's error-log gates for the server's failures.
     gates: Gates,
+    /// HTTP/2 connections to the server, each carrying many requests.
+    pub h2: Vec<Rc<ringside_http::h2::client::ClientConn>>,
+    /// `protocol = "auto"`: the server chose HTTP/1.1 by ALPN, so its
+    /// requests go over HTTP/1.1 connections from `pool`.
+    pub http1: bool,
 }
 
 impl Drop for Peer {
@@ -41,6 +47,7 @@ impl Drop for Peer {
     /// it) with its idle connections: the server's shared count lets them
     /// go too.
     fn drop(&mut self) {
+        self.h2.iter().for_each(|c| c.retire());
         if let Policy::Slots(slots) = &mut self.policy {
             (0..self.pool.len()).for_each(|_| slots.closed());
         }
@@ -192,6 +199,8 @@ impl Local {
             down_until: None,
             stats,
             gates: Gates::default(),
+            h2: Vec::new(),
+            http1: false,
         }
     }
 
@@ -412,6 +421,8 @@ impl Local {
             }
             let closed = p.pool.reap(idle, now);
             p.idle_changed();
+            h2::reap(&mut p.h2, now, &self.shared.cfg);
+            p.stats.h2_conns.set(p.h2.len() as u64);
             if let Policy::Slots(slots) = &mut p.policy {
                 (0..closed).for_each(|_| slots.closed());
             }
@@ -427,6 +438,8 @@ impl Local {
         for p in &mut self.peers {
             let closed = p.pool.reap(std::time::Duration::ZERO, Instant::now());
             p.idle_changed();
+            p.h2.drain(..).for_each(|c| c.retire());
+            p.stats.h2_conns.set(0);
             if let Policy::Slots(slots) = &mut p.policy {
                 (0..closed).for_each(|_| slots.closed());
             }

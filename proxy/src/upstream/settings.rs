@@ -53,6 +53,49 @@ pub struct HttpSettings {
     /// header naming the client of the request that opened it, so it
     /// carries that request alone (none is pooled).
     pub send_proxy: Option<ProxyVersion>,
+    /// Which HTTP the servers speak: `protocol = "http"`, `"h2"` or `"auto"`.
+    pub version: HttpVersion,
+    /// How HTTP/2 connections to the servers are kept.
+    pub h2: H2Settings,
+}
+
+/// The HTTP version spoken to an upstream's servers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1, a connection per request in flight.
+    #[default]
+    H1,
+    /// HTTP/2: over TLS by ALPN `h2`, else h2c with prior knowledge.
+    H2,
+    /// Over TLS, what the server picks of `h2, http/1.1` (h2c is never
+    /// guessed: without TLS this is HTTP/1.1).
+    Auto,
+}
+
+/// HTTP/2 to the servers: connections per server per core, their
+/// keep-alive PING, and the receive window each stream gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct H2Settings {
+    /// `h2_connections`: connections per server per core at most; a new
+    /// one opens only when the others have no stream left.
+    pub connections: u32,
+    /// `h2_ping_interval`: an idle connection is PINGed this often, and
+    /// closed when a PING goes unanswered that long.
+    pub ping_interval: Duration,
+    /// `h2_window`: what one stream may receive ahead of its client (the
+    /// connection's window is 16 times it), so a slow client holds the
+    /// upstream back instead of filling memory.
+    pub stream_window: u32,
+}
+
+impl Default for H2Settings {
+    fn default() -> Self {
+        H2Settings {
+            connections: 1,
+            ping_interval: Duration::from_secs(30),
+            stream_window: 256 * 1024,
+        }
+    }
 }
 
 /// The PROXY protocol header's version (HAProxy's spec).
@@ -94,7 +137,16 @@ pub struct ServerSpec {
 pub enum Protocol {
     #[default]
     Http,
+    H2,
+    Auto,
     FastCgi,
+}
+
+impl Protocol {
+    /// Whether the servers speak HTTP (of any version).
+    pub fn is_http(self) -> bool {
+        self != Protocol::FastCgi
+    }
 }
 
 /// FastCGI capacity and queueing (`protocol = "fastcgi"` only).
@@ -253,6 +305,9 @@ pub struct ProxyRoute {
     /// Upgrade protocols passed on besides `websocket` (lower case); never
     /// `h2c`.
     pub upgrade: Vec<String>,
+    /// `grpc = true`: every request is gRPC (else only those whose
+    /// content-type says so), answered in gRPC's terms when it fails.
+    pub grpc: bool,
 }
 
 /// The path a route sends upstream.
@@ -379,8 +434,12 @@ impl UpstreamConfig {
 
     /// The protocol's name.
     pub fn protocol_kind(&self) -> Protocol {
-        match self.protocol {
-            UpstreamProtocol::Http(_) => Protocol::Http,
+        match &self.protocol {
+            UpstreamProtocol::Http(h) => match h.version {
+                HttpVersion::H1 => Protocol::Http,
+                HttpVersion::H2 => Protocol::H2,
+                HttpVersion::Auto => Protocol::Auto,
+            },
             UpstreamProtocol::FastCgi(_) => Protocol::FastCgi,
         }
     }

@@ -19,7 +19,7 @@ use ringside_http::h1::response::{parse_response, ResponseHead};
 use ringside_runtime::tls::rustls;
 
 use super::addr::PeerAddr;
-use super::settings::{ActiveHealth, ProxyVersion, ServerSpec, UpstreamConfig};
+use super::settings::{ActiveHealth, HttpVersion, ProxyVersion, ServerSpec, UpstreamConfig};
 use crate::config::error::io_reason;
 
 /// One address to send requests to.
@@ -109,9 +109,10 @@ pub fn start(cfgs: &[UpstreamConfig], old: &[Arc<Shared>]) -> Result<Vec<Arc<Sha
                 "upstream server name does not resolve; it is down until it does"
             );
         }
+        let version = cfg.http().map(|h| h.version).unwrap_or_default();
         let tls = cfg
             .tls()
-            .map(crate::tls::client_config)
+            .map(|t| crate::tls::client_config(t, version))
             .transpose()
             .map_err(|e| format!("upstream {}: {e}", cfg.name))?;
         let s = Arc::new(Shared {
@@ -299,6 +300,7 @@ fn probe_all(
                 active,
                 tls_for(s, &p.authority),
                 s.cfg.send_proxy(),
+                s.cfg.http().map(|h| h.version).unwrap_or_default(),
             ),
             // Active checks are HTTP; FastCGI upstreams refuse them.
             PeerAddr::Unix(_) => true,
@@ -353,7 +355,9 @@ fn probe(
         rustls::pki_types::ServerName<'static>,
     )>,
     send_proxy: Option<ProxyVersion>,
+    version: HttpVersion,
 ) -> bool {
+    let tls_used = tls.is_some();
     let run = || -> std::io::Result<bool> {
         let mut tcp = TcpStream::connect_timeout(&addr, active.timeout)?;
         tcp.set_read_timeout(Some(active.timeout))?;
@@ -365,14 +369,26 @@ fn probe(
             ringside_http::proxy_protocol::write_local(&mut h, v == ProxyVersion::V2);
             std::io::Write::write_all(&mut tcp, &h)?;
         }
+        // HTTP/2 where the upstream speaks it: h2c by prior knowledge,
+        // or what the server chose by ALPN.
+        let mut h2 = version == HttpVersion::H2;
         let mut c: Box<dyn ReadWrite> = match tls {
             Some((cfg, name)) => {
-                let conn =
+                let mut conn =
                     rustls::ClientConnection::new(cfg, name).map_err(std::io::Error::other)?;
+                while conn.is_handshaking() {
+                    conn.complete_io(&mut tcp)?;
+                }
+                h2 = conn.alpn_protocol() == Some(b"h2");
                 Box::new(rustls::StreamOwned::new(conn, tcp))
             }
             None => Box::new(tcp),
         };
+        if h2 {
+            let scheme: &[u8] = if tls_used { b"https" } else { b"http" };
+            let got = super::probe_h2::status(&mut *c, scheme, authority, &active.path);
+            return Ok(got == Some(active.expect_status));
+        }
         let mut req = bytes::BytesMut::with_capacity(256);
         write_request_line(&mut req, b"GET", &[active.path.as_bytes()], None);
         write_header(&mut req, b"Host", authority.as_bytes());
@@ -408,5 +424,4 @@ fn probe(
 /// The longest health-check response head read.
 const MAX_PROBE_HEAD: usize = 16 * 1024;
 
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
+use super::probe_h2::ReadWrite;

@@ -11,6 +11,7 @@ pub mod origin;
 pub mod phpfpm;
 pub mod pki;
 pub mod recorder;
+pub mod script;
 pub mod security;
 
 use std::io::{BufRead, BufReader, Read, Write};

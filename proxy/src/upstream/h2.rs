@@ -1,0 +1,494 @@
+//! The HTTP/2 codec to upstreams: a try is a stream on one of the core's
+//! few connections to the server (`local::h2`), not a connection of its
+//! own. The head is the one HTTP/1.1 would send (the same header policy,
+//! `H1::write_head`), laid out as HTTP/2 fields; the body streams within
+//! the server's windows; the response's head, body and trailers are
+//! relayed as they come. Over HTTP/2 to the client the request body and
+//! the response flow at once (gRPC's bidirectional calls); over HTTP/1
+//! the request goes whole first, as for an HTTP/1.1 upstream.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use ringside_http::h2::client::{ClientConn, ClientStream, Lost, Response, StreamError};
+use ringside_http::h2::frame::Reason;
+use ringside_http::h2::hpack::Encoder;
+use ringside_http::{Body, BodyKind, Error, Exchange, Kind, Method};
+use ringside_runtime::task::{self, Either};
+
+use super::codec::{Codec, Tried};
+use super::h1::H1;
+use super::headers::{skip_response_header, ReqBody};
+use super::io::{Buf, UpSock};
+use super::local::{Chosen, Local};
+
+/// Tries on other connections of the same server when one refuses the
+/// stream unprocessed (a GOAWAY raced it), before the request fails.
+const REFUSED_TRIES: u32 = 3;
+
+/// HTTP/2 to the upstream of a route: the HTTP/1 codec's route and header
+/// policy, another wire.
+pub struct H2<'a> {
+    pub h1: H1<'a>,
+    /// The request is gRPC: `te: trailers` goes upstream.
+    pub grpc: bool,
+    /// gRPC's own deadline (`grpc-timeout`), capping the upstream's.
+    pub deadline: Option<Instant>,
+}
+
+impl Codec for H2<'_> {
+    fn replayable(&self, ex: &Exchange<'_>) -> bool {
+        self.h1.replayable(ex)
+    }
+
+    fn admit(&self, ex: &Exchange<'_>) -> Result<(), Error> {
+        self.h1.admit(ex)
+    }
+
+    async fn exchange(
+        &self,
+        _ex: &mut Exchange<'_>,
+        _up: &RefCell<Local>,
+        _chosen: &Chosen,
+        _sock: UpSock,
+        _reused: bool,
+        _may_retry: bool,
+    ) -> Result<Tried, Error> {
+        Err(Error::internal(
+            "HTTP/2 tries take a stream, not a connection",
+        ))
+    }
+
+    fn multiplexed(&self) -> bool {
+        true
+    }
+
+    async fn exchange_shared(
+        &self,
+        ex: &mut Exchange<'_>,
+        up: &RefCell<Local>,
+        chosen: &Chosen,
+        may_retry: bool,
+    ) -> Result<Tried, Error> {
+        if !up.borrow().http1(chosen) {
+            match self.over_h2(ex, up, chosen, may_retry).await {
+                // `auto`, and the server chose HTTP/1.1 while this try
+                // waited for the connection: nothing was sent.
+                Err(e) if e.kind() == Kind::ConnectFailed && up.borrow().http1(chosen) => {}
+                r => return r,
+            }
+        }
+        self.over_http1(ex, up, chosen, may_retry).await
+    }
+}
+
+impl H2<'_> {
+    /// A try over HTTP/1.1 to a server that chose it (`auto`): a
+    /// connection of its own, as the HTTP/1 codec takes.
+    async fn over_http1(
+        &self,
+        ex: &mut Exchange<'_>,
+        up: &RefCell<Local>,
+        chosen: &Chosen,
+        may_retry: bool,
+    ) -> Result<Tried, Error> {
+        // `acquire` counts the try in flight again, and settles its own
+        // failures: the loop's count is given back first, and taken again
+        // when acquire failed, so that the loop's release balances it.
+        up.borrow_mut().abandon(chosen);
+        let check = !self.h1.replayable(ex);
+        let (sock, reused) = match super::acquire::acquire(up, chosen, false, check).await {
+            Ok(got) => got,
+            Err(e) => {
+                up.borrow_mut().begin(chosen);
+                return Err(e);
+            }
+        };
+        let sock = UpSock::new(sock);
+        self.h1
+            .exchange(ex, up, chosen, sock, reused, may_retry)
+            .await
+    }
+
+    async fn over_h2(
+        &self,
+        ex: &mut Exchange<'_>,
+        up: &RefCell<Local>,
+        chosen: &Chosen,
+        may_retry: bool,
+    ) -> Result<Tried, Error> {
+        let (timeouts, retry, tls) = {
+            let l = up.borrow();
+            (
+                l.shared.cfg.timeouts,
+                l.shared.cfg.retry,
+                l.shared.tls.is_some(),
+            )
+        };
+        let body = match ex.body_kind() {
+            BodyKind::Empty | BodyKind::Length(0) => None,
+            BodyKind::Length(n) => Some(Some(n)),
+            BodyKind::Stream => Some(None),
+        };
+        let mut text = Buf::take();
+        self.h1
+            .write_head(ex, chosen, ReqBody::None, false, &mut text);
+        let wants_trailers = self.grpc || te_trailers(ex);
+        let scheme: &[u8] = if tls { b"https" } else { b"http" };
+        let cap = |d: Instant| self.deadline.map_or(d, |g| g.min(d));
+        let mut relay = Relay {
+            phase: Phase::Head,
+            head_deadline: cap(Instant::now() + timeouts.response_head),
+            idle: timeouts.body_idle,
+            cap: self.deadline,
+            via: self.h1.via,
+            wants_trailers,
+            retry_status: may_retry,
+            retry,
+        };
+        // A stream the server never processed (REFUSED_STREAM, or past
+        // its GOAWAY's last stream) goes again, as long as nothing of the
+        // request was taken from the client: a request without a body up
+        // to its response head, one with a body until its connection is
+        // made.
+        let mut refused = 0;
+        let (mut stream, first) = loop {
+            let conn = up.borrow_mut().h2_conn(chosen);
+            let Some(conn) = conn else {
+                return Err(Error::new(Kind::NoServer, "the server left the upstream"));
+            };
+            let head = |enc: &mut Encoder, out: &mut BytesMut| {
+                encode_head(&text[..], scheme, body, wants_trailers, enc, out)
+            };
+            let mut opened = match conn.open(head, body.is_none()).await {
+                Ok(s) => Opened { stream: s, conn },
+                Err(StreamError::Refused) if refused < REFUSED_TRIES => {
+                    refused += 1;
+                    continue;
+                }
+                Err(e) => return Err(stream_error(e, false)),
+            };
+            let got = if body.is_some() {
+                opened.connected().await.map(|()| None)
+            } else {
+                relay.next(&mut opened.stream).await.map(Some)
+            };
+            match got {
+                Ok(first) => break (opened, first),
+                Err(_) if opened.stream.refused() && refused < REFUSED_TRIES => refused += 1,
+                Err(e) => return Err(e),
+            }
+        };
+        drop(text);
+        if let Some(ev) = first {
+            if let Some(t) = relay.step(ex, &mut stream.stream, ev).await? {
+                return Ok(t);
+            }
+        }
+        if body.is_some() {
+            if ex.duplex() {
+                if let Some(t) = duplex(ex, &mut stream.stream, &mut relay).await? {
+                    return Ok(t);
+                }
+            } else {
+                send_body(ex, &mut stream.stream).await?;
+                relay.head_deadline = cap(Instant::now() + timeouts.response_head);
+            }
+        }
+        while relay.phase != Phase::Done {
+            let ev = relay.next(&mut stream.stream).await?;
+            if let Some(t) = relay.step(ex, &mut stream.stream, ev).await? {
+                return Ok(t);
+            }
+        }
+        Ok(Tried::Done(None))
+    }
+}
+
+/// A stream and the connection it is on.
+struct Opened {
+    stream: ClientStream,
+    conn: Rc<ClientConn>,
+}
+
+impl Opened {
+    /// Waits until the connection is made, so that no byte of the body is
+    /// taken from the client for a connection that never comes.
+    async fn connected(&self) -> Result<(), Error> {
+        self.conn
+            .connected()
+            .await
+            .map_err(|l| stream_error(StreamError::Lost(l), false))
+    }
+}
+
+/// Whether the client asked for trailers (`te: trailers`).
+fn te_trailers(ex: &Exchange<'_>) -> bool {
+    ex.headers()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
+        .flat_map(|(_, v)| ringside_http::grammar::list_elements(v))
+        .any(|t| t.eq_ignore_ascii_case(b"trailers"))
+}
+
+/// The HTTP/1.1 head the header policy wrote, as HTTP/2 fields: the
+/// request line and Host become pseudo-fields, names go lower case.
+fn encode_head(
+    text: &[u8],
+    scheme: &[u8],
+    body: Option<Option<u64>>,
+    trailers: bool,
+    enc: &mut Encoder,
+    out: &mut BytesMut,
+) {
+    let mut lines = text
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let line = lines.next().unwrap_or_default();
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    let target = parts.next().unwrap_or(b"/");
+    let mut host: &[u8] = b"";
+    let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(16);
+    for l in lines {
+        let Some(colon) = l.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (name, value) = (&l[..colon], l[colon + 1..].trim_ascii());
+        if name.eq_ignore_ascii_case(b"host") {
+            host = value;
+        } else {
+            fields.push((name, value));
+        }
+    }
+    enc.field(b":method", method, out);
+    enc.field(b":scheme", scheme, out);
+    enc.literal(b":path", target, out);
+    enc.field(b":authority", host, out);
+    let mut lower = [0u8; 128];
+    for (name, value) in fields {
+        let Some(l) = lower.get_mut(..name.len()) else {
+            continue;
+        };
+        for (o, b) in l.iter_mut().zip(name) {
+            *o = b.to_ascii_lowercase();
+        }
+        enc.field(l, value, out);
+    }
+    if let Some(Some(n)) = body {
+        let mut d = [0u8; 20];
+        enc.field(
+            b"content-length",
+            ringside_http::grammar::decimal(n, &mut d),
+            out,
+        );
+    }
+    if trailers {
+        enc.field(b"te", b"trailers", out);
+    }
+}
+
+/// Sends the whole request body before the response is read.
+async fn send_body(ex: &mut Exchange<'_>, stream: &mut ClientStream) -> Result<(), Error> {
+    loop {
+        let piece = ex.read_body().await?;
+        let end = piece.is_none();
+        let data = piece.as_deref().unwrap_or_default();
+        stream
+            .send_data(data, end)
+            .await
+            .map_err(|e| stream_error(e, false))?;
+        if end {
+            return Ok(());
+        }
+    }
+}
+
+/// The request body and the response at once: whichever comes first is
+/// acted on (both waits are cancel-safe: what arrives stays where it is).
+async fn duplex(
+    ex: &mut Exchange<'_>,
+    stream: &mut ClientStream,
+    relay: &mut Relay<'_>,
+) -> Result<Option<Tried>, Error> {
+    loop {
+        if relay.phase == Phase::Done {
+            return Ok(None);
+        }
+        let got = task::select(ex.read_body(), relay.next(stream)).await;
+        match got {
+            Either::Left(piece) => {
+                let piece = piece?;
+                let end = piece.is_none();
+                let data = piece.as_deref().unwrap_or_default();
+                stream
+                    .send_data(data, end)
+                    .await
+                    .map_err(|e| stream_error(e, ex.responded()))?;
+                if end {
+                    return Ok(None);
+                }
+            }
+            Either::Right(ev) => {
+                if let Some(t) = relay.step(ex, stream, ev?).await? {
+                    return Ok(Some(t));
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Body,
+    Done,
+}
+
+enum Event {
+    Head(Response),
+    Data(Bytes),
+    End,
+}
+
+/// Where the response's relay stands.
+struct Relay<'a> {
+    phase: Phase,
+    head_deadline: Instant,
+    idle: Duration,
+    cap: Option<Instant>,
+    via: Option<&'a [u8]>,
+    wants_trailers: bool,
+    retry_status: bool,
+    retry: super::settings::RetryPolicy,
+}
+
+impl Relay<'_> {
+    /// The next thing the server sent, within its deadline.
+    async fn next(&self, stream: &mut ClientStream) -> Result<Event, Error> {
+        if self.phase == Phase::Body && stream.has_data() {
+            return Ok(
+                match stream.data().await.map_err(|e| stream_error(e, true))? {
+                    Some(b) => Event::Data(b),
+                    None => Event::End,
+                },
+            );
+        }
+        let deadline = match self.phase {
+            Phase::Head => self.head_deadline,
+            _ => {
+                let d = Instant::now() + self.idle;
+                self.cap.map_or(d, |g| g.min(d))
+            }
+        };
+        let responded = self.phase != Phase::Head;
+        let wait = async {
+            match self.phase {
+                Phase::Head => stream.head().await.map(Event::Head),
+                _ => stream
+                    .data()
+                    .await
+                    .map(|d| d.map_or(Event::End, Event::Data)),
+            }
+        };
+        match task::timeout_at(deadline, wait).await {
+            Ok(r) => r.map_err(|e| stream_error(e, responded)),
+            Err(_) if self.phase == Phase::Head => Err(Error::new(
+                Kind::UpstreamTimeout,
+                "no response head in time",
+            )),
+            Err(_) => Err(Error::new(Kind::UpstreamTimeout, "response body stalled")),
+        }
+    }
+
+    /// Relays one thing the server sent; `Some` ends the try early.
+    async fn step(
+        &mut self,
+        ex: &mut Exchange<'_>,
+        stream: &mut ClientStream,
+        ev: Event,
+    ) -> Result<Option<Tried>, Error> {
+        match ev {
+            Event::Head(r) if (100..200).contains(&r.status) => {
+                if r.status == 101 {
+                    return Err(invalid("101 over HTTP/2"));
+                }
+                let none =
+                    ringside_http::grammar::ConnectionTokens::from_values(std::iter::empty());
+                let hs = r
+                    .fields
+                    .iter()
+                    .filter(|(n, _)| !skip_response_header(n, &none, false));
+                ex.send_interim(r.status, hs).await?;
+            }
+            Event::Head(r) => {
+                let status = r.status;
+                let retried = match status {
+                    502 => self.retry.on.http_502,
+                    503 => self.retry.on.http_503,
+                    504 => self.retry.on.http_504,
+                    _ => false,
+                };
+                if retried && self.retry_status && !ex.responded() {
+                    return Ok(Some(Tried::RetryStatus(status)));
+                }
+                let length = r
+                    .fields
+                    .get("content-length")
+                    .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
+                let framing = match length {
+                    _ if stream.ended_with_head() => Body::Sized(0),
+                    Some(n) if !self.wants_trailers || ex.method() == Method::Head => {
+                        Body::Sized(n)
+                    }
+                    _ => Body::Stream,
+                };
+                let none =
+                    ringside_http::grammar::ConnectionTokens::from_values(std::iter::empty());
+                let hs = r
+                    .fields
+                    .iter()
+                    .filter(|(n, _)| !skip_response_header(n, &none, false))
+                    .chain(self.via.map(|v| (&b"Via"[..], v)));
+                ex.start_from(status, hs, framing)?;
+                self.phase = Phase::Body;
+            }
+            Event::Data(b) => {
+                ex.write_body(&b).await?;
+                if !stream.has_data() {
+                    ex.flush().await?;
+                }
+            }
+            Event::End => {
+                self.phase = Phase::Done;
+                match stream.trailers() {
+                    Some(t) => ex.finish_with_trailers(t.iter()).await?,
+                    None if ex.streaming() => ex.finish().await?,
+                    None => ex
+                        .finish()
+                        .await
+                        .map_err(|_| invalid("the body ended short of its content-length"))?,
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn invalid(why: &'static str) -> Error {
+    Error::new(Kind::InvalidResponse, why)
+}
+
+/// What a stream's failure is to the forward loop. `responded`: the
+/// client has the response head already.
+fn stream_error(e: StreamError, responded: bool) -> Error {
+    let why = e.to_string();
+    match e {
+        StreamError::Lost(Lost::Connect | Lost::Http1) => Error::new(Kind::ConnectFailed, why),
+        StreamError::Lost(Lost::ConnectTimeout) => Error::new(Kind::ConnectTimeout, why),
+        StreamError::Refused if !responded => Error::new(Kind::Stale, why),
+        StreamError::Reset(Reason::REFUSED_STREAM) if !responded => Error::new(Kind::Stale, why),
+        _ => invalid("the HTTP/2 stream failed").because(std::io::Error::other(why)),
+    }
+}
