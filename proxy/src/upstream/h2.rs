@@ -249,25 +249,20 @@ fn encode_head(
     let mut parts = line.splitn(3, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
     let target = parts.next().unwrap_or(b"/");
-    let mut host: &[u8] = b"";
-    let mut fields: Vec<(&[u8], &[u8])> = Vec::with_capacity(16);
-    for l in lines {
-        let Some(colon) = l.iter().position(|&b| b == b':') else {
-            continue;
-        };
-        let (name, value) = (&l[..colon], l[colon + 1..].trim_ascii());
-        if name.eq_ignore_ascii_case(b"host") {
-            host = value;
-        } else {
-            fields.push((name, value));
-        }
-    }
+    let host = lines
+        .clone()
+        .filter_map(split)
+        .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+        .map_or(&b""[..], |(_, v)| v);
     enc.field(b":method", method, out);
     enc.field(b":scheme", scheme, out);
     enc.literal(b":path", target, out);
     enc.field(b":authority", host, out);
     let mut lower = [0u8; 128];
-    for (name, value) in fields {
+    for (name, value) in lines.filter_map(split) {
+        if name.eq_ignore_ascii_case(b"host") {
+            continue;
+        }
         let Some(l) = lower.get_mut(..name.len()) else {
             continue;
         };
@@ -287,6 +282,12 @@ fn encode_head(
     if trailers {
         enc.field(b"te", b"trailers", out);
     }
+}
+
+/// A header line's name and value.
+fn split(l: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = l.iter().position(|&b| b == b':')?;
+    Some((&l[..colon], l[colon + 1..].trim_ascii()))
 }
 
 /// Sends the whole request body before the response is read.

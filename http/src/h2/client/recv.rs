@@ -227,7 +227,7 @@ fn section(st: &mut CState, id: u32, block: &[u8], end_stream: bool) {
                 );
             }
             s.final_head = !interim;
-            s.heads.push_back((code, fields));
+            s.push_head((code, fields));
         }
         None => s.trailers = Some(fields),
     }

@@ -41,8 +41,11 @@ pub enum Lost {
 }
 
 pub(super) struct CStream {
-    /// Heads received: interim ones, then the final one.
-    pub heads: VecDeque<(u16, FieldList)>,
+    /// The next head received and not yet taken, and those after it
+    /// (interim ones come before the final one; a queue only when the
+    /// server sends them faster than they are taken).
+    pub head: Option<(u16, FieldList)>,
+    pub more_heads: VecDeque<(u16, FieldList)>,
     pub final_head: bool,
     pub data: BytesMut,
     pub trailers: Option<FieldList>,
@@ -64,7 +67,8 @@ pub(super) struct CStream {
 impl CStream {
     fn new(send_window: i64, recv_window: i64) -> CStream {
         CStream {
-            heads: VecDeque::new(),
+            head: None,
+            more_heads: VecDeque::new(),
             final_head: false,
             data: BytesMut::new(),
             trailers: None,
@@ -83,6 +87,20 @@ impl CStream {
         if let Some(w) = self.waker.take() {
             w.wake();
         }
+    }
+
+    pub fn push_head(&mut self, head: (u16, FieldList)) {
+        if self.head.is_none() {
+            self.head = Some(head);
+        } else {
+            self.more_heads.push_back(head);
+        }
+    }
+
+    pub fn pop_head(&mut self) -> Option<(u16, FieldList)> {
+        let h = self.head.take();
+        self.head = self.more_heads.pop_front();
+        h
     }
 }
 

@@ -236,7 +236,7 @@ impl ClientStream {
     pub async fn head(&mut self) -> Result<Response, StreamError> {
         self.wait(|st, id| {
             let s = st.streams.get_mut(&id)?;
-            if let Some((status, fields)) = s.heads.pop_front() {
+            if let Some((status, fields)) = s.pop_head() {
                 return Some(Ok(Response { status, fields }));
             }
             (s.remote_ended && s.reset.is_none()).then_some(Err(StreamError::Malformed(
@@ -296,7 +296,7 @@ impl ClientStream {
     pub fn refused(&self) -> bool {
         let st = self.conn.st.borrow();
         st.streams.get(&self.id).is_some_and(|s| {
-            s.reset == Some(Reason::REFUSED_STREAM) && !s.final_head && s.heads.is_empty()
+            s.reset == Some(Reason::REFUSED_STREAM) && !s.final_head && s.head.is_none()
         })
     }
 
@@ -305,7 +305,7 @@ impl ClientStream {
     pub fn ended_with_head(&self) -> bool {
         let st = self.conn.st.borrow();
         st.streams.get(&self.id).is_some_and(|s| {
-            s.remote_ended && s.heads.is_empty() && s.data.is_empty() && s.trailers.is_none()
+            s.remote_ended && s.head.is_none() && s.data.is_empty() && s.trailers.is_none()
         })
     }
 

@@ -61,9 +61,10 @@ fn a_response_its_body_and_its_trailers_reach_the_stream() {
     wire.extend_from_slice(&headers(&mut enc, id, &[("grpc-status", "0")], true));
     assert_eq!(frames(&mut st, &wire), wire.len());
     let s = &st.streams[&id];
-    assert_eq!(s.heads.len(), 1);
-    assert_eq!(s.heads[0].0, 200);
-    assert_eq!(s.heads[0].1.get("x-a"), Some(&b"1"[..]));
+    let (status, fields) = s.head.as_ref().unwrap();
+    assert_eq!(*status, 200);
+    assert_eq!(fields.get("x-a"), Some(&b"1"[..]));
+    assert!(s.more_heads.is_empty());
     assert_eq!(&s.data[..], &[b'x'; 10]);
     assert_eq!(
         s.trailers.as_ref().unwrap().get("grpc-status"),
