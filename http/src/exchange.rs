@@ -689,6 +689,19 @@ impl<'a> Exchange<'a> {
         matches!(self.wire, Wire::H2(_))
     }
 
+    /// Whether the client takes trailers: over HTTP/2 always, over
+    /// HTTP/1.1 when it said `TE: trailers`.
+    pub fn takes_trailers(&self) -> bool {
+        match &self.wire {
+            Wire::H2(_) => true,
+            Wire::H1(_) => self
+                .headers()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
+                .flat_map(|(_, v)| crate::grammar::list_elements(v))
+                .any(|t| t.eq_ignore_ascii_case(b"trailers")),
+        }
+    }
+
     /// Ends a streamed body with a trailer section where the protocol can
     /// carry one (HTTP/2; HTTP/1.1's chunked coding), else as
     /// [`Exchange::finish`]. A sized body has no room for trailers over
@@ -700,6 +713,18 @@ impl<'a> Exchange<'a> {
         if self.enc.is_some() || self.drop_body {
             return self.finish().await;
         }
+        // Fields a trailer may not carry (RFC 9110 §6.5.1): framing,
+        // routing, and what the head alone decides.
+        let trailers = trailers.filter(|(n, _)| {
+            let is = |f: &str| n.eq_ignore_ascii_case(f.as_bytes());
+            !(crate::hop::is_hop_by_hop(n)
+                || is("content-length")
+                || is("host")
+                || is("trailer")
+                || is("content-encoding")
+                || is("content-type")
+                || is("content-range"))
+        });
         match (self.out, &mut self.wire) {
             (Out::Stream, Wire::H1(w)) => w.finish_with_trailers(trailers),
             (Out::Stream, Wire::H2(w)) => w.finish_with_trailers(trailers),

@@ -418,3 +418,68 @@ fn health_checks_speak_http2() {
     assert!(head.contains(" 200"), "{head}");
     assert!(body.starts_with(b"hello"), "{body:?}");
 }
+
+/// An HTTP/1.1 origin that answers every request with a chunked body and
+/// a trailer section.
+fn chunked_trailer_origin() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut got = Vec::new();
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                        got.drain(..end + 4);
+                        let _ = c.write_all(
+                            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                              2\r\nok\r\n0\r\nx-sum: 42\r\ncontent-length: 9\r\n\r\n",
+                        );
+                    }
+                }
+            });
+        }
+    });
+    at
+}
+
+/// Trailers from an HTTP/1.1 upstream's chunked body reach an HTTP/2
+/// client, and an HTTP/1.1 client that asked for them; one that did not
+/// ask gets none. Framing fields among them are dropped.
+#[test]
+fn trailers_from_an_http1_origin() {
+    let origin = chunked_trailer_origin();
+    for backend in BACKENDS {
+        let dir = TempDir::new("h2up-h1trailers");
+        let px = proxy(&dir, backend, 1, &format!("servers = [\"{origin}\"]"));
+        let out = Command::new("nghttp")
+            .args(["-v", &format!("http://{}/t", px.addr)])
+            .output()
+            .expect("nghttp (nghttp2-client) must be installed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("x-sum: 42"), "{backend}: {text}");
+        assert!(!text.contains("content-length: 9"), "{backend}: {text}");
+
+        for (te, want) in [("TE: trailers\r\n", true), ("", false)] {
+            let mut s = TcpStream::connect(px.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let req = format!("GET /t HTTP/1.1\r\nHost: x\r\n{te}Connection: close\r\n\r\n");
+            s.write_all(req.as_bytes()).unwrap();
+            let mut got = String::new();
+            s.read_to_string(&mut got).unwrap();
+            assert!(got.contains("\r\n2\r\nok\r\n"), "{backend}: {got:?}");
+            let tail = if want {
+                "0\r\nx-sum: 42\r\n\r\n"
+            } else {
+                "0\r\n\r\n"
+            };
+            assert!(got.ends_with(tail), "{backend} te={want}: {got:?}");
+        }
+    }
+}

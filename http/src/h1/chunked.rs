@@ -128,6 +128,8 @@ pub struct ChunkedDecoder {
     /// Payload bytes declared so far.
     total: u64,
     max_body: u64,
+    /// The trailer section as received, when asked to keep it.
+    kept: Option<Vec<u8>>,
 }
 
 impl ChunkedDecoder {
@@ -140,7 +142,27 @@ impl ChunkedDecoder {
             line_len: 0,
             total: 0,
             max_body,
+            kept: None,
         }
+    }
+
+    /// Keeps the trailer section, for [`ChunkedDecoder::trailers`].
+    pub fn keep_trailers(&mut self) {
+        self.kept = Some(Vec::new());
+    }
+
+    /// The trailer fields kept, names and values as received (the value
+    /// without its surrounding whitespace).
+    pub fn trailers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
+        self.kept
+            .as_deref()
+            .unwrap_or_default()
+            .split(|&b| b == b'\n')
+            .filter_map(|l| {
+                let l = l.strip_suffix(b"\r").unwrap_or(l);
+                let colon = l.iter().position(|&b| b == b':')?;
+                Some((&l[..colon], l[colon + 1..].trim_ascii()))
+            })
     }
 
     /// Whether the whole body, trailers included, has been consumed.
@@ -202,7 +224,7 @@ impl ChunkedDecoder {
                     self.state = State::Size;
                 }
                 State::TrailerStart => {
-                    self.trailer_byte()?;
+                    self.trailer_byte(b)?;
                     self.state = match b {
                         b'\r' => State::FinalLf,
                         b'\n' => return Err(ChunkError::MissingCrlf),
@@ -211,7 +233,7 @@ impl ChunkedDecoder {
                     };
                 }
                 State::TrailerName => {
-                    self.trailer_byte()?;
+                    self.trailer_byte(b)?;
                     match b {
                         b':' => self.state = State::TrailerValue,
                         _ if is_tchar(b) => {}
@@ -219,7 +241,7 @@ impl ChunkedDecoder {
                     }
                 }
                 State::TrailerValue => {
-                    self.trailer_byte()?;
+                    self.trailer_byte(b)?;
                     match b {
                         b'\r' => self.state = State::TrailerLf,
                         b'\n' => return Err(ChunkError::MissingCrlf),
@@ -228,14 +250,14 @@ impl ChunkedDecoder {
                     }
                 }
                 State::TrailerLf => {
-                    self.trailer_byte()?;
+                    self.trailer_byte(b)?;
                     if b != b'\n' {
                         return Err(ChunkError::MissingCrlf);
                     }
                     self.state = State::TrailerStart;
                 }
                 State::FinalLf => {
-                    self.trailer_byte()?;
+                    self.trailer_byte(b)?;
                     if b != b'\n' {
                         return Err(ChunkError::MissingCrlf);
                     }
@@ -317,10 +339,13 @@ impl ChunkedDecoder {
     }
 
     #[inline]
-    fn trailer_byte(&mut self) -> Result<(), ChunkError> {
+    fn trailer_byte(&mut self, b: u8) -> Result<(), ChunkError> {
         self.line_len += 1;
         if self.line_len > MAX_TRAILERS {
             return Err(ChunkError::TrailersTooLarge);
+        }
+        if let Some(k) = &mut self.kept {
+            k.push(b);
         }
         Ok(())
     }
@@ -387,6 +412,39 @@ mod tests {
                 fed += n;
             }
         }
+    }
+
+    #[test]
+    fn trailers_are_kept_when_asked_for_across_pieces() {
+        let input = b"2\r\nok\r\n0\r\nx-sum: 42\r\nX-Note:end \r\n\r\n";
+        for cut in 1..input.len() {
+            let mut dec = ChunkedDecoder::new(100);
+            dec.keep_trailers();
+            let (first, rest) = input.split_at(cut);
+            let mut buf = first.to_vec();
+            let mut fed_rest = false;
+            loop {
+                let d = dec.decode(&buf).unwrap();
+                buf.drain(..d.consumed);
+                if d.done {
+                    break;
+                }
+                if d.consumed == 0 {
+                    assert!(!fed_rest, "stalled at cut {cut}");
+                    buf.extend_from_slice(rest);
+                    fed_rest = true;
+                }
+            }
+            let got: Vec<_> = dec.trailers().collect();
+            assert_eq!(
+                got,
+                vec![(&b"x-sum"[..], &b"42"[..]), (&b"X-Note"[..], &b"end"[..])],
+                "cut {cut}"
+            );
+        }
+        let mut dec = ChunkedDecoder::new(100);
+        dec.decode(input).unwrap();
+        assert_eq!(dec.trailers().count(), 0, "kept only when asked");
     }
 
     #[test]

@@ -384,6 +384,9 @@ async fn relay_chunked(
     idle: Duration,
 ) -> Result<bool, Error> {
     let mut dec = ChunkedDecoder::new(u64::MAX);
+    if ex.takes_trailers() {
+        dec.keep_trailers();
+    }
     loop {
         while !inb.is_empty() {
             let d = dec
@@ -394,7 +397,7 @@ async fn relay_chunked(
             }
             inb.advance(d.consumed);
             if d.done {
-                ex.finish().await?;
+                ex.finish_with_trailers(dec.trailers()).await?;
                 return Ok(inb.is_empty());
             }
             if d.consumed == 0 {

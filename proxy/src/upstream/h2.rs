@@ -135,7 +135,10 @@ impl H2<'_> {
         let mut text = Buf::take();
         self.h1
             .write_head(ex, chosen, ReqBody::None, false, &mut text);
-        let wants_trailers = self.grpc || te_trailers(ex);
+        // Asked for, trailers go upstream in `te` and the body is
+        // streamed so that they can follow it; otherwise a sized body
+        // keeps its length (trailers after it are not relayed).
+        let wants_trailers = self.grpc || asks_trailers(ex);
         let scheme: &[u8] = if tls { b"https" } else { b"http" };
         let cap = |d: Instant| self.deadline.map_or(d, |g| g.min(d));
         let mut relay = Relay {
@@ -224,8 +227,8 @@ impl Opened {
     }
 }
 
-/// Whether the client asked for trailers (`te: trailers`).
-fn te_trailers(ex: &Exchange<'_>) -> bool {
+/// Whether the client said `te: trailers`.
+fn asks_trailers(ex: &Exchange<'_>) -> bool {
     ex.headers()
         .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
         .flat_map(|(_, v)| ringside_http::grammar::list_elements(v))

@@ -274,3 +274,27 @@ fn a_cancelled_stream_is_reset_and_its_bytes_credited() {
     assert_eq!(st.conn_taken, 1500);
     assert!(st.streams.is_empty());
 }
+
+#[test]
+fn a_quiet_connection_is_pinged_and_dropped_when_the_ping_goes_unanswered() {
+    use std::time::{Duration, Instant};
+    let (interval, send) = (Duration::from_secs(30), Duration::from_secs(60));
+    let mut st = state();
+    let t0 = st.heard;
+    assert!(st.check(t0 + Duration::from_secs(10), interval, send));
+    assert!(written(&mut st).is_empty(), "heard from lately: no PING");
+    assert!(st.check(t0 + interval, interval, send));
+    let out = written(&mut st);
+    assert_eq!((out[0].0, out[0].1), (frame::PING, 0));
+    // The ACK clears it; a later silence PINGs again.
+    let mut ack = BytesMut::new();
+    frame::put_ping(&mut ack, true, b"ringside");
+    frames(&mut st, &ack);
+    assert_eq!(st.ping_sent, None);
+    let later = Instant::now() + interval;
+    assert!(st.check(later, interval, send));
+    assert_eq!(written(&mut st).len(), 1);
+    // Unanswered for the interval: dead.
+    assert!(!st.check(later + interval, interval, send));
+    assert_eq!(st.failed, Some(Lost::Unresponsive));
+}
