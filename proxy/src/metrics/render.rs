@@ -27,7 +27,8 @@ struct ServerSum {
     reused: u64,
     failures: [u64; Reason::ALL.len()],
     down_cores: u64,
-    h2_conns: u64,
+    /// HTTP/2 connections to the server, by worker.
+    h2_conns: Vec<(usize, u64)>,
 }
 
 pub fn render(reg: &Registry) -> String {
@@ -280,7 +281,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
                         *a += b.get();
                     }
                     sum.down_cores += s.down.get();
-                    sum.h2_conns += s.h2_conns.get();
+                    sum.h2_conns.push((c.worker, s.h2_conns.get()));
                 }
             }
             servers.push((key, p.healthy, sum));
@@ -288,7 +289,7 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
     }
     let lab = |(u, s): &(String, String)| format!("upstream=\"{}\",server=\"{}\"", esc(u), esc(s));
     type Pick = fn(bool, &ServerSum) -> String;
-    let families: [(&str, &str, &str, Pick); 8] = [
+    let families: [(&str, &str, &str, Pick); 7] = [
         (
             "ringside_upstream_server_up",
             "gauge",
@@ -306,12 +307,6 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
             "gauge",
             "Requests in flight to the server, all cores.",
             |_, s| s.active.to_string(),
-        ),
-        (
-            "ringside_upstream_h2_connections",
-            "gauge",
-            "HTTP/2 connections to the server, all cores (each carries many of the requests in flight).",
-            |_, s| s.h2_conns.to_string(),
         ),
         (
             "ringside_upstream_idle_connections",
@@ -349,6 +344,21 @@ fn render_upstreams(reg: &Registry, cores: &[std::sync::Arc<super::CoreStats>], 
         family(out, name, kind, help);
         for (key, healthy, sum) in &servers {
             let _ = writeln!(out, "{name}{{{}}} {}", lab(key), pick(*healthy, sum));
+        }
+    }
+    family(
+        out,
+        "ringside_upstream_h2_connections",
+        "gauge",
+        "HTTP/2 connections to the server held by each worker (each carries many of the requests in flight).",
+    );
+    for (key, _, sum) in &servers {
+        for (worker, n) in &sum.h2_conns {
+            let _ = writeln!(
+                out,
+                "ringside_upstream_h2_connections{{{},worker=\"{worker}\"}} {n}",
+                lab(key)
+            );
         }
     }
     family(
