@@ -254,3 +254,31 @@ fn httpwg_over_tls() {
     let relay = tls_relay(site.tls.unwrap(), &site.ca, "localhost");
     conformance(&site, relay, "TLS");
 }
+
+/// Many streams at once each sending a body that is answered before it
+/// is read (405 on a static file): the RST_STREAM NO_ERROR that ends each
+/// one crosses the client's DATA still on its way, which must be ignored
+/// however many streams were reset meanwhile (RFC 9113 §5.1), not taken
+/// as a connection error.
+#[test]
+fn bodies_answered_before_they_are_read_leave_the_connection_sound() {
+    for backend in BACKENDS {
+        let site = Site::start("h2-early-answers", backend, "");
+        let body = site.dir.write("body.bin", &pattern(64 << 10));
+        let out = Command::new("h2load")
+            .args(["-c", "1", "-m", "20", "-n", "400", "-d"])
+            .arg(&body)
+            .arg(format!("http://{}/small.txt", site.h2c))
+            .output()
+            .expect("h2load (nghttp2-client) must be installed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("400 done") && text.contains("0 errored"),
+            "{backend}: {text}"
+        );
+        assert!(
+            text.contains("status codes: 0 2xx, 0 3xx, 400 4xx"),
+            "{backend}: {text}"
+        );
+    }
+}

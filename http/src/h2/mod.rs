@@ -22,6 +22,7 @@ pub mod client;
 pub mod frame;
 pub mod hpack;
 mod io;
+mod recent;
 mod recv;
 mod request;
 mod state;

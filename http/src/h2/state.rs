@@ -20,9 +20,6 @@ use super::stats;
 
 /// Above this many unsent bytes, streams wait before writing more.
 pub(crate) const WRITE_HIGH: usize = 64 * 1024;
-/// Streams we reset lately: frames the client sent before it saw the
-/// reset are ignored on these (RFC 9113 §5.4.2), not taken as errors.
-const RESET_MEMORY: usize = 8;
 /// Streams closed lately: a request on one is STREAM_CLOSED, where one on
 /// an id never used is PROTOCOL_ERROR (§5.1.1).
 const CLOSED_MEMORY: usize = 16;
@@ -74,8 +71,9 @@ pub(crate) struct State {
     pub index: Vec<(u32, usize)>,
     pub last_peer_id: u32,
     /// Ids we reset lately, newest last.
-    reset_lately: [u32; RESET_MEMORY],
-    reset_at: usize,
+    /// Streams we reset lately: frames the client sent before it saw the
+    /// reset are ignored on these (RFC 9113 §5.4.2), not taken as errors.
+    reset_lately: super::recent::Recent,
     closed_lately: [u32; CLOSED_MEMORY],
     closed_at: usize,
     pub conn_send: i64,
@@ -116,8 +114,7 @@ impl State {
             streams: Slab::new(),
             index: Vec::new(),
             last_peer_id: 0,
-            reset_lately: [0; RESET_MEMORY],
-            reset_at: 0,
+            reset_lately: Default::default(),
             closed_lately: [0; CLOSED_MEMORY],
             closed_at: 0,
             conn_send: DEFAULT_WINDOW,
@@ -214,7 +211,7 @@ impl State {
     }
 
     pub(crate) fn was_reset_lately(&self, id: u32) -> bool {
-        self.reset_lately.contains(&id)
+        self.reset_lately.contains(id)
     }
 
     /// Resets a stream (a stream error, or a response that cannot finish).
@@ -227,8 +224,7 @@ impl State {
         }
         frame::put_rst(&mut self.out, id, reason);
         stats::add(|s| &s.resets_sent, 1);
-        self.reset_lately[self.reset_at % RESET_MEMORY] = id;
-        self.reset_at += 1;
+        self.reset_lately.mark(id, self.last_peer_id);
         if let Some(key) = self.key(id) {
             if let Some(s) = self.streams.get_mut(key) {
                 s.reset = Some(reason);
