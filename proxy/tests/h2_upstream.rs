@@ -288,7 +288,13 @@ fn nginx_as_the_h2_origin() {
 
 /// h2load's count of 2xx answers.
 fn h2load(at: &SocketAddr, n: u32, c: u32, m: u32) -> u32 {
+    h2load_with(at, n, c, m, &[])
+}
+
+/// [`h2load`] with more of its arguments (`-d FILE`, `--h1`).
+fn h2load_with(at: &SocketAddr, n: u32, c: u32, m: u32, extra: &[&str]) -> u32 {
     let out = Command::new("h2load")
+        .args(extra)
         .args([
             "-n",
             &n.to_string(),
@@ -374,6 +380,14 @@ fn goaway_sends_unprocessed_streams_to_a_new_connection() {
         );
         let done = h2load(&px.addr, 1000, 10, 10);
         assert_eq!(done, 1000, "{backend}");
+        // POSTs too: a body taken from the client is kept (up to 64 KiB)
+        // and sent again with the stream, from either client protocol.
+        let body = dir.write("body.bin", &pattern(20_000));
+        let body = body.to_str().unwrap();
+        let done = h2load_with(&px.addr, 500, 10, 10, &["-d", body]);
+        assert_eq!(done, 500, "{backend} h2 POST");
+        let done = h2load_with(&px.addr, 500, 10, 1, &["-d", body, "--h1"]);
+        assert_eq!(done, 500, "{backend} HTTP/1.1 POST");
     }
 }
 

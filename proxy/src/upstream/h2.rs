@@ -152,12 +152,12 @@ impl H2<'_> {
             retry,
         };
         // A stream the server never processed (REFUSED_STREAM, or past
-        // its GOAWAY's last stream) goes again, as long as nothing of the
-        // request was taken from the client: a request without a body up
-        // to its response head, one with a body until its connection is
-        // made.
+        // its GOAWAY's last stream) goes again on another connection, as
+        // long as the client has had nothing of the response and the
+        // request body taken from it so far is kept (up to `REPLAY`).
+        let mut sent = Sent::new(body.is_some());
         let mut refused = 0;
-        let (mut stream, first) = loop {
+        loop {
             let conn = up.borrow_mut().h2_conn(chosen);
             let Some(conn) = conn else {
                 return Err(Error::new(Kind::NoServer, "the server left the upstream"));
@@ -165,7 +165,7 @@ impl H2<'_> {
             let head = |enc: &mut Encoder, out: &mut BytesMut| {
                 encode_head(&text[..], scheme, body, wants_trailers, enc, out)
             };
-            let mut opened = match conn.open(head, body.is_none()).await {
+            let opened = match conn.open(head, body.is_none()).await {
                 Ok(s) => Opened { stream: s, conn },
                 Err(StreamError::Refused) if refused < REFUSED_TRIES => {
                     refused += 1;
@@ -173,41 +173,105 @@ impl H2<'_> {
                 }
                 Err(e) => return Err(stream_error(e, false)),
             };
-            let got = if body.is_some() {
-                opened.connected().await.map(|()| None)
-            } else {
-                relay.next(&mut opened.stream).await.map(Some)
-            };
-            match got {
-                Ok(first) => break (opened, first),
-                Err(_) if opened.stream.refused() && refused < REFUSED_TRIES => refused += 1,
-                Err(e) => return Err(e),
-            }
-        };
-        drop(text);
-        if let Some(ev) = first {
-            if let Some(t) = relay.step(ex, &mut stream.stream, ev).await? {
-                return Ok(t);
-            }
-        }
-        if body.is_some() {
-            if ex.duplex() {
-                if let Some(t) = duplex(ex, &mut stream.stream, &mut relay).await? {
-                    return Ok(t);
-                }
-            } else {
-                send_body(ex, &mut stream.stream).await?;
+            let r = attempt(ex, &opened, &mut relay, &mut sent, |relay| {
                 relay.head_deadline = cap(Instant::now() + timeouts.response_head);
+            })
+            .await;
+            match r {
+                Err(_)
+                    if opened.stream.refused()
+                        && sent.replayable()
+                        && !ex.responded()
+                        && refused < REFUSED_TRIES =>
+                {
+                    refused += 1;
+                    relay.phase = Phase::Head;
+                }
+                r => return r,
             }
         }
-        while relay.phase != Phase::Done {
-            let ev = relay.next(&mut stream.stream).await?;
-            if let Some(t) = relay.step(ex, &mut stream.stream, ev).await? {
+    }
+}
+
+/// The request body sent on a stream, kept while it is small enough to
+/// send again should the server refuse the stream unprocessed.
+struct Sent {
+    kept: BytesMut,
+    /// Every piece so far is in `kept`.
+    whole: bool,
+    /// The client's body has ended (all of it was read).
+    ended: bool,
+}
+
+/// The most request body kept for a stream that may have to go again.
+const REPLAY: usize = 64 * 1024;
+
+impl Sent {
+    fn new(body: bool) -> Sent {
+        Sent {
+            kept: BytesMut::new(),
+            whole: true,
+            ended: !body,
+        }
+    }
+
+    fn keep(&mut self, piece: &[u8]) {
+        if self.whole && self.kept.len() + piece.len() <= REPLAY {
+            self.kept.extend_from_slice(piece);
+        } else {
+            self.whole = false;
+            self.kept = BytesMut::new();
+        }
+    }
+
+    fn replayable(&self) -> bool {
+        self.whole
+    }
+}
+
+/// One stream's try: what was kept of the body first, then the rest of
+/// it and the response. `sent_all`: called once the request is whole when
+/// it went before the response was read.
+async fn attempt(
+    ex: &mut Exchange<'_>,
+    opened: &Opened,
+    relay: &mut Relay<'_>,
+    sent: &mut Sent,
+    sent_all: impl FnOnce(&mut Relay<'_>),
+) -> Result<Tried, Error> {
+    let stream = &opened.stream;
+    if !sent.ended || !sent.kept.is_empty() {
+        // Nothing of the body is taken from the client for a connection
+        // that never comes.
+        opened.connected().await?;
+        let mut again = &sent.kept[..];
+        if !again.is_empty() {
+            stream
+                .send_data(&mut again, false)
+                .await
+                .map_err(|e| stream_error(e, false))?;
+        }
+        if sent.ended {
+            stream
+                .send_data(&mut &[][..], true)
+                .await
+                .map_err(|e| stream_error(e, false))?;
+        } else if ex.duplex() {
+            if let Some(t) = duplex(ex, stream, relay, sent).await? {
                 return Ok(t);
             }
+        } else {
+            send_body(ex, stream, sent).await?;
+            sent_all(relay);
         }
-        Ok(Tried::Done(None))
     }
+    while relay.phase != Phase::Done {
+        let ev = relay.next(stream).await?;
+        if let Some(t) = relay.step(ex, stream, ev).await? {
+            return Ok(t);
+        }
+    }
+    Ok(Tried::Done(None))
 }
 
 /// A stream and the connection it is on.
@@ -293,14 +357,20 @@ fn split(l: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((&l[..colon], l[colon + 1..].trim_ascii()))
 }
 
-/// Sends the whole request body before the response is read.
-async fn send_body(ex: &mut Exchange<'_>, stream: &mut ClientStream) -> Result<(), Error> {
+/// Sends the rest of the request body before the response is read.
+async fn send_body(
+    ex: &mut Exchange<'_>,
+    stream: &ClientStream,
+    sent: &mut Sent,
+) -> Result<(), Error> {
     loop {
         let piece = ex.read_body().await?;
         let end = piece.is_none();
         let data = piece.as_deref().unwrap_or_default();
+        sent.keep(data);
+        sent.ended = end;
         stream
-            .send_data(data, end)
+            .send_data(&mut &data[..], end)
             .await
             .map_err(|e| stream_error(e, false))?;
         if end {
@@ -310,35 +380,54 @@ async fn send_body(ex: &mut Exchange<'_>, stream: &mut ClientStream) -> Result<(
 }
 
 /// The request body and the response at once: whichever comes first is
-/// acted on (both waits are cancel-safe: what arrives stays where it is).
+/// acted on. Every wait here is cancel-safe (what arrives stays where it
+/// is; a send resumes where it stopped), so a server that answers before
+/// it reads the body, or stops opening the window, is relayed meanwhile.
 async fn duplex(
     ex: &mut Exchange<'_>,
-    stream: &mut ClientStream,
+    stream: &ClientStream,
     relay: &mut Relay<'_>,
+    sent: &mut Sent,
 ) -> Result<Option<Tried>, Error> {
+    let mut pending: Option<Bytes> = None;
+    let mut at = 0;
     loop {
         if relay.phase == Phase::Done {
             return Ok(None);
         }
-        let got = task::select(ex.read_body(), relay.next(stream)).await;
-        match got {
-            Either::Left(piece) => {
-                let piece = piece?;
-                let end = piece.is_none();
-                let data = piece.as_deref().unwrap_or_default();
-                stream
-                    .send_data(data, end)
-                    .await
-                    .map_err(|e| stream_error(e, ex.responded()))?;
-                if end {
-                    return Ok(None);
+        let got = match &pending {
+            None => match task::select(ex.read_body(), relay.next(stream)).await {
+                Either::Left(piece) => {
+                    let piece = piece?;
+                    sent.ended = piece.is_none();
+                    let piece = piece.unwrap_or_default();
+                    sent.keep(&piece);
+                    pending = Some(piece);
+                    at = 0;
+                    continue;
+                }
+                Either::Right(ev) => ev,
+            },
+            Some(piece) => {
+                let mut rest = &piece[at..];
+                let r =
+                    task::select(stream.send_data(&mut rest, sent.ended), relay.next(stream)).await;
+                at = piece.len() - rest.len();
+                match r {
+                    Either::Left(r) => {
+                        r.map_err(|e| stream_error(e, ex.responded()))?;
+                        pending = None;
+                        if sent.ended {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                    Either::Right(ev) => ev,
                 }
             }
-            Either::Right(ev) => {
-                if let Some(t) = relay.step(ex, stream, ev?).await? {
-                    return Ok(Some(t));
-                }
-            }
+        };
+        if let Some(t) = relay.step(ex, stream, got?).await? {
+            return Ok(Some(t));
         }
     }
 }
@@ -370,7 +459,7 @@ struct Relay<'a> {
 
 impl Relay<'_> {
     /// The next thing the server sent, within its deadline.
-    async fn next(&self, stream: &mut ClientStream) -> Result<Event, Error> {
+    async fn next(&self, stream: &ClientStream) -> Result<Event, Error> {
         if self.phase == Phase::Body && stream.has_data() {
             return Ok(
                 match stream.data().await.map_err(|e| stream_error(e, true))? {
@@ -410,7 +499,7 @@ impl Relay<'_> {
     async fn step(
         &mut self,
         ex: &mut Exchange<'_>,
-        stream: &mut ClientStream,
+        stream: &ClientStream,
         ev: Event,
     ) -> Result<Option<Tried>, Error> {
         match ev {

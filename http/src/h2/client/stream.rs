@@ -121,8 +121,10 @@ impl ClientStream {
     }
 
     /// Sends `data` (all of it, in DATA frames within the windows and the
-    /// output's bound); `end` ends the request.
-    pub async fn send_data(&mut self, mut data: &[u8], end: bool) -> Result<(), StreamError> {
+    /// output's bound); `end` ends the request. Cancel-safe: `data` is
+    /// advanced past what was framed, so a caller that stops waiting (to
+    /// relay the response meanwhile) sends the rest later.
+    pub async fn send_data(&self, data: &mut &[u8], end: bool) -> Result<(), StreamError> {
         if data.is_empty() && !end {
             return Ok(());
         }
@@ -150,6 +152,7 @@ impl ClientStream {
             })
             .await?;
             let Some(room) = room else {
+                *data = &[];
                 return Ok(());
             };
             let mut st = self.conn.st.borrow_mut();
@@ -177,7 +180,7 @@ impl ClientStream {
                 s.local_ended = true;
             }
             st.wake_task();
-            data = &data[n..];
+            *data = &data[n..];
             if last {
                 return Ok(());
             }
@@ -186,7 +189,7 @@ impl ClientStream {
 
     /// Ends the request with a trailer section.
     pub fn send_trailers<'h>(
-        &mut self,
+        &self,
         trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
     ) -> Result<(), StreamError> {
         let mut st = self.conn.st.borrow_mut();
@@ -233,7 +236,7 @@ impl ClientStream {
     }
 
     /// The next response head: interim ones (1xx) first, then the final.
-    pub async fn head(&mut self) -> Result<Response, StreamError> {
+    pub async fn head(&self) -> Result<Response, StreamError> {
         self.wait(|st, id| {
             let s = st.streams.get_mut(&id)?;
             if let Some((status, fields)) = s.pop_head() {
@@ -248,7 +251,7 @@ impl ClientStream {
 
     /// The next piece of the response body, `None` at its end (the
     /// trailers, if any, are then [`ClientStream::trailers`]).
-    pub async fn data(&mut self) -> Result<Option<Bytes>, StreamError> {
+    pub async fn data(&self) -> Result<Option<Bytes>, StreamError> {
         self.wait(|st, id| {
             let s = st.streams.get_mut(&id)?;
             if !s.data.is_empty() {
@@ -264,7 +267,7 @@ impl ClientStream {
     /// Waits until `take` finds what it wants in the stream's state, or
     /// the stream cannot go on; woken by the frames that change it.
     async fn wait<T>(
-        &mut self,
+        &self,
         mut take: impl FnMut(&mut CState, u32) -> Option<Result<T, StreamError>>,
     ) -> Result<T, StreamError> {
         poll_fn(|cx| {
@@ -310,7 +313,7 @@ impl ClientStream {
     }
 
     /// The trailer section the response ended with, if it had one.
-    pub fn trailers(&mut self) -> Option<FieldList> {
+    pub fn trailers(&self) -> Option<FieldList> {
         let mut st = self.conn.st.borrow_mut();
         st.streams.get_mut(&self.id)?.trailers.take()
     }
