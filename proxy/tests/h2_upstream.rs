@@ -102,6 +102,22 @@ fn fetches_through(px: &Ringside, h2: bool) {
     assert_eq!(header(&head, "content-length").as_deref(), Some("14"));
     assert!(header(&head, "etag").is_some(), "{head}");
 
+    // HEAD: the length a GET would have, no body (what follows the head
+    // is curl's count of body bytes received).
+    let mut args = url("/big.bin");
+    args.splice(
+        0..0,
+        ["-I", "-o", "/dev/null", "-w", "%{size_download}"].map(String::from),
+    );
+    let (head, body) = fetched(&args);
+    assert!(head.contains(" 200"), "{head}");
+    assert_eq!(
+        header(&head, "content-length").as_deref(),
+        Some("10485760"),
+        "HEAD"
+    );
+    assert_eq!(body, b"0");
+
     let mut args = url("/big.bin");
     args.splice(0..0, ["-r".to_string(), "1000-1999".to_string()]);
     let (head, body) = fetched(&args);

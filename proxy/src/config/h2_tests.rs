@@ -78,6 +78,10 @@ fn h2_keys_are_refused_where_they_do_nothing_and_out_of_bounds() {
             "ringside.toml:4:20: [upstream.g] h2_ping_interval:",
         ),
         (
+            "[upstream.g]\nprotocol = \"h2\"\nservers = [\"a:1\"]\nsend_proxy_protocol = \"v2\"\n",
+            "ringside.toml:4:23: [upstream.g] send_proxy_protocol: only for protocol = \"http\"",
+        ),
+        (
             "[[route]]\nprefix = \"/\"\nroot = \"/tmp\"\ngrpc = true\n",
             "ringside.toml:4:8: [[route]] grpc: only for a proxy route",
         ),

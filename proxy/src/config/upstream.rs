@@ -216,6 +216,11 @@ impl Cx<'_> {
                         &key("send_proxy_protocol"),
                         None,
                         |v| match v.as_str() {
+                            // A PROXY header names the one client of its
+                            // connection; an HTTP/2 one carries many.
+                            _ if kind != Protocol::Http => Err(
+                                "only for protocol = \"http\": an HTTP/2 connection carries many clients' requests".into(),
+                            ),
                             "v1" => Ok(Some(ProxyVersion::V1)),
                             "v2" => Ok(Some(ProxyVersion::V2)),
                             _ => Err(format!("expected \"v1\" or \"v2\", got {v:?}")),

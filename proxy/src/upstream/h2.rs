@@ -531,7 +531,9 @@ impl Relay<'_> {
                     .get("content-length")
                     .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
                 let framing = match length {
-                    _ if stream.ended_with_head() => Body::Sized(0),
+                    // A HEAD's answer ends with its head but keeps the
+                    // length a GET would have.
+                    _ if stream.ended_with_head() && ex.method() != Method::Head => Body::Sized(0),
                     Some(n) if !self.wants_trailers || ex.method() == Method::Head => {
                         Body::Sized(n)
                     }
