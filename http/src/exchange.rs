@@ -689,6 +689,16 @@ impl<'a> Exchange<'a> {
         matches!(self.wire, Wire::H2(_))
     }
 
+    /// Waits until the client gives up on this exchange: an HTTP/2
+    /// stream reset (or its connection gone). Over HTTP/1 it never ends:
+    /// a client's close is seen when the response is written.
+    pub async fn client_gone(&self) {
+        match &self.wire {
+            Wire::H2(w) => w.closed().await,
+            Wire::H1(_) => std::future::pending().await,
+        }
+    }
+
     /// Whether the client takes trailers: over HTTP/2 always, over
     /// HTTP/1.1 when it said `TE: trailers`.
     pub fn takes_trailers(&self) -> bool {

@@ -156,3 +156,20 @@ fn a_limit_is_resource_exhausted() {
         assert_eq!(got.get("unary").map(String::as_str), Some("echo:hello"));
     }
 }
+
+/// A client that cancels a quiet server stream has the upstream's stream
+/// reset at once through the proxy, not at the server's next message.
+#[test]
+fn a_cancelled_call_is_cancelled_upstream() {
+    let dir = TempDir::new("grpc-cancel");
+    for backend in BACKENDS {
+        let (_server, port) = grpc_server();
+        let rs = proxy(&dir, backend, port);
+        let got = client(&rs, &["cancel"]);
+        assert_eq!(
+            got.get("cancel").map(String::as_str),
+            Some("first yes"),
+            "{backend}"
+        );
+    }
+}

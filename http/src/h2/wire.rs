@@ -419,6 +419,21 @@ impl<'a> Wire<'a> {
         self.with(|st| self.put_data(st, &[], true));
     }
 
+    /// Waits until the client resets the stream or the connection ends.
+    pub async fn closed(&self) {
+        poll_fn(|cx| {
+            let mut st = self.conn.st.borrow_mut();
+            match st.stream(self.key, self.id) {
+                Some(s) if s.reset.is_none() => {
+                    s.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+                _ => Poll::Ready(()),
+            }
+        })
+        .await
+    }
+
     /// Ends the stream with a trailer section (a HEADERS frame carrying
     /// END_STREAM), as gRPC's status travels.
     pub fn finish_with_trailers<'h>(

@@ -266,7 +266,18 @@ async fn attempt(
         }
     }
     while relay.phase != Phase::Done {
-        let ev = relay.next(stream).await?;
+        // A client that resets its stream while the server is quiet (a
+        // long gRPC stream) ends the upstream's stream at once, not at the
+        // server's next message.
+        let ev = match task::select(relay.next(stream), ex.client_gone()).await {
+            Either::Left(ev) => ev?,
+            Either::Right(()) => {
+                return Err(Error::client_gone(
+                    "waiting for the upstream",
+                    std::io::ErrorKind::ConnectionReset.into(),
+                ))
+            }
+        };
         if let Some(t) = relay.step(ex, stream, ev).await? {
             return Ok(t);
         }

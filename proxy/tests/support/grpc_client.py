@@ -71,6 +71,14 @@ def run(ch, check):
             return "no error"
         except grpc.RpcError as e:
             return f"{','.join(got)} {e.code().name}"
+    if check == "cancel":
+        # A client that gives up on a quiet server stream: the server must
+        # learn it (through the proxy's reset) long before its next message.
+        watching = call(ch, "unary_stream", "Watch")(b"", timeout=30)
+        first = next(watching).decode()
+        watching.cancel()
+        told = call(ch, "unary_unary", "WasCancelled")(b"5", timeout=10).decode()
+        return f"{first} {told}"
     if check == "too_big":
         msgs = [b"x" * 65536 for _ in range(32)]
         try:

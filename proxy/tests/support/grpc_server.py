@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A gRPC server (grpcio) for the proxy's gRPC tests, on raw bytes (no
 generated stubs): every call kind, an error status, a slow call, a call
-whose server dies mid-stream, and the standard health service
+whose server dies mid-stream, a quiet stream that notes its
+cancellation, and the standard health service
 (grpc.health.v1, its two messages encoded by hand: they are one field
 each).
 
@@ -57,6 +58,23 @@ def slow(req, ctx):
     return b"late"
 
 
+CANCELLED = threading.Event()
+
+
+def watch(req, ctx):
+    # One message, then quiet until the call is cancelled (at most 10 s).
+    yield b"first"
+    for _ in range(200):
+        if not ctx.is_active():
+            CANCELLED.set()
+            return
+        time.sleep(0.05)
+
+
+def was_cancelled(req, ctx):
+    return b"yes" if CANCELLED.wait(float(req.decode())) else b"no"
+
+
 def die(req, ctx):
     yield b"first"
     time.sleep(0.2)
@@ -85,6 +103,8 @@ def main():
         "Fail": u(fail, ident, ident),
         "Slow": u(slow, ident, ident),
         "Die": grpc.unary_stream_rpc_method_handler(die, ident, ident),
+        "Watch": grpc.unary_stream_rpc_method_handler(watch, ident, ident),
+        "WasCancelled": u(was_cancelled, ident, ident),
     }
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     server.add_generic_rpc_handlers((
