@@ -702,14 +702,15 @@ impl<'a> Exchange<'a> {
     /// Whether the client takes trailers: over HTTP/2 always, over
     /// HTTP/1.1 when it said `TE: trailers`.
     pub fn takes_trailers(&self) -> bool {
-        match &self.wire {
-            Wire::H2(_) => true,
-            Wire::H1(_) => self
-                .headers()
-                .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
-                .flat_map(|(_, v)| crate::grammar::list_elements(v))
-                .any(|t| t.eq_ignore_ascii_case(b"trailers")),
-        }
+        matches!(self.wire, Wire::H2(_)) || self.asks_trailers()
+    }
+
+    /// Whether the client said `TE: trailers`.
+    pub fn asks_trailers(&self) -> bool {
+        self.headers()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
+            .flat_map(|(_, v)| crate::grammar::list_elements(v))
+            .any(|t| t.eq_ignore_ascii_case(b"trailers"))
     }
 
     /// Ends a streamed body with a trailer section where the protocol can

@@ -48,14 +48,7 @@ fn ringside_origin(dir: &TempDir, backend: &str, ca: &Ca) -> (Ringside, Option<S
         )
         .as_bytes(),
     );
-    let mut rs = Ringside::start(&[
-        "--workers",
-        "1",
-        "--backend",
-        backend,
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let mut rs = Ringside::as_configured(backend, &cfg);
     let tls_at = tls.then(|| rs.next_listener());
     (rs, tls_at)
 }
@@ -184,7 +177,7 @@ fn auto_takes_http1_where_the_server_chooses_it() {
         b"[server]\nlisten = [{ addr = \"127.0.0.1:0\", http2 = false, tls = { cert = \"leaf.pem\", key = \"leaf.key\" } }]\n\
           root = \"root\"\n[access_log]\npath = \"origin.log\"\nflush_every = \"10ms\"\n",
     );
-    let origin = Ringside::start(&["--workers", "1", "--config", cfg.to_str().unwrap()]);
+    let origin = Ringside::as_configured("io-uring", &cfg);
     let px = proxy(
         &dir,
         "io-uring",

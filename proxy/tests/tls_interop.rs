@@ -104,14 +104,7 @@ fn prepare(tag: &str, tls: &str) -> (Pki, PathBuf) {
 /// Starts ringside on `backend` with `[tls]` body `tls`.
 fn start(backend: &str, tls: &str) -> Site {
     let (pki, cfg) = prepare(backend, tls);
-    let mut srv = Ringside::start(&[
-        "--workers",
-        "1",
-        "--backend",
-        backend,
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let mut srv = Ringside::as_configured(backend, &cfg);
     assert!(
         srv.banner.contains("on http://127.0.0.2:"),
         "the plain listener first: {}",

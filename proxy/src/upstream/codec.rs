@@ -50,9 +50,10 @@ pub trait Codec {
         may_retry: bool,
     ) -> Result<Tried, Error>;
 
-    /// Whether a try takes no connection of its own but a stream on a
-    /// shared one (HTTP/2): the loop then calls [`Codec::exchange_shared`].
-    fn multiplexed(&self) -> bool {
+    /// Whether a try to `chosen` takes no connection of its own but a
+    /// stream on a shared one (HTTP/2): the loop then calls
+    /// [`Codec::exchange_shared`].
+    fn multiplexed(&self, _up: &RefCell<Local>, _chosen: &Chosen) -> bool {
         false
     }
 

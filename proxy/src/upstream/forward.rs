@@ -85,7 +85,7 @@ async fn tries<C: Codec>(
             return Err(e);
         };
         let may_retry = replayable && tries.left > 0;
-        let tried = if codec.multiplexed() {
+        let tried = if codec.multiplexed(up, &chosen) {
             if !up.borrow_mut().begin(&chosen) {
                 outcome.failed(Some(Reason::NoServer));
                 return Err(Error::new(Kind::NoServer, "the server left the upstream"));

@@ -225,13 +225,7 @@ impl H1<'_> {
         }
 
         let status = head.status;
-        let retry_status = match status {
-            502 => retry.on.http_502,
-            503 => retry.on.http_503,
-            504 => retry.on.http_504,
-            _ => false,
-        };
-        if retry_status && may_retry && !ex.responded() {
+        if retry.on.status(status) && may_retry && !ex.responded() {
             return Ok(Tried::RetryStatus(status));
         }
 

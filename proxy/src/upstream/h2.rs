@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use ringside_http::h2::client::{ClientConn, ClientStream, Lost, Response, StreamError};
-use ringside_http::h2::frame::Reason;
 use ringside_http::h2::hpack::Encoder;
 use ringside_http::{Body, BodyKind, Error, Exchange, Kind, Method};
 use ringside_runtime::task::{self, Either};
@@ -47,22 +46,24 @@ impl Codec for H2<'_> {
         self.h1.admit(ex)
     }
 
+    /// A server of an `auto` upstream that chose HTTP/1.1: a connection
+    /// of its own, as the HTTP/1 codec takes.
     async fn exchange(
         &self,
-        _ex: &mut Exchange<'_>,
-        _up: &RefCell<Local>,
-        _chosen: &Chosen,
-        _sock: UpSock,
-        _reused: bool,
-        _may_retry: bool,
+        ex: &mut Exchange<'_>,
+        up: &RefCell<Local>,
+        chosen: &Chosen,
+        sock: UpSock,
+        reused: bool,
+        may_retry: bool,
     ) -> Result<Tried, Error> {
-        Err(Error::internal(
-            "HTTP/2 tries take a stream, not a connection",
-        ))
+        self.h1
+            .exchange(ex, up, chosen, sock, reused, may_retry)
+            .await
     }
 
-    fn multiplexed(&self) -> bool {
-        true
+    fn multiplexed(&self, up: &RefCell<Local>, chosen: &Chosen) -> bool {
+        !up.borrow().http1(chosen)
     }
 
     async fn exchange_shared(
@@ -72,21 +73,23 @@ impl Codec for H2<'_> {
         chosen: &Chosen,
         may_retry: bool,
     ) -> Result<Tried, Error> {
-        if !up.borrow().http1(chosen) {
-            match self.over_h2(ex, up, chosen, may_retry).await {
-                // `auto`, and the server chose HTTP/1.1 while this try
-                // waited for the connection: nothing was sent.
-                Err(e) if e.kind() == Kind::ConnectFailed && up.borrow().http1(chosen) => {}
-                r => return r,
+        match self.over_h2(ex, up, chosen, may_retry).await {
+            // `auto`, and the server chose HTTP/1.1 while this try waited
+            // for the connection: nothing was sent, and the try goes over
+            // HTTP/1.1 as the server's later ones do.
+            Err(e) if e.kind() == Kind::ConnectFailed && up.borrow().http1(chosen) => {
+                self.over_http1(ex, up, chosen, may_retry).await
             }
+            r => r,
         }
-        self.over_http1(ex, up, chosen, may_retry).await
     }
 }
 
 impl H2<'_> {
-    /// A try over HTTP/1.1 to a server that chose it (`auto`): a
-    /// connection of its own, as the HTTP/1 codec takes.
+    /// A try that began as a stream going over an HTTP/1.1 connection:
+    /// `acquire` counts it in flight again and settles its own failures,
+    /// so the loop's count is given back first (and taken again when
+    /// acquire failed) for the loop's release to balance.
     async fn over_http1(
         &self,
         ex: &mut Exchange<'_>,
@@ -94,9 +97,6 @@ impl H2<'_> {
         chosen: &Chosen,
         may_retry: bool,
     ) -> Result<Tried, Error> {
-        // `acquire` counts the try in flight again, and settles its own
-        // failures: the loop's count is given back first, and taken again
-        // when acquire failed, so that the loop's release balances it.
         up.borrow_mut().abandon(chosen);
         let check = !self.h1.replayable(ex);
         let (sock, reused) = match super::acquire::acquire(up, chosen, false, check).await {
@@ -106,9 +106,7 @@ impl H2<'_> {
                 return Err(e);
             }
         };
-        let sock = UpSock::new(sock);
-        self.h1
-            .exchange(ex, up, chosen, sock, reused, may_retry)
+        self.exchange(ex, up, chosen, UpSock::new(sock), reused, may_retry)
             .await
     }
 
@@ -138,7 +136,7 @@ impl H2<'_> {
         // Asked for, trailers go upstream in `te` and the body is
         // streamed so that they can follow it; otherwise a sized body
         // keeps its length (trailers after it are not relayed).
-        let wants_trailers = self.grpc || asks_trailers(ex);
+        let wants_trailers = self.grpc || ex.asks_trailers();
         let scheme: &[u8] = if tls { b"https" } else { b"http" };
         let cap = |d: Instant| self.deadline.map_or(d, |g| g.min(d));
         let mut relay = Relay {
@@ -180,7 +178,7 @@ impl H2<'_> {
             match r {
                 Err(_)
                     if opened.stream.refused()
-                        && sent.replayable()
+                        && sent.whole
                         && !ex.responded()
                         && refused < REFUSED_TRIES =>
                 {
@@ -222,10 +220,6 @@ impl Sent {
             self.whole = false;
             self.kept = BytesMut::new();
         }
-    }
-
-    fn replayable(&self) -> bool {
-        self.whole
     }
 }
 
@@ -302,14 +296,6 @@ impl Opened {
     }
 }
 
-/// Whether the client said `te: trailers`.
-fn asks_trailers(ex: &Exchange<'_>) -> bool {
-    ex.headers()
-        .filter(|(n, _)| n.eq_ignore_ascii_case(b"te"))
-        .flat_map(|(_, v)| ringside_http::grammar::list_elements(v))
-        .any(|t| t.eq_ignore_ascii_case(b"trailers"))
-}
-
 /// The HTTP/1.1 head the header policy wrote, as HTTP/2 fields: the
 /// request line and Host become pseudo-fields, names go lower case.
 fn encode_head(
@@ -327,10 +313,11 @@ fn encode_head(
     let mut parts = line.splitn(3, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
     let target = parts.next().unwrap_or(b"/");
+    // `write_request_head` writes Host first, after the request line.
     let host = lines
-        .clone()
-        .filter_map(split)
-        .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+        .next()
+        .and_then(split)
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"host"))
         .map_or(&b""[..], |(_, v)| v);
     enc.field(b":method", method, out);
     enc.field(b":scheme", scheme, out);
@@ -338,9 +325,6 @@ fn encode_head(
     enc.field(b":authority", host, out);
     let mut lower = [0u8; 128];
     for (name, value) in lines.filter_map(split) {
-        if name.eq_ignore_ascii_case(b"host") {
-            continue;
-        }
         let Some(l) = lower.get_mut(..name.len()) else {
             continue;
         };
@@ -518,23 +502,12 @@ impl Relay<'_> {
                 if r.status == 101 {
                     return Err(invalid("101 over HTTP/2"));
                 }
-                let none =
-                    ringside_http::grammar::ConnectionTokens::from_values(std::iter::empty());
-                let hs = r
-                    .fields
-                    .iter()
-                    .filter(|(n, _)| !skip_response_header(n, &none, false));
+                let hs = r.fields.iter().filter(|(n, _)| relayed(n));
                 ex.send_interim(r.status, hs).await?;
             }
             Event::Head(r) => {
                 let status = r.status;
-                let retried = match status {
-                    502 => self.retry.on.http_502,
-                    503 => self.retry.on.http_503,
-                    504 => self.retry.on.http_504,
-                    _ => false,
-                };
-                if retried && self.retry_status && !ex.responded() {
+                if self.retry.on.status(status) && self.retry_status && !ex.responded() {
                     return Ok(Some(Tried::RetryStatus(status)));
                 }
                 let length = r
@@ -550,12 +523,10 @@ impl Relay<'_> {
                     }
                     _ => Body::Stream,
                 };
-                let none =
-                    ringside_http::grammar::ConnectionTokens::from_values(std::iter::empty());
                 let hs = r
                     .fields
                     .iter()
-                    .filter(|(n, _)| !skip_response_header(n, &none, false))
+                    .filter(|(n, _)| relayed(n))
                     .chain(self.via.map(|v| (&b"Via"[..], v)));
                 ex.start_from(status, hs, framing)?;
                 self.phase = Phase::Body;
@@ -582,6 +553,13 @@ impl Relay<'_> {
     }
 }
 
+/// Whether a response field goes on to the client: HTTP/2 has no
+/// Connection header, so only the fields never relayed are left out.
+fn relayed(name: &[u8]) -> bool {
+    let none = ringside_http::grammar::ConnectionTokens::from_values(std::iter::empty());
+    !skip_response_header(name, &none, false)
+}
+
 fn invalid(why: &'static str) -> Error {
     Error::new(Kind::InvalidResponse, why)
 }
@@ -594,7 +572,6 @@ fn stream_error(e: StreamError, responded: bool) -> Error {
         StreamError::Lost(Lost::Connect | Lost::Http1) => Error::new(Kind::ConnectFailed, why),
         StreamError::Lost(Lost::ConnectTimeout) => Error::new(Kind::ConnectTimeout, why),
         StreamError::Refused if !responded => Error::new(Kind::Stale, why),
-        StreamError::Reset(Reason::REFUSED_STREAM) if !responded => Error::new(Kind::Stale, why),
         _ => invalid("the HTTP/2 stream failed").because(std::io::Error::other(why)),
     }
 }

@@ -261,19 +261,26 @@ impl Local {
         }
     }
 
+    /// Counts a try to `c` in flight; its peer's index, `None` when the
+    /// server left the upstream since it was picked.
+    fn enter(&mut self, c: &Chosen) -> Option<usize> {
+        let i = self.find(c)?;
+        self.in_flight[i] += 1;
+        self.peers[i].stats.active.add(1);
+        Some(i)
+    }
+
     /// What the chosen peer's policy grants a try: a pooled connection
     /// (if `pooled` allows one and one is idle and sound; `check` peeks it
     /// first), a new one, a place in the queue, or a refusal. Counts the
     /// request as in flight unless refused; end it with [`Local::release`]
     /// or [`Local::abandon`].
     pub fn take(&mut self, c: &Chosen, pooled: bool, check: bool) -> Grant {
-        let Some(i) = self.find(c) else {
+        let Some(i) = self.enter(c) else {
             return Grant::Gone;
         };
-        self.in_flight[i] += 1;
         let idle = self.shared.cfg.pool.idle_timeout;
         let p = &mut self.peers[i];
-        p.stats.active.add(1);
         if pooled {
             let (s, dropped) = p.pool.take(idle, check);
             if let Policy::Slots(slots) = &mut p.policy {

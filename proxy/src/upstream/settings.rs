@@ -260,6 +260,18 @@ pub struct RetryOn {
     pub http_504: bool,
 }
 
+impl RetryOn {
+    /// Whether an answer with `status` goes to another server.
+    pub fn status(&self, status: u16) -> bool {
+        match status {
+            502 => self.http_502,
+            503 => self.http_503,
+            504 => self.http_504,
+            _ => false,
+        }
+    }
+}
+
 /// `max_fails` failures within `window` mark a server down for `cooldown`
 /// (per core, as nginx without a shared zone). An upstream of one server
 /// is never marked down, as in nginx.

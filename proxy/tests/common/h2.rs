@@ -89,14 +89,7 @@ strip_prefix = true
             port = origin.port()
         );
         let cfg = dir.write("ringside.toml", cfg.as_bytes());
-        let mut srv = Ringside::start(&[
-            "--workers",
-            "1",
-            "--backend",
-            backend,
-            "--config",
-            cfg.to_str().unwrap(),
-        ]);
+        let mut srv = Ringside::as_configured(backend, &cfg);
         let h2c = srv.addr;
         let plain_h1 = srv.next_listener();
         let (tls, tls_h1) = if with_tls {

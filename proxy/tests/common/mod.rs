@@ -60,6 +60,19 @@ impl Ringside {
         Self::one_worker(backend, &["--root", root.to_str().unwrap()])
     }
 
+    /// One worker on `backend` reading `cfg`, on the listeners the
+    /// config names (no `--listen` added).
+    pub fn as_configured(backend: &str, cfg: &Path) -> Ringside {
+        Self::start(&[
+            "--workers",
+            "1",
+            "--backend",
+            backend,
+            "--config",
+            cfg.to_str().unwrap(),
+        ])
+    }
+
     /// [`Ringside::one_worker`] reading the config file `cfg`.
     pub fn configured(backend: &str, cfg: &Path) -> Ringside {
         Self::one_worker(backend, &["--config", cfg.to_str().unwrap()])

@@ -101,11 +101,6 @@ impl ClientConn {
         self.st.borrow_mut().retire();
     }
 
-    /// Closes it now, failing its streams: `why` it is taken for dead.
-    pub fn kill(&self, why: Lost) {
-        self.st.borrow_mut().fail(why);
-    }
-
     /// Since when it has had no stream (`None` while it has one).
     pub fn idle_since(&self) -> Option<Instant> {
         self.st.borrow().idle_since
@@ -138,10 +133,5 @@ impl ClientConn {
             std::task::Poll::Pending
         })
         .await
-    }
-
-    /// The failure that ended it, if one did.
-    pub fn lost(&self) -> Option<Lost> {
-        self.st.borrow().failed
     }
 }

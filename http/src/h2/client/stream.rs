@@ -116,10 +116,6 @@ fn lost(l: Lost) -> StreamError {
 }
 
 impl ClientStream {
-    pub fn id(&self) -> u32 {
-        self.id
-    }
-
     /// Sends `data` (all of it, in DATA frames within the windows and the
     /// output's bound); `end` ends the request. Cancel-safe: `data` is
     /// advanced past what was framed, so a caller that stops waiting (to
@@ -185,30 +181,6 @@ impl ClientStream {
                 return Ok(());
             }
         }
-    }
-
-    /// Ends the request with a trailer section.
-    pub fn send_trailers<'h>(
-        &self,
-        trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
-    ) -> Result<(), StreamError> {
-        let mut st = self.conn.st.borrow_mut();
-        if let Some(e) = self.broken(&st) {
-            return Err(e);
-        }
-        let st = &mut *st;
-        let start = st.out.len();
-        st.out.extend_from_slice(&[0; frame::HEADER_LEN]);
-        st.enc.begin_block(&mut st.out);
-        for (n, v) in trailers {
-            st.enc.field(n, v, &mut st.out);
-        }
-        frame::frame_block(&mut st.out, start, self.id, true, st.peer_max_frame);
-        if let Some(s) = st.streams.get_mut(&self.id) {
-            s.local_ended = true;
-        }
-        st.wake_task();
-        Ok(())
     }
 
     /// Whether the server answered whole and then said it wants no more
@@ -316,11 +288,6 @@ impl ClientStream {
     pub fn trailers(&self) -> Option<FieldList> {
         let mut st = self.conn.st.borrow_mut();
         st.streams.get_mut(&self.id)?.trailers.take()
-    }
-
-    /// Resets the stream now (the client went away, say).
-    pub fn cancel(&mut self) {
-        self.conn.st.borrow_mut().close_stream(self.id);
     }
 }
 

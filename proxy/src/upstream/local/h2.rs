@@ -22,12 +22,7 @@ impl Local {
     /// as in flight; end it with [`Local::release`]. False when the
     /// server left the upstream since it was picked.
     pub fn begin(&mut self, c: &Chosen) -> bool {
-        let Some(i) = self.find(c) else {
-            return false;
-        };
-        self.in_flight[i] += 1;
-        self.peers[i].stats.active.add(1);
-        true
+        self.enter(c).is_some()
     }
 
     /// The connection a new stream to `c` goes on (see above).
