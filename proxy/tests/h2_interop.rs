@@ -2,8 +2,10 @@
 //! (ALPN), nghttp, and httpwg's RFC 9113 cases over both: static files
 //! (GET, HEAD, Range, 10 MiB), a 1 MiB upload through the proxy, one port
 //! for HTTP/1.1 and h2c, `http2 = false` listeners, and `Upgrade: h2c`
-//! answered as HTTP/1.1 and never passed on. A missing curl, nghttp or
-//! httpwg fails the test (scripts/test.sh installs them).
+//! answered as HTTP/1.1 and never passed on, and many large downloads at
+//! once on one connection (Python's h2, `support/h2_ranges.py`). A missing
+//! curl, nghttp, python3-h2 or httpwg fails the test (scripts/test.sh
+//! installs them).
 
 mod common;
 
@@ -279,6 +281,56 @@ fn bodies_answered_before_they_are_read_leave_the_connection_sound() {
         assert!(
             text.contains("status codes: 0 2xx, 0 3xx, 400 4xx"),
             "{backend}: {text}"
+        );
+    }
+}
+
+/// More streams of one connection download a large file at once than a
+/// core lets batch its reads 512 KiB at a time (8), from a client with the
+/// default 64 KiB windows that gives credit back frame by frame (a
+/// WINDOW_UPDATE for the stream and one for the connection each time, as
+/// nghttp2 and browsers do). Every body arrives whole and in order, each
+/// at its own range, and those updates never count as a flood (they once
+/// ended the connection with ENHANCE_YOUR_CALM after two streams). curl's
+/// `-Z` cannot take part: 7.88 fails its second multiplexed transfer with
+/// "Error in the HTTP2 framing layer" against h2o as well.
+#[test]
+fn many_large_files_at_once_on_one_connection_arrive_whole() {
+    const STREAMS: usize = 12;
+    let big = pattern(10 << 20);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/h2_ranges.py");
+    for backend in BACKENDS {
+        let mut site = Site::start(&format!("h2-many-{backend}"), backend, "");
+        // Offsets that are not multiples of a page or a frame.
+        let starts: Vec<usize> = (0..STREAMS).map(|i| i * 700_001).collect();
+        let out = Command::new("/usr/bin/python3")
+            .arg(script)
+            .arg(site.h2c.to_string())
+            .arg("/big.bin")
+            .arg(&site.dir.0)
+            .args(starts.iter().map(usize::to_string))
+            .output()
+            .expect("/usr/bin/python3 must be installed (run scripts/test.sh)");
+        assert!(
+            out.status.success(),
+            "{backend}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (i, start) in starts.into_iter().enumerate() {
+            let got = std::fs::read(site.dir.0.join(format!("got-{i}"))).unwrap();
+            assert!(
+                got[..] == big[start..],
+                "{backend}: stream {i} (from {start}): {} bytes, differing",
+                got.len()
+            );
+        }
+        let streams = site
+            .srv
+            .metric("ringside_http2_streams_total{worker=\"0\"}");
+        assert_eq!(
+            streams, STREAMS as f64,
+            "{backend}: one connection's streams"
         );
     }
 }

@@ -25,6 +25,11 @@ use super::{Conn, PREFACE};
 const READ_CHUNK: usize = 16 * 1024;
 /// Output buffers kept per core, beyond which a finished one is freed.
 const POOLED: usize = 64;
+/// Of those, how many may be large (up to `LARGE`): a file body's batches
+/// fill one, and allocating it afresh for each response would cost more
+/// than the batching saves.
+const LARGE_POOLED: usize = 2;
+const LARGE: usize = 2 * 1024 * 1024;
 
 thread_local! {
     static SCRATCH: RefCell<BytesMut> = RefCell::new(BytesMut::new());
@@ -37,12 +42,15 @@ pub(crate) fn pooled() -> BytesMut {
 
 pub(crate) fn unpool(mut b: BytesMut) {
     b.clear();
-    if b.capacity() == 0 || b.capacity() > 4 * WRITE_HIGH {
+    let cap = b.capacity();
+    if cap == 0 || cap > LARGE {
         return;
     }
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        if p.len() < POOLED {
+        let large = |b: &BytesMut| b.capacity() > 4 * WRITE_HIGH;
+        if p.len() < POOLED && (!large(&b) || p.iter().filter(|b| large(b)).count() < LARGE_POOLED)
+        {
             p.push(b);
         }
     });

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod client;
+mod file;
 pub mod frame;
 pub mod hpack;
 mod io;

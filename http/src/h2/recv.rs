@@ -252,10 +252,13 @@ fn window_update(st: &mut State, h: Head, p: &[u8]) -> Result<(), Reason> {
         return Err(Reason::FRAME_SIZE_ERROR);
     }
     let inc = i64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff);
-    if !std::mem::replace(&mut st.sent_since_update, false) {
-        st.waste();
-    }
+    // An update that follows no DATA on its stream (or on the connection,
+    // for stream 0) served nothing. Judged per stream: a client reading
+    // several streams sends one for each and one for the connection.
     if h.stream == 0 {
+        if !std::mem::replace(&mut st.sent_since_update, false) {
+            st.waste();
+        }
         if inc == 0 {
             return Err(Reason::PROTOCOL_ERROR);
         }
@@ -270,8 +273,13 @@ fn window_update(st: &mut State, h: Head, p: &[u8]) -> Result<(), Reason> {
         if h.stream > st.last_peer_id {
             return Err(Reason::PROTOCOL_ERROR);
         }
+        // A closed stream's: at most one comes in a race with its end.
+        st.waste();
         return Ok(());
     };
+    if !std::mem::replace(&mut st.streams[key].sent_since_update, false) {
+        st.waste();
+    }
     if inc == 0 {
         st.reset(h.stream, Reason::PROTOCOL_ERROR);
         return Ok(());

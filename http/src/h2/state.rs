@@ -44,6 +44,9 @@ pub(crate) struct Stream {
     pub received: u64,
     /// The stream's task, waiting for body, window or room.
     pub waker: Option<Waker>,
+    /// Whether DATA went out on it since the client's last WINDOW_UPDATE
+    /// for it: an update that follows none served nothing.
+    pub sent_since_update: bool,
 }
 
 impl Stream {
@@ -86,7 +89,8 @@ pub(crate) struct State {
     /// Frames that serve nothing cost a unit each; served responses give
     /// one back.
     spent: u32,
-    /// Whether data went out since the client's last WINDOW_UPDATE.
+    /// Whether data went out since the client's last WINDOW_UPDATE for
+    /// the connection.
     pub sent_since_update: bool,
     /// A connection error found: its GOAWAY is written, nothing more read.
     pub failed: Option<Reason>,
@@ -182,6 +186,7 @@ impl State {
             content_length,
             received: 0,
             waker: None,
+            sent_since_update: false,
         });
         self.index.push((id, key));
         key

@@ -6,10 +6,10 @@
 //!
 //! What each body path costs: a buffered response (`Exchange::send`) is
 //! copied once, into its DATA frame in the output. A file body is read
-//! from the page cache straight into the output behind its frame header
-//! (`pread`, one copy; HTTP/2 frames every piece, so the kernel cannot
-//! send a file into a stream), and a proxied body is read from the
-//! upstream socket and copied into frames the same way.
+//! from the page cache straight into the output behind its frames'
+//! headers, up to 512 KiB a `preadv` (one copy; see `file` for why not
+//! splice), and a proxied body is read from the upstream socket and
+//! copied into frames.
 
 use std::future::poll_fn;
 use std::io;
@@ -26,8 +26,43 @@ use super::Conn;
 use crate::error::{Error, Kind};
 use crate::message::{Framing, HeaderLine};
 
-/// The most a file or proxied body is read ahead of the client's window.
+/// The most a proxied body is read ahead of the client's window.
 const PIECE: usize = 64 * 1024;
+/// The output a file body fills up to: its reads and sends are batched
+/// this large (see `file` for why). Measured, 1 MiB over one connection
+/// (h2load -c1 -m1, alternating, medians of 3): 64 KiB batches 2,174
+/// req/s at 413 µs of CPU, 256 KiB 2,104 at 423, 512 KiB 3,122 at 267,
+/// 1 MiB 2,714 at 282; HTTP/1.1's sendfile 3,196 at 159.
+const FILE_HIGH: usize = 512 * 1024;
+/// Streams on a core that may batch at once: each may hold about twice
+/// `FILE_HIGH` (the send under way and the next batch), so this bounds
+/// the core's memory for them; streams beyond it batch `WRITE_HIGH`.
+const BATCHING_MAX: usize = 8;
+
+thread_local! {
+    static BATCHING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One of the core's `BATCHING_MAX` places for a large file batch, held
+/// while a file body is written.
+struct Batching;
+
+impl Batching {
+    fn enter() -> Option<Batching> {
+        BATCHING.with(|b| {
+            (b.get() < BATCHING_MAX).then(|| {
+                b.set(b.get() + 1);
+                Batching
+            })
+        })
+    }
+}
+
+impl Drop for Batching {
+    fn drop(&mut self) {
+        BATCHING.with(|b| b.set(b.get() - 1));
+    }
+}
 
 pub(crate) struct Wire<'a> {
     pub link: &'a Link,
@@ -100,7 +135,7 @@ impl<'a> Wire<'a> {
         if data.is_empty() {
             return Ok(0);
         }
-        self.credit().await?;
+        self.credit(WRITE_HIGH).await?;
         self.with(|st| self.put_data(st, data, false))
             .ok_or_else(gone)
     }
@@ -307,6 +342,7 @@ impl<'a> Wire<'a> {
         }
         let n = data.len().min(s.send_window.min(conn_send).max(0) as usize);
         s.send_window -= n as i64;
+        s.sent_since_update = true;
         let mut at = 0;
         while at < n {
             let piece = (n - at).min(max);
@@ -327,12 +363,12 @@ impl<'a> Wire<'a> {
     /// or fails: the stream reset, the connection gone, or the send
     /// timeout passed (a client that never opens its window loses the
     /// stream as a slow reader loses an HTTP/1.1 connection).
-    async fn credit(&self) -> Result<usize, Error> {
+    async fn credit(&self, high: usize) -> Result<usize, Error> {
         // Most calls find credit at once: no timer is set for those.
         let poll = |cx: &mut std::task::Context<'_>| {
             let mut st = self.conn.st.borrow_mut();
             let conn_send = st.conn_send;
-            let full = st.out.len() >= WRITE_HIGH;
+            let full = st.out.len() >= high;
             let Some(s) = st.stream(self.key, self.id) else {
                 return Poll::Ready(Err(gone()));
             };
@@ -375,7 +411,7 @@ impl<'a> Wire<'a> {
 
     async fn send_data(&mut self, mut data: &[u8], end: bool) -> Result<(), Error> {
         loop {
-            self.credit().await?;
+            self.credit(WRITE_HIGH).await?;
             let n = self
                 .with(|st| self.put_data(st, data, end))
                 .ok_or_else(gone)?;
@@ -465,44 +501,40 @@ impl<'a> Wire<'a> {
     }
 
     /// A file's bytes, read straight into the output behind each frame's
-    /// header.
+    /// header, a batch of frames a read (see `file`).
     pub async fn write_file(
         &mut self,
         file: &std::fs::File,
         mut offset: u64,
         mut len: u64,
     ) -> Result<(), Error> {
-        use std::os::unix::fs::FileExt;
+        let batch = Batching::enter();
+        let high = if batch.is_some() {
+            FILE_HIGH
+        } else {
+            WRITE_HIGH
+        };
         while len > 0 {
-            let window = self.credit().await?;
+            let window = self.credit(high).await?;
             let r = self.with(|st| {
                 let max = st.peer_max_frame;
-                let n = (len as usize).min(window).min(max).min(PIECE);
-                let at = st.out.len();
-                st.out.resize(at + frame::HEADER_LEN + n, 0);
-                let got = match file.read_at(&mut st.out[at + frame::HEADER_LEN..], offset) {
-                    Ok(0) => Err(Error::internal("file shorter than its length")),
-                    Ok(got) => Ok(got),
-                    Err(e) => Err(Error::internal("reading a file").because(e)),
-                };
-                let got = match got {
-                    Ok(g) => g,
-                    Err(e) => {
-                        st.out.truncate(at);
-                        return Err(e);
-                    }
-                };
-                st.out.truncate(at + frame::HEADER_LEN + got);
-                let end = self.left == Some(got as u64);
-                let flags = if end { frame::END_STREAM } else { 0 };
-                let head = frame::head_bytes(got, frame::DATA, flags, self.id);
-                st.out[at..at + frame::HEADER_LEN].copy_from_slice(&head);
+                let room = high.saturating_sub(st.out.len()).max(max);
+                let n = (len as usize).min(window).min(room);
+                let end = self.left == Some(n as u64);
+                let got =
+                    match super::file::read_frames(&mut st.out, file, offset, n, max, self.id, end)
+                    {
+                        Ok(0) => return Err(Error::internal("file shorter than its length")),
+                        Ok(got) => got,
+                        Err(e) => return Err(Error::internal("reading a file").because(e)),
+                    };
                 if let Some(s) = st.stream(self.key, self.id) {
                     s.send_window -= got as i64;
+                    s.sent_since_update = true;
                 }
                 st.conn_send -= got as i64;
                 st.sent_since_update = true;
-                if end {
+                if end && got == n {
                     self.ended(st);
                 }
                 st.wake_task();
@@ -613,4 +645,21 @@ fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> 
 
 fn valid_value(v: &[u8]) -> bool {
     !v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Batching, BATCHING_MAX};
+
+    #[test]
+    fn batching_places_are_bounded_and_given_back() {
+        let held: Vec<_> = (0..BATCHING_MAX).map(|_| Batching::enter()).collect();
+        assert!(held.iter().all(Option::is_some));
+        assert!(
+            Batching::enter().is_none(),
+            "one past the bound batches small"
+        );
+        drop(held);
+        assert!(Batching::enter().is_some());
+    }
 }
