@@ -63,6 +63,10 @@ CANCELLED = threading.Event()
 
 def watch(req, ctx):
     # One message, then quiet until the call is cancelled (at most 10 s).
+    # A cancel that lands while "first" is being sent makes grpc drop this
+    # generator unresumed, so the loop below never sees it: the callback
+    # (run when the call ends, here only by a cancel within 10 s) does.
+    ctx.add_callback(CANCELLED.set)
     yield b"first"
     for _ in range(200):
         if not ctx.is_active():
