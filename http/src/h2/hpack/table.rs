@@ -170,6 +170,16 @@ impl Dynamic {
         (i < self.entries.len()).then_some(i)
     }
 
+    /// The entry number (plus one; 0: none) whose low 32 bits, plus one,
+    /// are `low`: the newest such, as the encoder's memo keeps them.
+    pub(super) fn full_seq(&self, low: u32) -> u64 {
+        let back = (self.inserted as u32).wrapping_sub(low.wrapping_sub(1)) as u64;
+        if low == 0 || back > self.inserted {
+            return 0;
+        }
+        self.inserted - back + 1
+    }
+
     /// The number the next insert gets.
     pub(super) fn next_seq(&self) -> u64 {
         self.inserted
@@ -248,5 +258,28 @@ impl Dynamic {
         self.entries
             .iter()
             .position(|e| e.name_len == name.len() && &e.bytes[..e.name_len] == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dynamic;
+
+    /// The encoder's memo keeps entry numbers in 32 bits: each comes back
+    /// whole while it is within 2^32 of the newest, and none is made up.
+    #[test]
+    fn a_memo_entry_number_comes_back_whole() {
+        let mut t = Dynamic::new(4096);
+        for _ in 0..3 {
+            t.insert(b"etag", b"\"x\"");
+        }
+        assert_eq!(t.full_seq(0), 0, "empty slot");
+        for seq in 0..3u64 {
+            assert_eq!(t.full_seq(seq as u32 + 1), seq + 1);
+        }
+        assert_eq!(t.full_seq(10), 0, "a number never given");
+        t.inserted = (1 << 32) + 5;
+        let seq = (1u64 << 32) + 2;
+        assert_eq!(t.full_seq((seq as u32).wrapping_add(1)), seq + 1);
     }
 }
