@@ -9,11 +9,13 @@
 //! (1 MiB over one h2c connection, h2load -c1 -m1): each frame's header
 //! written into a pipe and its body spliced in from the file, then the
 //! pipe spliced to the socket in 640 KiB runs, no copy at all, gave 1,420
-//! to 1,980 req/s; this path 2,800 to 3,100 (HTTP/1.1's sendfile about
-//! 3,200). The pages the splice carries are many small fragments per
-//! segment, which costs both ends more than the copy saves. With
-//! `sendfile` per frame between headers sent with MSG_MORE, every frame
-//! is a segment of its own; corking it cost more still (C, loopback).
+//! to 1,980 req/s; each header sent with MSG_MORE and its 16 KiB spliced
+//! after it from a pipe filled from the file, 1,154; this path 2,240 to
+//! 3,180, median 2,527 (HTTP/1.1's sendfile 3,273). The pages the splice
+//! carries are many small fragments per segment, which costs both ends
+//! more than the copy saves. With `sendfile` per frame between headers
+//! sent with MSG_MORE, every frame is a segment of its own; corking it
+//! cost more still (C, loopback).
 
 use std::fs::File;
 use std::io;
