@@ -705,6 +705,27 @@ impl<'a> Exchange<'a> {
         matches!(self.wire, Wire::H2(_)) || self.asks_trailers()
     }
 
+    /// The trailer section the client ended its request body with (HTTP/2
+    /// trailers, or HTTP/1.1 chunked trailers), once the body was read to
+    /// its end; fields a trailer may not carry are left out. Taken: a
+    /// second call has none.
+    pub fn take_request_trailers(&mut self) -> Option<crate::h2::client::FieldList> {
+        let mut list = wire!(self, w => w.take_trailers())?;
+        let passes = |n: &[u8], v: &[u8]| {
+            trailer_allowed(n)
+                && crate::grammar::is_token(n)
+                && !v.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0)
+        };
+        if list.iter().all(|(n, v)| passes(n, v)) {
+            return Some(list);
+        }
+        let kept = std::mem::take(&mut list);
+        for (n, v) in kept.iter().filter(|(n, v)| passes(n, v)) {
+            list.push(n, v);
+        }
+        (!list.is_empty()).then_some(list)
+    }
+
     /// Whether the client said `TE: trailers`.
     pub fn asks_trailers(&self) -> bool {
         self.headers()
@@ -724,18 +745,7 @@ impl<'a> Exchange<'a> {
         if self.enc.is_some() || self.drop_body {
             return self.finish().await;
         }
-        // Fields a trailer may not carry (RFC 9110 §6.5.1): framing,
-        // routing, and what the head alone decides.
-        let trailers = trailers.filter(|(n, _)| {
-            let is = |f: &str| n.eq_ignore_ascii_case(f.as_bytes());
-            !(crate::hop::is_hop_by_hop(n)
-                || is("content-length")
-                || is("host")
-                || is("trailer")
-                || is("content-encoding")
-                || is("content-type")
-                || is("content-range"))
-        });
+        let trailers = trailers.filter(|(n, _)| trailer_allowed(n));
         match (self.out, &mut self.wire) {
             (Out::Stream, Wire::H1(w)) => w.finish_with_trailers(trailers),
             (Out::Stream, Wire::H2(w)) => w.finish_with_trailers(trailers),
@@ -763,4 +773,17 @@ impl<'a> Exchange<'a> {
         self.out = Out::Done;
         Ok(())
     }
+}
+
+/// Whether a trailer may carry field `name` (RFC 9110 §6.5.1): not
+/// framing, routing, or what the head alone decides.
+fn trailer_allowed(name: &[u8]) -> bool {
+    let is = |f: &str| name.eq_ignore_ascii_case(f.as_bytes());
+    !(crate::hop::is_hop_by_hop(name)
+        || is("content-length")
+        || is("host")
+        || is("trailer")
+        || is("content-encoding")
+        || is("content-type")
+        || is("content-range"))
 }

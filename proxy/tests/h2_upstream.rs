@@ -506,3 +506,107 @@ fn trailers_from_an_http1_origin() {
         }
     }
 }
+
+/// What `post_trailers` prints: the origin's echo of the trailers.
+const ECHOED: &str = "x-sum: 42\nx-note: end\n";
+
+/// An HTTP/2 POST ending with trailers (`support/h2_post_trailers.py`):
+/// the response body.
+fn post_trailers(addr: SocketAddr, path: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/h2_post_trailers.py"
+    );
+    let out = Command::new("/usr/bin/python3")
+        .args([script, &addr.to_string(), path])
+        .output()
+        .expect("/usr/bin/python3 must be installed (run scripts/test.sh)");
+    let body = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{body}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    body
+}
+
+/// Request trailers pass on where both sides can carry them: from an h2
+/// client and from an HTTP/1.1 chunked body to an h2 origin (a HEADERS
+/// frame that ends the stream), and from an h2 client to an HTTP/1.1
+/// origin (the chunked coding's trailer section). Fields a trailer may
+/// not carry (here `content-length`) are left out.
+#[test]
+fn request_trailers_pass_to_h2_and_http1_origins() {
+    let (_origin, port) = h2_origin(None);
+    for backend in BACKENDS {
+        let dir = TempDir::new("h2up-req-trailers");
+        let px = proxy(
+            &dir,
+            backend,
+            1,
+            &format!("protocol = \"h2\"\nservers = [\"127.0.0.1:{port}\"]"),
+        );
+        assert_eq!(
+            post_trailers(px.addr, "/echo-trailers"),
+            ECHOED,
+            "{backend}: h2 → h2"
+        );
+
+        let mut s = TcpStream::connect(px.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(
+            b"POST /echo-trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\
+              Connection: close\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 42\r\nContent-Length: 9\r\n\
+              X-Note: end\r\n\r\n",
+        )
+        .unwrap();
+        let mut got = String::new();
+        s.read_to_string(&mut got).unwrap();
+        assert!(got.starts_with("HTTP/1.1 200"), "{backend}: {got}");
+        assert!(got.ends_with(ECHOED), "{backend}: HTTP/1.1 → h2: {got:?}");
+
+        // An HTTP/1.1 origin of one connection that keeps what it read.
+        let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = origin.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut c, _) = origin.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut req = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The head, then a chunked body through its last chunk's
+            // trailer section and the blank line that ends it.
+            let done = |r: &[u8]| {
+                let head_end = r.windows(4).position(|w| w == b"\r\n\r\n");
+                head_end.is_some_and(|h| {
+                    let body = &r[h + 4..];
+                    body.windows(3).any(|w| w == b"0\r\n") && body.ends_with(b"\r\n\r\n")
+                })
+            };
+            while !done(&req) {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0, "request cut: {:?}", String::from_utf8_lossy(&req));
+                req.extend_from_slice(&buf[..n]);
+            }
+            c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .unwrap();
+            String::from_utf8_lossy(&req).into_owned()
+        });
+        let dir1 = TempDir::new("h2up-req-trailers-h1");
+        let px1 = proxy(&dir1, backend, 1, &format!("servers = [\"{at}\"]"));
+        assert_eq!(
+            post_trailers(px1.addr, "/t"),
+            "ok",
+            "{backend}: h2 → HTTP/1.1"
+        );
+        let req = reader.join().unwrap();
+        assert!(
+            req.contains("transfer-encoding: chunked")
+                || req.contains("Transfer-Encoding: chunked"),
+            "{backend}: {req}"
+        );
+        assert!(
+            req.ends_with("5\r\nhello\r\n0\r\nx-sum: 42\r\nx-note: end\r\n\r\n"),
+            "{backend}: what the HTTP/1.1 origin read: {req:?}"
+        );
+    }
+}

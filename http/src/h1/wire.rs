@@ -47,6 +47,8 @@ pub(crate) struct Wire<'a> {
     chunked: bool,
     /// The pace of the request body (see `ringside_runtime::link::Meter`).
     receiving: Meter,
+    /// The chunked request body's trailer section, once it ended.
+    trailers: Option<crate::h2::client::FieldList>,
 }
 
 impl<'a> Wire<'a> {
@@ -65,7 +67,9 @@ impl<'a> Wire<'a> {
             BodyKind::Empty | BodyKind::Length(0) => BodyState::Done,
             BodyKind::Length(n) => BodyState::Length(n),
             BodyKind::Stream => {
-                BodyState::Chunked(Box::new(ChunkedDecoder::new(link.cfg.limits.max_body)))
+                let mut dec = ChunkedDecoder::new(link.cfg.limits.max_body);
+                dec.keep_trailers();
+                BodyState::Chunked(Box::new(dec))
             }
         };
         let keep_alive = head.keep_alive && !link.draining();
@@ -81,7 +85,14 @@ impl<'a> Wire<'a> {
             sent_continue: false,
             chunked: false,
             receiving: Meter::default(),
+            trailers: None,
         }
+    }
+
+    /// The request's chunked trailers (names in lower case), once its body
+    /// ended with some.
+    pub fn take_trailers(&mut self) -> Option<crate::h2::client::FieldList> {
+        self.trailers.take()
     }
 
     pub fn body_done(&self) -> bool {
@@ -116,6 +127,11 @@ impl<'a> Wire<'a> {
                             Err(e) => return Err(self.fail_body(e.into())),
                         };
                         if d.done {
+                            let mut list = crate::h2::client::FieldList::default();
+                            for (n, v) in dec.trailers() {
+                                list.push(&n.to_ascii_lowercase(), v);
+                            }
+                            self.trailers = (!list.is_empty()).then_some(list);
                             self.body = BodyState::Done;
                         }
                         if d.consumed > 0 {

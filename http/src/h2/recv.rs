@@ -252,13 +252,9 @@ fn window_update(st: &mut State, h: Head, p: &[u8]) -> Result<(), Reason> {
         return Err(Reason::FRAME_SIZE_ERROR);
     }
     let inc = i64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff);
-    // An update that follows no DATA on its stream (or on the connection,
-    // for stream 0) served nothing. Judged per stream: a client reading
-    // several streams sends one for each and one for the connection.
+    // Updates beyond what the DATA sent explains served nothing.
+    st.window_update_came();
     if h.stream == 0 {
-        if !std::mem::replace(&mut st.sent_since_update, false) {
-            st.waste();
-        }
         if inc == 0 {
             return Err(Reason::PROTOCOL_ERROR);
         }
@@ -273,13 +269,8 @@ fn window_update(st: &mut State, h: Head, p: &[u8]) -> Result<(), Reason> {
         if h.stream > st.last_peer_id {
             return Err(Reason::PROTOCOL_ERROR);
         }
-        // A closed stream's: at most one comes in a race with its end.
-        st.waste();
         return Ok(());
     };
-    if !std::mem::replace(&mut st.streams[key].sent_since_update, false) {
-        st.waste();
-    }
     if inc == 0 {
         st.reset(h.stream, Reason::PROTOCOL_ERROR);
         return Ok(());
@@ -369,9 +360,11 @@ fn block(
     if let Some(key) = st.key(id) {
         // Trailers (§8.1): they end the stream and carry no pseudo-fields.
         let mut bad = None;
+        let mut fields = crate::h2::client::FieldList::default();
         st.decoder
             .decode(bytes, &mut |n, v| {
                 bad = trailer_malformed(n, v);
+                fields.push(n, v);
                 bad.is_none()
             })
             .map_err(compression)?;
@@ -386,6 +379,9 @@ fn block(
             return Ok(());
         }
         s.remote_ended = true;
+        if !fields.is_empty() {
+            s.trailers = Some(Box::new(fields));
+        }
         if let Some(w) = s.waker.take() {
             w.wake();
         }

@@ -18,6 +18,16 @@ use super::frame::{self, Reason, DEFAULT_WINDOW, MAX_WINDOW};
 use super::hpack::{Decoder, Encoder};
 use super::stats;
 
+/// WINDOW_UPDATE frames a DATA frame sent lets the client send free of
+/// the flood budget (Envoy's `max_inbound_window_update_frames_per_data_
+/// frame_sent` is 10). One for the stream and one for the connection is
+/// what a client acknowledging every frame sends; a client that credits
+/// in smaller steps than the frames it got may send more.
+const UPDATES_PER_DATA: u32 = 4;
+/// The most such frames saved up, so that a long download does not bank
+/// a flood for later.
+const UPDATES_HELD: u32 = 4096;
+
 /// Above this many unsent bytes, streams wait before writing more.
 pub(crate) const WRITE_HIGH: usize = 64 * 1024;
 /// Streams closed lately: a request on one is STREAM_CLOSED, where one on
@@ -44,9 +54,8 @@ pub(crate) struct Stream {
     pub received: u64,
     /// The stream's task, waiting for body, window or room.
     pub waker: Option<Waker>,
-    /// Whether DATA went out on it since the client's last WINDOW_UPDATE
-    /// for it: an update that follows none served nothing.
-    pub sent_since_update: bool,
+    /// The request's trailer section, once it came (§8.1).
+    pub trailers: Option<Box<crate::h2::client::FieldList>>,
 }
 
 impl Stream {
@@ -89,9 +98,10 @@ pub(crate) struct State {
     /// Frames that serve nothing cost a unit each; served responses give
     /// one back.
     spent: u32,
-    /// Whether data went out since the client's last WINDOW_UPDATE for
-    /// the connection.
-    pub sent_since_update: bool,
+    /// WINDOW_UPDATE frames the client may still send before they count
+    /// against the flood budget: [`UPDATES_PER_DATA`] for each DATA frame
+    /// sent (see [`State::data_sent`]).
+    updates_allowed: u32,
     /// A connection error found: its GOAWAY is written, nothing more read.
     pub failed: Option<Reason>,
     /// GOAWAY sent for a drain: streams above this id are not served.
@@ -129,7 +139,7 @@ impl State {
             decoder: Decoder::new(4096),
             encoder: Encoder::new(),
             spent: 0,
-            sent_since_update: false,
+            updates_allowed: 0,
             failed: None,
             goaway_last: None,
             peer_goaway: false,
@@ -186,7 +196,7 @@ impl State {
             content_length,
             received: 0,
             waker: None,
-            sent_since_update: false,
+            trailers: None,
         });
         self.index.push((id, key));
         key
@@ -255,6 +265,21 @@ impl State {
             s.wake();
         }
         self.wake_task();
+    }
+
+    /// `frames` DATA frames went out: the client may answer them with
+    /// window updates.
+    pub(crate) fn data_sent(&mut self, frames: usize) {
+        let more = (frames as u32).saturating_mul(UPDATES_PER_DATA);
+        self.updates_allowed = self.updates_allowed.saturating_add(more).min(UPDATES_HELD);
+    }
+
+    /// A WINDOW_UPDATE came: free while DATA sent earned it, else waste.
+    pub(crate) fn window_update_came(&mut self) {
+        match self.updates_allowed.checked_sub(1) {
+            Some(left) => self.updates_allowed = left,
+            None => self.waste(),
+        }
     }
 
     /// A frame that served nothing; past the budget the connection ends.

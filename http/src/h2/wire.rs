@@ -193,6 +193,13 @@ impl<'a> Wire<'a> {
         Ok(piece)
     }
 
+    /// The request's trailers, once its body ended with them.
+    pub fn take_trailers(&mut self) -> Option<crate::h2::client::FieldList> {
+        self.with(|st| st.stream(self.key, self.id).and_then(|s| s.trailers.take()))
+            .flatten()
+            .map(|b| *b)
+    }
+
     /// HPACK-encodes a head into the output: `end` ends the stream.
     fn encode_head<'h>(
         &self,
@@ -342,7 +349,6 @@ impl<'a> Wire<'a> {
         }
         let n = data.len().min(s.send_window.min(conn_send).max(0) as usize);
         s.send_window -= n as i64;
-        s.sent_since_update = true;
         let mut at = 0;
         while at < n {
             let piece = (n - at).min(max);
@@ -351,7 +357,7 @@ impl<'a> Wire<'a> {
             frame::put_data(&mut st.out, self.id, &data[at - piece..at], last);
         }
         st.conn_send -= n as i64;
-        st.sent_since_update = true;
+        st.data_sent(n.div_ceil(max));
         if end && n == data.len() {
             self.ended(st);
         }
@@ -530,10 +536,9 @@ impl<'a> Wire<'a> {
                     };
                 if let Some(s) = st.stream(self.key, self.id) {
                     s.send_window -= got as i64;
-                    s.sent_since_update = true;
                 }
                 st.conn_send -= got as i64;
-                st.sent_since_update = true;
+                st.data_sent(got.div_ceil(max));
                 if end && got == n {
                     self.ended(st);
                 }

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use ringside_http::h2::client::{ClientConn, ClientStream, Lost, Response, StreamError};
+use ringside_http::h2::client::{ClientConn, ClientStream, FieldList, Lost, Response, StreamError};
 use ringside_http::h2::hpack::Encoder;
 use ringside_http::{Body, BodyKind, Error, Exchange, Kind, Method};
 use ringside_runtime::task::{self, Either};
@@ -199,6 +199,8 @@ struct Sent {
     whole: bool,
     /// The client's body has ended (all of it was read).
     ended: bool,
+    /// The trailer section it ended with, sent as the request's end.
+    trailers: Option<FieldList>,
 }
 
 /// The most request body kept for a stream that may have to go again.
@@ -210,6 +212,7 @@ impl Sent {
             kept: BytesMut::new(),
             whole: true,
             ended: !body,
+            trailers: None,
         }
     }
 
@@ -246,10 +249,7 @@ async fn attempt(
                 .map_err(|e| stream_error(e, false))?;
         }
         if sent.ended {
-            stream
-                .send_data(&mut &[][..], true)
-                .await
-                .map_err(|e| stream_error(e, false))?;
+            end_request(stream, sent).await?;
         } else if ex.duplex() {
             if let Some(t) = duplex(ex, stream, relay, sent).await? {
                 return Ok(t);
@@ -359,19 +359,27 @@ async fn send_body(
     sent: &mut Sent,
 ) -> Result<(), Error> {
     loop {
-        let piece = ex.read_body().await?;
-        let end = piece.is_none();
-        let data = piece.as_deref().unwrap_or_default();
-        sent.keep(data);
-        sent.ended = end;
+        let Some(data) = ex.read_body().await? else {
+            sent.ended = true;
+            sent.trailers = ex.take_request_trailers();
+            return end_request(stream, sent).await;
+        };
+        sent.keep(&data);
         stream
-            .send_data(&mut &data[..], end)
+            .send_data(&mut &data[..], false)
             .await
             .map_err(|e| stream_error(e, false))?;
-        if end {
-            return Ok(());
-        }
     }
+}
+
+/// Ends the request: with the client's trailers (a HEADERS frame with
+/// END_STREAM) where it sent some, else an empty DATA frame that ends it.
+async fn end_request(stream: &ClientStream, sent: &Sent) -> Result<(), Error> {
+    match &sent.trailers {
+        Some(t) => stream.send_trailers(t),
+        None => stream.send_data(&mut &[][..], true).await,
+    }
+    .map_err(|e| stream_error(e, false))
 }
 
 /// The request body and the response at once: whichever comes first is
@@ -395,6 +403,9 @@ async fn duplex(
                 Either::Left(piece) => {
                     let piece = piece?;
                     sent.ended = piece.is_none();
+                    if sent.ended {
+                        sent.trailers = ex.take_request_trailers();
+                    }
                     let piece = piece.unwrap_or_default();
                     sent.keep(&piece);
                     pending = Some(piece);
@@ -405,14 +416,19 @@ async fn duplex(
             },
             Some(piece) => {
                 let mut rest = &piece[at..];
-                let r =
-                    task::select(stream.send_data(&mut rest, sent.ended), relay.next(stream)).await;
+                let end = sent.ended && sent.trailers.is_none();
+                let r = task::select(stream.send_data(&mut rest, end), relay.next(stream)).await;
                 at = piece.len() - rest.len();
                 match r {
                     Either::Left(r) => {
                         r.map_err(|e| stream_error(e, ex.responded()))?;
                         pending = None;
                         if sent.ended {
+                            if let Some(t) = &sent.trailers {
+                                stream
+                                    .send_trailers(t)
+                                    .map_err(|e| stream_error(e, ex.responded()))?;
+                            }
                             return Ok(None);
                         }
                         continue;

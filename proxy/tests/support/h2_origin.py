@@ -3,6 +3,7 @@
 tests, on python3-h2:
 
   POST /echo          the request body back, with its length
+  POST /echo-trailers the request's trailers back, a "name: value" line each
   GET  /trailers      "ok" and the trailers x-sum: 42, x-note: end
   GET  /slow          "late" after 2 s, or a reset of its own sooner (never)
   GET  /anything      "hello N" (N: the request's number on its connection)
@@ -38,6 +39,7 @@ def serve(sock, goaway_every):
     sock.sendall(c.data_to_send())
     bodies = {}
     heads = {}
+    trailers = {}
     served = 0
     last = None
     open_streams = set()
@@ -93,6 +95,9 @@ def serve(sock, goaway_every):
         served += 1
         if path == "/echo":
             respond(sid, 200, bytes(bodies.pop(sid, b"")))
+        elif path == "/echo-trailers":
+            got = trailers.pop(sid, [])
+            respond(sid, 200, "".join(f"{k}: {v}\n" for k, v in got).encode())
         elif path == "/trailers":
             respond(sid, 200, b"ok", trailers=[("x-sum", "42"), ("x-note", "end")])
         elif path == "/conns":
@@ -133,6 +138,9 @@ def serve(sock, goaway_every):
                         c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
                     if e.stream_id in bodies:
                         bodies[e.stream_id] += e.data
+                elif isinstance(e, h2.events.TrailersReceived):
+                    # Its StreamEnded event follows.
+                    trailers[e.stream_id] = [(k.decode(), v.decode()) for k, v in e.headers]
                 elif isinstance(e, h2.events.StreamEnded):
                     if e.stream_id in heads and e.stream_id not in ignored:
                         handle(e.stream_id)

@@ -183,6 +183,32 @@ impl ClientStream {
         }
     }
 
+    /// Ends the request with a trailer section: a HEADERS frame with
+    /// END_STREAM (§8.1). Names must be lower case; header blocks are not
+    /// flow-controlled, so this never waits.
+    pub fn send_trailers(&self, fields: &FieldList) -> Result<(), StreamError> {
+        let mut st = self.conn.st.borrow_mut();
+        if self.answered(&st) {
+            return Ok(());
+        }
+        if let Some(e) = self.broken(&st) {
+            return Err(e);
+        }
+        let start = st.out.len();
+        st.out.extend_from_slice(&[0; frame::HEADER_LEN]);
+        let st = &mut *st;
+        st.enc.begin_block(&mut st.out);
+        for (n, v) in fields.iter() {
+            st.enc.field(n, v, &mut st.out);
+        }
+        frame::frame_block(&mut st.out, start, self.id, true, st.peer_max_frame);
+        if let Some(s) = st.streams.get_mut(&self.id) {
+            s.local_ended = true;
+        }
+        st.wake_task();
+        Ok(())
+    }
+
     /// Whether the server answered whole and then said it wants no more
     /// of the request (RST_STREAM NO_ERROR).
     fn answered(&self, st: &CState) -> bool {
