@@ -317,21 +317,10 @@ async fn send_request(
                 out.extend_from_slice(b"\r\n");
             }
             (Some(p), _) => out.extend_from_slice(p),
-            (None, ReqBody::Chunked) => match ex.take_request_trailers() {
-                // The client's trailers pass on in the chunked coding's
-                // trailer section (checked names, no CR or LF in values).
-                Some(t) => {
-                    out.extend_from_slice(b"0\r\n");
-                    for (n, v) in t.iter() {
-                        out.extend_from_slice(n);
-                        out.extend_from_slice(b": ");
-                        out.extend_from_slice(v);
-                        out.extend_from_slice(b"\r\n");
-                    }
-                    out.extend_from_slice(b"\r\n");
-                }
-                None => out.extend_from_slice(LAST_CHUNK),
-            },
+            // The client's trailers stay here: an HTTP/1.1 backend may fold
+            // them into its headers after every check of ours (the framing
+            // suite's "trailers are never promoted").
+            (None, ReqBody::Chunked) => out.extend_from_slice(LAST_CHUNK),
             (None, _) => {}
         }
         // Each piece goes on as it came: the head with the first, so the
