@@ -47,8 +47,9 @@ pub(crate) struct Wire<'a> {
     chunked: bool,
     /// The pace of the request body (see `ringside_runtime::link::Meter`).
     receiving: Meter,
-    /// The chunked request body's trailer section, once it ended.
-    trailers: Option<crate::h2::client::FieldList>,
+    /// The chunked request body's trailer section, once it ended (boxed:
+    /// this struct is part of every connection task's size).
+    trailers: Option<Box<crate::h2::client::FieldList>>,
 }
 
 impl<'a> Wire<'a> {
@@ -92,7 +93,7 @@ impl<'a> Wire<'a> {
     /// The request's chunked trailers (names in lower case), once its body
     /// ended with some.
     pub fn take_trailers(&mut self) -> Option<crate::h2::client::FieldList> {
-        self.trailers.take()
+        self.trailers.take().map(|b| *b)
     }
 
     pub fn body_done(&self) -> bool {
@@ -131,7 +132,7 @@ impl<'a> Wire<'a> {
                             for (n, v) in dec.trailers() {
                                 list.push(&n.to_ascii_lowercase(), v);
                             }
-                            self.trailers = (!list.is_empty()).then_some(list);
+                            self.trailers = (!list.is_empty()).then(|| Box::new(list));
                             self.body = BodyState::Done;
                         }
                         if d.consumed > 0 {

@@ -135,7 +135,7 @@ impl<'a> Wire<'a> {
         if data.is_empty() {
             return Ok(0);
         }
-        self.credit(WRITE_HIGH).await?;
+        self.credit::<WRITE_HIGH>().await?;
         self.with(|st| self.put_data(st, data, false))
             .ok_or_else(gone)
     }
@@ -369,12 +369,14 @@ impl<'a> Wire<'a> {
     /// or fails: the stream reset, the connection gone, or the send
     /// timeout passed (a client that never opens its window loses the
     /// stream as a slow reader loses an HTTP/1.1 connection).
-    async fn credit(&self, high: usize) -> Result<usize, Error> {
+    // `HIGH` is a constant, not an argument: every write future of the
+    // exchange holds this one, and every connection's task their largest.
+    async fn credit<const HIGH: usize>(&self) -> Result<usize, Error> {
         // Most calls find credit at once: no timer is set for those.
         let poll = |cx: &mut std::task::Context<'_>| {
             let mut st = self.conn.st.borrow_mut();
             let conn_send = st.conn_send;
-            let full = st.out.len() >= high;
+            let full = st.out.len() >= HIGH;
             let Some(s) = st.stream(self.key, self.id) else {
                 return Poll::Ready(Err(gone()));
             };
@@ -417,7 +419,7 @@ impl<'a> Wire<'a> {
 
     async fn send_data(&mut self, mut data: &[u8], end: bool) -> Result<(), Error> {
         loop {
-            self.credit(WRITE_HIGH).await?;
+            self.credit::<WRITE_HIGH>().await?;
             let n = self
                 .with(|st| self.put_data(st, data, end))
                 .ok_or_else(gone)?;
@@ -521,7 +523,11 @@ impl<'a> Wire<'a> {
             WRITE_HIGH
         };
         while len > 0 {
-            let window = self.credit(high).await?;
+            let window = if batch.is_some() {
+                self.credit::<FILE_HIGH>().await?
+            } else {
+                self.credit::<WRITE_HIGH>().await?
+            };
             let r = self.with(|st| {
                 let max = st.peer_max_frame;
                 let room = high.saturating_sub(st.out.len()).max(max);

@@ -200,7 +200,9 @@ struct Sent {
     /// The client's body has ended (all of it was read).
     ended: bool,
     /// The trailer section it ended with, sent as the request's end.
-    trailers: Option<FieldList>,
+    /// (Boxed: this struct lives in the forward loop's future, whose
+    /// size every connection's task takes.)
+    trailers: Option<Box<FieldList>>,
 }
 
 /// The most request body kept for a stream that may have to go again.
@@ -361,7 +363,7 @@ async fn send_body(
     loop {
         let Some(data) = ex.read_body().await? else {
             sent.ended = true;
-            sent.trailers = ex.take_request_trailers();
+            sent.trailers = ex.take_request_trailers().map(Box::new);
             return end_request(stream, sent).await;
         };
         sent.keep(&data);
@@ -404,7 +406,7 @@ async fn duplex(
                     let piece = piece?;
                     sent.ended = piece.is_none();
                     if sent.ended {
-                        sent.trailers = ex.take_request_trailers();
+                        sent.trailers = ex.take_request_trailers().map(Box::new);
                     }
                     let piece = piece.unwrap_or_default();
                     sent.keep(&piece);
