@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::h2::{curl, fetched, header, pattern, tls_relay, Site};
+use common::script;
 use common::BACKENDS;
 
 /// Checks what every client of an h2 listener must see; `url` makes the
@@ -298,25 +299,17 @@ fn bodies_answered_before_they_are_read_leave_the_connection_sound() {
 fn many_large_files_at_once_on_one_connection_arrive_whole() {
     const STREAMS: usize = 12;
     let big = pattern(10 << 20);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/h2_ranges.py");
     for backend in BACKENDS {
         let mut site = Site::start(&format!("h2-many-{backend}"), backend, "");
         // Offsets that are not multiples of a page or a frame.
         let starts: Vec<usize> = (0..STREAMS).map(|i| i * 700_001).collect();
-        let out = Command::new("/usr/bin/python3")
-            .arg(script)
-            .arg(site.h2c.to_string())
-            .arg("/big.bin")
-            .arg(&site.dir.0)
-            .args(starts.iter().map(usize::to_string))
-            .output()
-            .expect("/usr/bin/python3 must be installed (run scripts/test.sh)");
-        assert!(
-            out.status.success(),
-            "{backend}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args = vec![
+            site.h2c.to_string(),
+            "/big.bin".into(),
+            site.dir.0.display().to_string(),
+        ];
+        args.extend(starts.iter().map(usize::to_string));
+        script::python("h2_ranges.py", &args, backend);
         for (i, start) in starts.into_iter().enumerate() {
             let got = std::fs::read(site.dir.0.join(format!("got-{i}"))).unwrap();
             assert!(

@@ -513,21 +513,8 @@ const ECHOED: &str = "x-sum: 42\nx-note: end\n";
 /// An HTTP/2 POST ending with trailers (`support/h2_post_trailers.py`):
 /// the response body.
 fn post_trailers(addr: SocketAddr, path: &str) -> String {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/support/h2_post_trailers.py"
-    );
-    let out = Command::new("/usr/bin/python3")
-        .args([script, &addr.to_string(), path])
-        .output()
-        .expect("/usr/bin/python3 must be installed (run scripts/test.sh)");
-    let body = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{body}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    body
+    let args = [addr.to_string(), path.to_string()];
+    script::python("h2_post_trailers.py", &args, "POST with trailers")
 }
 
 /// Request trailers pass on to an h2 origin, from an h2 client and from

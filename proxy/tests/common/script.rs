@@ -20,6 +20,25 @@ pub fn support(name: &str) -> String {
     format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Runs the support script `script` (a client) to its end under
+/// /usr/bin/python3 (its h2 and grpcio are Debian's); its stdout, after
+/// checking it succeeded (`what` names the run in the failure).
+pub fn python(script: &str, args: &[String], what: &str) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg(support(script))
+        .args(args)
+        .output()
+        .expect("/usr/bin/python3 must be installed (run scripts/test.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what}: {script} failed ({}):\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Starts `script` (with `args`) under `interp`, and the port it reports.
 pub fn start(interp: &str, script: &str, args: &[String]) -> (Peer, u16) {
     let mut child = Command::new(interp)
