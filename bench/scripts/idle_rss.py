@@ -5,12 +5,14 @@ Opens N connections to a running server one after another, sends one request
 on each and reads its response, keeps them all open and idle, and reports the
 server's RSS (VmRSS, all threads) before and after. With --h2 each
 connection is h2c by prior knowledge (Python's h2, /usr/bin/python3's
-python3-h2), one stream answered, then idle.
+python3-h2), one stream answered, then idle. With --tls each connection is
+HTTP/1.1 over TLS (the certificate is not checked).
 
-usage: idle_rss.py PID PORT [N] [PATH] [--h2]
+usage: idle_rss.py PID PORT [N] [PATH] [--h2 | --tls]
 """
 import resource
 import socket
+import ssl
 import sys
 
 
@@ -72,7 +74,11 @@ def h2_request(s, path):
 
 def main():
     h2 = "--h2" in sys.argv
-    argv = [a for a in sys.argv if a != "--h2"]
+    tls = "--tls" in sys.argv
+    argv = [a for a in sys.argv if a not in ("--h2", "--tls")]
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
     pid, port = int(argv[1]), int(argv[2])
     n = int(argv[3]) if len(argv) > 3 else 10000
     path = argv[4] if len(argv) > 4 else "/hello.txt"
@@ -82,6 +88,8 @@ def main():
     # the baseline rather than charged to the idle connections.
     def one():
         s = socket.create_connection(("127.0.0.1", port))
+        if tls:
+            s = ctx.wrap_socket(s, server_hostname="localhost")
         if h2:
             h2_request(s, path)
         else:

@@ -190,11 +190,15 @@ pub(crate) fn serve<H: Handler>(
             let (handler, cfg) = current.get();
             link.cfg = cfg;
             if over {
-                let next = refuse_over_limit(&mut link, a, &*handler).await;
+                let next = Box::pin(refuse_over_limit(&mut link, a, &*handler)).await;
                 let _ = link.flush(&mut a.wbuf).await;
                 break next;
             }
-            match one_request(&mut link, a, &*handler).await {
+            // Boxed: a request's future (head, exchange, the handler's own)
+            // is most of this one's size, and every idle connection would
+            // hold that room for good; one allocation a request costs less
+            // than the memory of idle keep-alive connections.
+            match Box::pin(one_request(&mut link, a, &*handler)).await {
                 Next::KeepAlive => {
                     let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
                     if flush_now && link.flush(&mut a.wbuf).await.is_err() {

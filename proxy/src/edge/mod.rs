@@ -556,3 +556,22 @@ async fn proxy_h2(
         r => r,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Edge;
+    use ringside_runtime::link::Driver;
+
+    /// Every open connection's task is as large as this future, idle or
+    /// not: the idle keep-alive memory in the README (about 640 B a
+    /// connection) holds only while no request's state (head, exchange,
+    /// the handler's own future, 1,000 B and more) is kept inline in it.
+    #[test]
+    fn the_connection_future_keeps_no_request_state_inline() {
+        fn returned<F: FnOnce(A, B, C) -> R, A, B, C, R>(_: F) -> usize {
+            std::mem::size_of::<R>()
+        }
+        let size = returned(<ringside_http::Http as Driver<Edge>>::serve);
+        assert!(size <= 512, "the connection future is {size} B");
+    }
+}
