@@ -77,11 +77,25 @@ impl Future for Sleep {
 pub struct Elapsed;
 
 /// Runs `fut` until `deadline`. Dropping the future cancels its I/O.
+///
+/// The timer is made only once `fut` has to wait: a timer is an
+/// allocation and an entry in the engine's wheel, and most waits on a busy
+/// connection (the next frame of a response already read) are ready at
+/// once. A ready future wins even past its deadline, as with [`select`].
 pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
-    match select(fut, sleep_until(deadline)).await {
-        Either::Left(v) => Ok(v),
-        Either::Right(()) => Err(Elapsed),
-    }
+    let mut fut = std::pin::pin!(fut);
+    let mut timer: Option<Sleep> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        let t = timer.get_or_insert_with(|| sleep_until(deadline));
+        match Pin::new(t).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 pub async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
