@@ -10,6 +10,12 @@ pub struct FieldList {
 
 impl FieldList {
     pub fn push(&mut self, name: &[u8], value: &[u8]) {
+        if self.ends.capacity() == 0 {
+            // Room for a typical response head at once, rather than the
+            // five or six doublings that would reach it one field at a time.
+            self.buf.reserve(256);
+            self.ends.reserve(12);
+        }
         self.buf.extend_from_slice(name);
         let n = self.buf.len() as u32;
         self.buf.extend_from_slice(value);

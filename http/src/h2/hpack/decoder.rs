@@ -83,16 +83,15 @@ impl Decoder {
                 let i = read_int(block, &mut at, 6)?;
                 let name = self.name_of(block, &mut at, i)?;
                 let value = self.string(block, &mut at, Str::Value)?;
-                // The name may be a table entry the insert evicts: copy
-                // both into the new entry first.
-                let (n, v) = (self.slice(block, &name), self.slice(block, &value));
-                let mut both = Vec::with_capacity(n.len() + v.len());
-                both.extend_from_slice(n);
-                both.extend_from_slice(v);
-                let nl = n.len();
-                self.table.insert(&both[..nl], &both[nl..]);
+                // Neither lies in the table (an indexed name was copied
+                // into the scratch), so the insert's evictions leave both.
+                let (n, v) = (
+                    slice(&self.name, &self.value, block, &name),
+                    slice(&self.name, &self.value, block, &value),
+                );
+                self.table.insert(n, v);
                 if on {
-                    on = field(&both[..nl], &both[nl..]);
+                    on = field(n, v);
                 }
                 fields = true;
             } else if b & 0x20 != 0 {
@@ -152,11 +151,16 @@ impl Decoder {
     }
 
     fn slice<'s>(&'s self, block: &'s [u8], s: &Str) -> &'s [u8] {
-        match *s {
-            Str::Raw(a, b) => &block[a..b],
-            Str::Name => &self.name,
-            Str::Value => &self.value,
-        }
+        slice(&self.name, &self.value, block, s)
+    }
+}
+
+/// A string of the block being decoded: in it, or in a scratch buffer.
+fn slice<'s>(name: &'s [u8], value: &'s [u8], block: &'s [u8], s: &Str) -> &'s [u8] {
+    match *s {
+        Str::Raw(a, b) => &block[a..b],
+        Str::Name => name,
+        Str::Value => value,
     }
 }
 

@@ -142,7 +142,7 @@ pub(super) fn static_exact(name_index: usize, name: &[u8], value: &[u8]) -> Opti
 
 struct Entry {
     /// Name then value.
-    bytes: Box<[u8]>,
+    bytes: Vec<u8>,
     name_len: usize,
 }
 
@@ -152,6 +152,10 @@ pub(super) struct Dynamic {
     max: usize,
     /// Entries inserted ever: the newest is number `inserted - 1`.
     inserted: u64,
+    /// The storage of the entry evicted last, for the next insert: a
+    /// peer that sends a changing field (`date`) with indexing makes every
+    /// head insert and evict one, and this keeps that from allocating.
+    spare: Vec<u8>,
 }
 
 impl Dynamic {
@@ -161,6 +165,7 @@ impl Dynamic {
             size: 0,
             max,
             inserted: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -211,7 +216,12 @@ impl Dynamic {
     fn evict(&mut self, room: usize) {
         while self.size + room > self.max {
             match self.entries.pop_back() {
-                Some(e) => self.size -= e.bytes.len() + 32,
+                Some(e) => {
+                    self.size -= e.bytes.len() + 32;
+                    if e.bytes.capacity() > self.spare.capacity() {
+                        self.spare = e.bytes;
+                    }
+                }
                 None => break,
             }
         }
@@ -228,11 +238,18 @@ impl Dynamic {
             return;
         }
         self.evict(size);
-        let mut bytes = Vec::with_capacity(name.len() + value.len());
+        let mut bytes = std::mem::take(&mut self.spare);
+        bytes.clear();
+        let len = name.len() + value.len();
+        if bytes.capacity() < len {
+            // Rounded up, so that the storage of one evicted entry fits
+            // the next of a similar size.
+            bytes = Vec::with_capacity(len.next_multiple_of(64));
+        }
         bytes.extend_from_slice(name);
         bytes.extend_from_slice(value);
         self.entries.push_front(Entry {
-            bytes: bytes.into_boxed_slice(),
+            bytes,
             name_len: name.len(),
         });
         self.size += size;
