@@ -31,6 +31,7 @@ mod linger;
 pub mod message;
 pub mod path;
 pub mod proxy_protocol;
+mod recycled;
 pub mod semantics;
 pub mod status;
 pub mod upgraded;

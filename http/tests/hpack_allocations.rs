@@ -3,39 +3,12 @@
 //! changes (`date`, a request id) makes every head insert one entry and
 //! evict another, and the evicted entry's storage is reused.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use bytes::BytesMut;
 use ringside_http::h2::hpack::{Decoder, Encoder};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: defers to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
+#[path = "../../testsupport/counting_alloc.rs"]
+mod counting;
+use counting::{allocations, count_here, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -72,15 +45,11 @@ fn a_full_table_that_keeps_turning_over_decodes_without_allocating() {
         head(n, &mut block, &mut enc);
         blocks.push(block.clone());
     }
-    COUNTED.with(|c| c.set(true));
+    count_here(true);
     for b in &blocks {
         decode(b, &mut dec, &mut seen);
     }
-    COUNTED.with(|c| c.set(false));
+    count_here(false);
     assert!(seen > 0);
-    assert_eq!(
-        ALLOCS.load(Ordering::Relaxed),
-        0,
-        "allocations while decoding 200 heads"
-    );
+    assert_eq!(allocations(), 0, "allocations while decoding 200 heads");
 }

@@ -2,43 +2,16 @@
 //! worker thread's allocations are counted while a keep-alive client asks
 //! for the same file again and again.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use ringside_runtime::config::{Affinity, BackendChoice, RuntimeConfig, ServerConfig, Workers};
 
 use ringside_static::{StaticConfig, StaticFiles};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    // Const-initialised, so reading it never allocates inside the allocator.
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: defers to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTED.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
+#[path = "../../testsupport/counting_alloc.rs"]
+mod counting;
+use counting::{allocations, count_here, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -64,7 +37,7 @@ fn allocations_per_hit(backend: BackendChoice, file: &str, size: usize) {
     let cfg = StaticConfig::new(root.clone());
     let server = ringside_http::start(&rt, &srv, move |_| {
         // Built on the worker thread: count everything this thread allocates.
-        COUNTED.with(|c| c.set(true));
+        count_here(true);
         StaticFiles::from_config(&cfg).unwrap()
     })
     .unwrap();
@@ -90,11 +63,11 @@ fn allocations_per_hit(backend: BackendChoice, file: &str, size: usize) {
     for _ in 0..200 {
         one(&mut s);
     }
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocations();
     for _ in 0..2000 {
         one(&mut s);
     }
-    let during = ALLOCS.load(Ordering::Relaxed) - before;
+    let during = allocations() - before;
     drop(s);
     server.shutdown();
     server.join();
@@ -105,7 +78,7 @@ fn allocations_per_hit(backend: BackendChoice, file: &str, size: usize) {
     );
 }
 
-// One test, so that no other worker counts into ALLOCS meanwhile.
+// One test, so that no other worker is counted meanwhile.
 #[test]
 fn cached_hits_do_not_allocate() {
     for backend in [BackendChoice::IoUring, BackendChoice::Epoll] {

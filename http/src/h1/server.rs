@@ -27,6 +27,7 @@ use crate::error::{Error, Side};
 use crate::exchange::{Exchange, Wire};
 use crate::head::{Method, RequestHead};
 use crate::path::Normalized;
+use crate::recycled::Recycled;
 use crate::Handler;
 
 /// Size of a read or write buffer; large enough for a default-limit head.
@@ -194,11 +195,11 @@ pub(crate) fn serve<H: Handler>(
                 let _ = link.flush(&mut a.wbuf).await;
                 break next;
             }
-            // Boxed: a request's future (head, exchange, the handler's own)
-            // is most of this one's size, and every idle connection would
-            // hold that room for good; one allocation a request costs less
-            // than the memory of idle keep-alive connections.
-            match Box::pin(one_request(&mut link, a, &*handler)).await {
+            // On the heap: a request's future (head, exchange, the
+            // handler's own) is most of this one's size, and every idle
+            // connection would hold that room for good. In a block the
+            // core reuses, so no request allocates for it.
+            match Recycled::new(one_request(&mut link, a, &*handler)).await {
                 Next::KeepAlive => {
                     let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
                     if flush_now && link.flush(&mut a.wbuf).await.is_err() {

@@ -141,9 +141,28 @@ pub(super) fn static_exact(name_index: usize, name: &[u8], value: &[u8]) -> Opti
 }
 
 struct Entry {
-    /// Name then value.
-    bytes: Vec<u8>,
-    name_len: usize,
+    /// Name then value, then room left unused: the block is sized to the
+    /// allocator's size class, so that one evicted entry's block fits the
+    /// next entry of a similar size.
+    block: Box<[u8]>,
+    name_len: u32,
+    len: u32,
+}
+
+impl Entry {
+    fn bytes(&self) -> &[u8] {
+        &self.block[..self.len as usize]
+    }
+
+    fn name(&self) -> &[u8] {
+        &self.block[..self.name_len as usize]
+    }
+}
+
+/// The bytes a block of at least `n` gets: what malloc would hand out for
+/// `n` anyway (16-byte classes less its 8-byte header, 24 at the least).
+fn size_class(n: usize) -> usize {
+    (n + 8).next_multiple_of(16).max(32) - 8
 }
 
 pub(super) struct Dynamic {
@@ -152,10 +171,11 @@ pub(super) struct Dynamic {
     max: usize,
     /// Entries inserted ever: the newest is number `inserted - 1`.
     inserted: u64,
-    /// The storage of the entry evicted last, for the next insert: a
-    /// peer that sends a changing field (`date`) with indexing makes every
-    /// head insert and evict one, and this keeps that from allocating.
-    spare: Vec<u8>,
+    /// The block of the largest entry the last insert evicted, for the
+    /// next insert: a peer that sends a changing field (`date`) with
+    /// indexing makes every head insert one entry and evict another, and
+    /// this keeps that from allocating.
+    spare: Box<[u8]>,
 }
 
 impl Dynamic {
@@ -165,7 +185,7 @@ impl Dynamic {
             size: 0,
             max,
             inserted: 0,
-            spare: Vec::new(),
+            spare: Box::default(),
         }
     }
 
@@ -205,7 +225,9 @@ impl Dynamic {
 
     /// Entry `i`, 0 the newest.
     pub(super) fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.entries.get(i).map(|e| e.bytes.split_at(e.name_len))
+        self.entries
+            .get(i)
+            .map(|e| e.bytes().split_at(e.name_len as usize))
     }
 
     pub(super) fn set_max(&mut self, max: usize) {
@@ -217,9 +239,9 @@ impl Dynamic {
         while self.size + room > self.max {
             match self.entries.pop_back() {
                 Some(e) => {
-                    self.size -= e.bytes.len() + 32;
-                    if e.bytes.capacity() > self.spare.capacity() {
-                        self.spare = e.bytes;
+                    self.size -= e.len as usize + 32;
+                    if e.block.len() > self.spare.len() {
+                        self.spare = e.block;
                     }
                 }
                 None => break,
@@ -238,19 +260,18 @@ impl Dynamic {
             return;
         }
         self.evict(size);
-        let mut bytes = std::mem::take(&mut self.spare);
-        bytes.clear();
         let len = name.len() + value.len();
-        if bytes.capacity() < len {
-            // Rounded up, so that the storage of one evicted entry fits
-            // the next of a similar size.
-            bytes = Vec::with_capacity(len.next_multiple_of(64));
+        let mut block = std::mem::take(&mut self.spare);
+        if block.len() < len {
+            block = vec![0u8; size_class(len)].into_boxed_slice();
         }
-        bytes.extend_from_slice(name);
-        bytes.extend_from_slice(value);
+        block[..name.len()].copy_from_slice(name);
+        block[name.len()..len].copy_from_slice(value);
+        // Within u32: an entry is smaller than the table's maximum size.
         self.entries.push_front(Entry {
-            bytes,
-            name_len: name.len(),
+            block,
+            name_len: name.len() as u32,
+            len: len as u32,
         });
         self.size += size;
     }
@@ -258,10 +279,10 @@ impl Dynamic {
     /// The newest entry that is exactly (name, value), 0-based.
     pub(super) fn find(&self, name: &[u8], value: &[u8]) -> Option<usize> {
         self.entries.iter().position(|e| {
-            e.name_len == name.len()
-                && e.bytes.len() == name.len() + value.len()
-                && &e.bytes[..e.name_len] == name
-                && &e.bytes[e.name_len..] == value
+            e.name_len as usize == name.len()
+                && e.len as usize == name.len() + value.len()
+                && e.name() == name
+                && &e.bytes()[name.len()..] == value
         })
     }
 
@@ -272,9 +293,7 @@ impl Dynamic {
 
     /// The newest entry named `name`, 0-based.
     pub(super) fn find_name(&self, name: &[u8]) -> Option<usize> {
-        self.entries
-            .iter()
-            .position(|e| e.name_len == name.len() && &e.bytes[..e.name_len] == name)
+        self.entries.iter().position(|e| e.name() == name)
     }
 }
 
