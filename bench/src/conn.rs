@@ -83,6 +83,7 @@ pub async fn run(core: Rc<Core>) {
     let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
     let mut again: VecDeque<Ticket> = VecDeque::with_capacity(depth);
     let mut parser = ResponseParser::new();
+    parser.http10_request = core.cfg.http10;
     let mut conn: Option<Open> = None;
     let mut now = Instant::now();
     loop {
@@ -121,9 +122,8 @@ pub async fn run(core: Rc<Core>) {
         let mut t_conn = t_start;
         if !reuse {
             conn = None;
-            let connected = monoio::time::timeout(timeout, TcpStream::connect_addr(addr)).await;
-            match connected {
-                Ok(Ok(stream)) => {
+            match connect(&core, addr).await {
+                Ok(stream) => {
                     if core.cfg.keepalive {
                         let _ = stream.set_nodelay(true);
                     }
@@ -137,8 +137,9 @@ pub async fn run(core: Rc<Core>) {
                     rbuf.clear();
                     t_conn = Instant::now();
                 }
-                Ok(Err(_)) | Err(_) => {
+                Err(e) => {
                     now = Instant::now();
+                    core.stats.borrow_mut().connect_errno = e.raw_os_error();
                     broke(&core, Break::Connect, &batch, false, &mut again);
                     continue;
                 }
@@ -316,6 +317,20 @@ pub async fn run(core: Rc<Core>) {
     }
 }
 
+/// Connects to `addr` within `-s`; with `-B` or `-b` through
+/// [`crate::sock`], which sets them before connect(2).
+async fn connect(core: &Core, addr: std::net::SocketAddr) -> io::Result<TcpStream> {
+    let cfg = &core.cfg;
+    if cfg.bind.is_some() || cfg.window.is_some() {
+        let s = crate::sock::connect(addr, cfg.bind, cfg.window, cfg.timeout)?;
+        return TcpStream::from_std(s);
+    }
+    match monoio::time::timeout(cfg.timeout, TcpStream::connect_addr(addr)).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+    }
+}
+
 /// A request's clock readings.
 pub struct Times {
     pub start: Instant,
@@ -399,9 +414,16 @@ impl Core {
         let connect = times.connected.map_or(0, |t| micros(t - times.start));
         let total = micros(times.done - times.start);
         st.connect.record(connect);
-        st.waiting.record(micros(
-            times.first_byte.saturating_duration_since(times.written),
-        ));
+        let wait = micros(times.first_byte.saturating_duration_since(times.written));
+        st.waiting.record(wait);
+        if self.cfg.gnuplot.is_some() {
+            st.samples.push(crate::stats::Sample {
+                start: times.start,
+                connect_us: connect,
+                total_us: total,
+                wait_us: wait,
+            });
+        }
         st.total.record(total);
         st.processing.record(total.saturating_sub(connect));
         // Open loop: from the intended send time, or from the actual one when

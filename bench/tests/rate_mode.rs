@@ -11,7 +11,16 @@ use common::{bench_json, f, u, Behavior, Origin};
 #[test]
 fn rate_holds_the_target_within_two_percent() {
     let o = Origin::start(Behavior::default());
-    let j = bench_json(&["-k", "-c", "8", "-R", "2000", "-d", "3s", &o.url("/")]);
+    let j = bench_json(&[
+        "-k",
+        "-c",
+        "8",
+        "-R",
+        "2000",
+        "--duration",
+        "3s",
+        &o.url("/"),
+    ]);
     let log = o.finish();
     let rps = f(&j, &["requests_per_second"]);
     let done = u(&j, &["complete_requests"]);
@@ -36,7 +45,7 @@ fn rate_over_two_cores() {
         "4",
         "-R",
         "1000",
-        "-d",
+        "--duration",
         "2s",
         &o.url("/"),
     ]);
@@ -56,7 +65,16 @@ fn stall() -> Behavior {
 #[test]
 fn corrected_p99_shows_a_500ms_stall() {
     let o = Origin::start(stall());
-    let j = bench_json(&["-k", "-c", "1", "-R", "1000", "-d", "2s", &o.url("/")]);
+    let j = bench_json(&[
+        "-k",
+        "-c",
+        "1",
+        "-R",
+        "1000",
+        "--duration",
+        "2s",
+        &o.url("/"),
+    ]);
     let log = o.finish();
     assert_eq!(u(&j, &["complete_requests"]), log.answered);
     // About 500 requests were due during the stall and waited for it.
