@@ -340,6 +340,33 @@ mod tests {
     }
 
     #[test]
+    fn rate_percentiles_in_the_unit_that_fits() {
+        let mut st = crate::stats::Stats::default();
+        for us in [150, 200, 250, 300, 2600] {
+            st.latency.record(us);
+            st.total.record(us);
+        }
+        let mut o = String::new();
+        percentiles(&mut o, true, &st);
+        assert!(o.contains("within a certain time (us)"), "{o}");
+        assert!(
+            o.contains("  50%    250\n") || o.contains("  50%    200\n"),
+            "{o}"
+        );
+        assert!(o.contains(" 100%   2600 (longest request)"), "{o}");
+        // ab's whole milliseconds without -R, and when the median is 1 ms or more.
+        let mut o = String::new();
+        percentiles(&mut o, false, &st);
+        assert!(o.contains("within a certain time (ms)"), "{o}");
+        for us in [3000, 4000, 5000, 6000] {
+            st.latency.record(us);
+        }
+        let mut o = String::new();
+        percentiles(&mut o, true, &st);
+        assert!(o.contains("within a certain time (ms)"), "{o}");
+    }
+
+    #[test]
     fn rate_shortfall_warns_below_95_percent() {
         assert!(rate_warning(1000.0, 960.0).is_none());
         let w = rate_warning(1000.0, 500.0).unwrap();
