@@ -42,7 +42,7 @@ pub const RATE_DEFAULT_DURATION: Duration = Duration::from_secs(10);
 #[command(
     name = "ringside-bench",
     version,
-    about = "An ApacheBench-compatible HTTP/1.1 load generator: thread-per-core on io_uring, \
+    about = "An ApacheBench- and siege-compatible HTTP/1.x load generator: thread-per-core on io_uring, \
              open-loop rate mode with coordinated-omission-corrected latency",
     after_help = "Reports ab's layout by default, --siege for siege's, --json for machines.\n\n\
                   Commands:\n  \

@@ -44,6 +44,7 @@ use monoio::net::TcpStream;
 use crate::cores::{Core, UNSET};
 use crate::rate::Ticket;
 use crate::response::{Done, ResponseParser, MAX_HEAD};
+use crate::urls::Target;
 
 /// Receive buffer per connection; at least a maximal response head.
 const RECV_BUF: usize = MAX_HEAD;
@@ -65,7 +66,7 @@ enum Break {
 
 struct Open {
     stream: TcpStream,
-    target: usize,
+    addr: std::net::SocketAddr,
     /// Responses this connection has carried.
     served: u64,
 }
@@ -93,13 +94,13 @@ pub async fn run(core: Rc<Core>) {
         let Some(first) = again.pop_front().or_else(|| core.tickets.take(now)) else {
             break;
         };
-        let addr = core.targets[core.target_of(first)].addr;
+        let addr = core.target(first).addr;
         batch.push(first);
         while batch.len() < depth {
             let Some(t) = again.pop_front().or_else(|| core.tickets.take(now)) else {
                 break;
             };
-            if core.targets[core.target_of(t)].addr != addr {
+            if core.target(t).addr != addr {
                 again.push_front(t);
                 break;
             }
@@ -116,9 +117,7 @@ pub async fn run(core: Rc<Core>) {
         }
         let t_start = Instant::now();
 
-        let reuse = conn
-            .as_ref()
-            .is_some_and(|c| core.targets[c.target].addr == addr);
+        let reuse = conn.as_ref().is_some_and(|c| c.addr == addr);
         let mut t_conn = t_start;
         if !reuse {
             conn = None;
@@ -130,7 +129,7 @@ pub async fn run(core: Rc<Core>) {
                     core.stats.borrow_mut().counts.connections += 1;
                     conn = Some(Open {
                         stream,
-                        target: core.target_of(first),
+                        addr,
                         served: 0,
                     });
                     parser.reset();
@@ -153,7 +152,7 @@ pub async fn run(core: Rc<Core>) {
         // One send for the batch.
         wbuf.clear();
         for t in &batch {
-            wbuf.extend_from_slice(&core.targets[core.target_of(*t)].request);
+            wbuf.extend_from_slice(&core.target(*t).request);
         }
         let written = monoio::time::timeout(timeout, open.stream.write_all(wbuf)).await;
         let write_ok = match written {
@@ -185,7 +184,15 @@ pub async fn run(core: Rc<Core>) {
         'read: loop {
             while answered < batch.len() {
                 let t = batch[answered];
-                let head = core.targets[core.target_of(t)].head;
+                let head = core.target(t).head;
+                if core.cfg.siege_parser
+                    && t.part == 0
+                    && parser.in_head()
+                    && parser.capture.is_none()
+                    && core.shared.assets[core.target_of(t)].get().is_none()
+                {
+                    parser.capture = Some(Vec::new());
+                }
                 match parser.parse(&rbuf[pos..], head) {
                     Ok((n, Some(done))) => {
                         pos += n;
@@ -202,7 +209,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte,
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         if !(done.keep_alive && core.cfg.keepalive) {
@@ -264,7 +271,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte: t_first.take().unwrap_or(t_read),
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         close_after = true;
@@ -383,19 +390,76 @@ fn broke(core: &Core, kind: Break, rest: &[Ticket], between: bool, again: &mut V
 }
 
 impl Core {
+    /// Under `--siege`, after a page: learns its assets from the first
+    /// body captured, then queues them to be fetched next, as siege does
+    /// after each page it gets with a status below 300.
+    fn fetch_assets(
+        &self,
+        t: &Ticket,
+        done: Done,
+        parser: &mut ResponseParser,
+        again: &mut VecDeque<Ticket>,
+    ) {
+        let page = self.target_of(*t);
+        let known = &self.shared.assets[page];
+        if let Some(body) = parser.capture.take() {
+            if done.status < 300 {
+                let p = &self.targets[page];
+                let found = if parser.html {
+                    crate::assets::assets(&body, &p.url)
+                } else {
+                    Vec::new()
+                };
+                let list = found
+                    .into_iter()
+                    .map(|url| Target {
+                        request: crate::request::build(&self.cfg, &url, "GET", None),
+                        url,
+                        addr: p.addr,
+                        head: false,
+                        body_len: 0,
+                    })
+                    .collect();
+                let _ = known.set(list);
+            }
+        }
+        if done.status >= 300 {
+            return;
+        }
+        let n = known.get().map_or(0, Vec::len) as u32;
+        for part in 1..=n {
+            again.push_back(Ticket {
+                seq: t.seq,
+                intended: None,
+                part,
+            });
+        }
+    }
+
     /// Counts one complete response.
-    fn record(&self, t: &Ticket, done: Done, times: &Times, parser: &mut ResponseParser) {
+    fn record(
+        &self,
+        t: &Ticket,
+        done: Done,
+        times: &Times,
+        parser: &mut ResponseParser,
+        again: &mut VecDeque<Ticket>,
+    ) {
         let target = self.target_of(*t);
+        if self.cfg.siege_parser && t.part == 0 {
+            self.fetch_assets(t, done, parser, again);
+        }
         let mut st = self.stats.borrow_mut();
         let c = &mut st.counts;
         c.complete += 1;
         c.count_status(done.status);
         c.body_bytes += done.body_len;
-        c.body_sent += self.targets[target].body_len;
+        c.body_sent += self.target(*t).body_len;
         if done.keep_alive && self.cfg.keepalive {
             c.keepalive += 1;
         }
-        // Length failures: against the first response for this URL.
+        // Length failures: against the first response for this URL (an
+        // asset's length is nobody's document length).
         let slot = &self.shared.doc_len[target];
         let first = slot.load(Ordering::Relaxed);
         let first = if first == UNSET {
@@ -407,7 +471,7 @@ impl Core {
         } else {
             first
         };
-        if first != done.body_len && !self.cfg.variable_length {
+        if first != done.body_len && !self.cfg.variable_length && t.part == 0 {
             c.failed_length += 1;
         }
         let progress = c.complete + c.socket_failures();

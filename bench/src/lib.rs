@@ -1,20 +1,26 @@
-//! ringside-bench: an ApacheBench-compatible HTTP/1.1 load generator,
+//! ringside-bench: an ApacheBench- and siege-compatible HTTP/1.x load generator,
 //! thread-per-core on io_uring, with wrk2's open-loop rate mode.
 //!
 //! How a run goes:
 //! 1. [`args`] reads ab's flags (and ours) into a checked [`args::Config`];
 //!    [`urls`] resolves the URL(s) once and [`request`] builds each
-//!    request's bytes once.
+//!    request's bytes once: ab's request, or siege's with `--siege`.
 //! 2. [`worker`] starts one pinned runtime per core (`--cores`), each with
 //!    its share of the connections, requests and rate; [`rate`] hands out
 //!    the requests (and, with `-R`, when each is due); [`conn`] runs each
-//!    connection, parsing responses with [`response`] and counting them
-//!    into per-core [`stats`] and [`hist`] series.
+//!    connection ([`sock`] when ab's `-B` or `-b` need a socket set up
+//!    before connect), parsing responses with [`response`] and counting
+//!    them into per-core [`stats`] and [`hist`] series. Under `--siege`,
+//!    [`assets`] finds each page's images, scripts and stylesheets, and the
+//!    connection fetches them after the page, as siege does.
 //! 3. The main thread draws [`progress`] on stderr, merges the cores'
-//!    figures at the end, and prints ab's report ([`report_ab`]), siege's
-//!    ([`report_siege`]) or JSON ([`json`]).
+//!    figures at the end, and prints ab's report ([`report_ab`], or
+//!    [`report_html`] for `-w`), siege's ([`report_siege`]) or JSON
+//!    ([`json`]). When no connection could be made at all, ab's report gives
+//!    way to ab's message and exit status (the errno: 111, refused).
 
 pub mod args;
+pub mod assets;
 pub mod conn;
 pub mod cores;
 pub mod hist;

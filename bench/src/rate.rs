@@ -43,6 +43,9 @@ pub struct Ticket {
     pub seq: u64,
     /// With a rate: when it is due.
     pub intended: Option<Instant>,
+    /// 0: the URL `seq` chooses; n: the n-th asset of that page, fetched
+    /// after it under `--siege` (see [`crate::assets`]).
+    pub part: u32,
 }
 
 /// A core's supply of tickets. Single-threaded: cells, no atomics.
@@ -105,7 +108,11 @@ impl Tickets {
         if left != u64::MAX {
             self.left.set(left - 1);
         }
-        Some(Ticket { seq, intended })
+        Some(Ticket {
+            seq,
+            intended,
+            part: 0,
+        })
     }
 
     /// Tickets handed out so far.

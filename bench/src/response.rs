@@ -107,6 +107,11 @@ impl ResponseParser {
         self.started = false;
     }
 
+    /// Whether the next bytes start a head (none of a body is pending).
+    pub fn in_head(&self) -> bool {
+        self.state == State::Head
+    }
+
     /// Whether bytes of the current response have arrived: a connection that
     /// closes before that closed between responses, not in one.
     pub fn started(&self) -> bool {
