@@ -125,16 +125,12 @@ fn ab_layout_line_by_line() {
         r.contains("\nConnect:        0    0   0.0      0       0\n")
             || r.contains("\nConnect:    ")
     );
-    // With ab installed (apache2-utils), the same origin and flags give the same lines.
-    match ab {
-        Ok(out) if out.status.success() => {
-            let ab = String::from_utf8_lossy(&out.stdout);
-            assert_eq!(shape(&r), shape(&ab), "ab:\n{ab}\nringside-bench:\n{r}");
-            assert_eq!(value_columns(&r), value_columns(&ab));
-            println!("compared with ab line by line");
-        }
-        _ => println!("ab not installed: compared against the built-in layout only"),
-    }
+    // ab (apache2-utils), on the same origin with the same flags: the same lines.
+    let out = ab.expect("ab (apache2-utils) is needed by this test");
+    assert!(out.status.success());
+    let ab = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(shape(&r), shape(&ab), "ab:\n{ab}\nringside-bench:\n{r}");
+    assert_eq!(value_columns(&r), value_columns(&ab));
 }
 
 #[test]
