@@ -169,7 +169,7 @@ pub struct Flags {
     #[arg(long)]
     pub no_pin: bool,
     /// Open loop: send at this constant total rate (requests/second) and
-    /// measure latency from each request's intended send time
+    /// measure latency from each request's intended send time; 10 s unless -n or --duration
     #[arg(short = 'R', long = "rate", value_name = "RATE")]
     pub rate: Option<f64>,
     /// Requests written back to back on a connection before reading (implies -k)
