@@ -24,6 +24,13 @@
 //! Either way each break either retires a request or follows a response,
 //! so the loop always progresses.
 //!
+//! # siege's assets
+//! Under `--siege` a page's first response with a status below 300 is
+//! kept (the only per-request allocation, once per URL) and read for its
+//! assets ([`crate::assets`]); after each fetch of that page, its assets
+//! are queued on this connection as tickets of their own (`part` > 0),
+//! each a transaction, as siege fetches them after the page.
+//!
 //! # Times (ab's Connection Times)
 //! For a request on a new connection: *connect* is connect(2)'s time,
 //! *waiting* from the end of the send to the response's first bytes,
@@ -460,19 +467,25 @@ impl Core {
         }
         // Length failures: against the first response for this URL (an
         // asset's length is nobody's document length).
-        let slot = &self.shared.doc_len[target];
-        let first = slot.load(Ordering::Relaxed);
-        let first = if first == UNSET {
-            match slot.compare_exchange(UNSET, done.body_len, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => done.body_len,
-                Err(v) => v,
+        if t.part == 0 {
+            let slot = &self.shared.doc_len[target];
+            let first = slot.load(Ordering::Relaxed);
+            let first = if first == UNSET {
+                match slot.compare_exchange(
+                    UNSET,
+                    done.body_len,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => done.body_len,
+                    Err(v) => v,
+                }
+            } else {
+                first
+            };
+            if first != done.body_len && !self.cfg.variable_length {
+                c.failed_length += 1;
             }
-        } else {
-            first
-        };
-        if first != done.body_len && !self.cfg.variable_length && t.part == 0 {
-            c.failed_length += 1;
         }
         let progress = c.complete + c.socket_failures();
         let connect = times.connected.map_or(0, |t| micros(t - times.start));
