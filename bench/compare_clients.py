@@ -126,7 +126,7 @@ def measure(client, url, args):
             raise RuntimeError(f"ab saw failures:\n{text}")
     elif client == "ringside-bench":
         exe = os.path.join(REPO, "target", "release", "ringside-bench")
-        text, cpu = run_client([exe, "--cores", "1", "-k", "-c", str(n), "-d", f"{d}s", "--json", "-q", url])
+        text, cpu = run_client([exe, "--cores", "1", "--http1.1", "-k", "-c", str(n), "--duration", f"{d}s", "--json", "-q", url])
         j = json.loads(text)
         reqs, rps = j["complete_requests"], j["requests_per_second"]
         if j["failed_requests"]:

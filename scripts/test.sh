@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine as root: installs what
-# the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; nginx, lighttpd and haproxy for
+# the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; siege; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test; h2load and nghttp (nghttp2-client),
 # h2o and Python's h2 for HTTP/2; Python's grpcio for gRPC; Python's brotli and zstandard decoders;
@@ -22,6 +22,9 @@ command -v lighttpd >/dev/null || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)
 command -v wrk >/dev/null || need+=(wrk)
 # ApacheBench (ab -k) drives FastCGI with HTTP/1.0 keep-alive requests.
 command -v ab >/dev/null || need+=(apache2-utils)
+# ringside-bench's ab and siege modes are checked against the real ab and
+# siege on the same origin (bench/tests/like_ab_and_siege.rs).
+command -v siege >/dev/null || need+=(siege)
 command -v python3 >/dev/null || need+=(python3)
 command -v gzip >/dev/null || need+=(gzip)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)

@@ -562,7 +562,7 @@ def client_cmd(args, connections, duration, url):
     so for large files it costs less and the server sets the pace)."""
     if args.client == "ringside-bench":
         exe = os.path.join(REPO, "target", "release", "ringside-bench")
-        return [exe, "-q", "-k", "-c", str(connections), "-d", f"{duration}s", url]
+        return [exe, "-q", "--http1.1", "-k", "-c", str(connections), "--duration", f"{duration}s", url]
     gzip = ["-H", "Accept-Encoding: gzip"] if GZIP else []
     return ["wrk", "-t1", f"-c{connections}", f"-d{duration}s"] + gzip + [url]
 

@@ -60,7 +60,7 @@ def start(mat):
 
 
 def bench(port, rate, duration):
-    cmd = ["taskset", "-c", "1", BENCH, "-R", str(rate), "-k", "-c10", "-d", f"{duration}s",
+    cmd = ["taskset", "-c", "1", BENCH, "--http1.1", "-R", str(rate), "-k", "-c10", "--duration", f"{duration}s",
            "--json", "--progress", "none", f"http://127.0.0.1:{port}/hello.txt"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
     if r.returncode != 0:

@@ -5,16 +5,27 @@
 //! checked values (durations, a request count or none, a method and body).
 //! Errors name the flag.
 //!
+//! Every ab 2.3 flag means what it means in ab (`ab -h`), `-d` (no
+//! percentile table) and `-f` (TLS protocol) included; what ab lacks has
+//! long names ab does not use: `--duration`, `--file` (siege's URL file,
+//! also `--urls-file`), `--http1.1`, `--siege`, `--json`, `--cores`...
+//!
 //! Where ab and this tool differ, on purpose:
 //! - `-n` with `-t`: an explicit `-n` wins whatever the order (ab takes the
 //!   last one given); `-t` alone still means ab's `-n 50000`.
-//! - `-d` is a duration (`10s`, `500ms`, `2m`), as the issue asks; in ab it
-//!   hid the percentile table.
 //! - `-r` (don't exit on receive errors) is accepted and changes nothing:
 //!   errors are always counted, never fatal.
-//! - The default request is HTTP/1.1 (`--http1.0` for ab's version); without
-//!   `-k` it carries `Connection: close` and each request gets its own
-//!   connection, as in ab.
+//! - `-C` is repeatable (ab's help says so, but ab 2.3 keeps only the last).
+//! - `-E`, `-Z`, `-f` and `-I` are checked and kept for https URLs, which
+//!   this tool does not speak yet; with an http URL they change nothing, as
+//!   in ab. `-E` must name a readable file (ab loads it even for http); `-f`
+//!   must be one of ab's protocol names (ab ignores an unknown one); `-Z` is
+//!   checked for OpenSSL cipher-list characters only.
+//! - `-B` and `-b` make each connect a blocking one (see [`crate::sock`]).
+//! - `-R` with neither `-n` nor a duration runs for
+//!   [`RATE_DEFAULT_DURATION`] (wrk2's default), not for ab's one request.
+//! - With `--siege` the requests are siege's HTTP/1.1 (see
+//!   [`crate::request`]); `--http1.0` asks for siege's `protocol = HTTP/1.0`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,16 +35,22 @@ use clap::Parser;
 /// ab's ceiling for `-t` without `-n` (ab's MAX_REQUESTS).
 pub const TIMELIMIT_REQUESTS: u64 = 50_000;
 
+/// How long `-R` runs with neither `-n` nor a duration: wrk2's default.
+pub const RATE_DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
 #[derive(Parser, Debug)]
 #[command(
     name = "ringside-bench",
     version,
-    about = "An ApacheBench-compatible HTTP/1.1 load generator: thread-per-core on io_uring, \
+    about = "An ApacheBench- and siege-compatible HTTP/1.x load generator: thread-per-core on io_uring, \
              open-loop rate mode with coordinated-omission-corrected latency",
-    after_help = "Reports ab's layout by default, --siege for siege's, --json for machines."
+    after_help = "Reports ab's layout by default, --siege for siege's, --json for machines.\n\n\
+                  Commands:\n  \
+                  shootout FILE.toml  Compare servers under load (ringside-bench help shootout)\n  \
+                  help shootout       Print the shootout command's usage"
 )]
 pub struct Flags {
-    /// Number of requests to perform (ab -n); unlimited with -d, 50000 with -t
+    /// Number of requests to perform (ab -n); unlimited with --duration, 50000 with -t
     #[arg(short = 'n', value_name = "requests")]
     pub requests: Option<u64>,
     /// Number of multiple requests to make at a time (connections)
@@ -42,8 +59,8 @@ pub struct Flags {
     /// Seconds to max. to spend on benchmarking (implies -n 50000 unless -n is given)
     #[arg(short = 't', value_name = "timelimit")]
     pub timelimit: Option<f64>,
-    /// Run for this long: 10s, 500ms, 2m, or plain seconds
-    #[arg(short = 'd', long = "duration", value_name = "duration")]
+    /// Run for this long: 10s, 500ms, 2m, or plain seconds (not an ab flag)
+    #[arg(long = "duration", value_name = "duration")]
     pub duration: Option<String>,
     /// Seconds to wait for each connect, write and response (ab -s)
     #[arg(short = 's', value_name = "timeout", default_value_t = 30.0)]
@@ -90,12 +107,61 @@ pub struct Flags {
     /// Output CSV file with percentages served
     #[arg(short = 'e', value_name = "filename")]
     pub csv: Option<PathBuf>,
+    /// Output collected data to gnuplot format file (one line a request)
+    #[arg(short = 'g', value_name = "filename")]
+    pub gnuplot: Option<PathBuf>,
+    /// Do not show percentiles served table
+    #[arg(short = 'd')]
+    pub no_percentiles: bool,
+    /// Do not show confidence estimators and warnings
+    #[arg(short = 'S')]
+    pub no_confidence: bool,
+    /// Print out results in HTML tables
+    #[arg(short = 'w')]
+    pub html: bool,
+    /// String to insert as table attributes (with -w)
+    #[arg(short = 'x', value_name = "attributes")]
+    pub table_attrs: Option<String>,
+    /// String to insert as tr attributes (with -w)
+    #[arg(short = 'y', value_name = "attributes")]
+    pub tr_attrs: Option<String>,
+    /// String to insert as td or th attributes (with -w)
+    #[arg(short = 'z', value_name = "attributes")]
+    pub td_attrs: Option<String>,
+    /// Proxyserver and port number to use
+    #[arg(short = 'X', value_name = "proxy:port")]
+    pub proxy: Option<String>,
+    /// Add Basic Proxy Authentication: user:password
+    #[arg(short = 'P', value_name = "attribute")]
+    pub proxy_auth: Option<String>,
+    /// Size of TCP send/receive buffer, in bytes
+    #[arg(short = 'b', value_name = "windowsize")]
+    pub window: Option<u32>,
+    /// Address to bind to when making outgoing connections
+    #[arg(short = 'B', value_name = "address")]
+    pub bind: Option<String>,
+    /// Specify optional client certificate chain and private key (TLS)
+    #[arg(short = 'E', value_name = "certfile")]
+    pub client_cert: Option<PathBuf>,
+    /// Specify SSL/TLS cipher suite (See openssl ciphers)
+    #[arg(short = 'Z', value_name = "ciphersuite")]
+    pub ciphers: Option<String>,
+    /// Specify SSL/TLS protocol (SSL2, SSL3, TLS1, TLS1.1, TLS1.2, TLS1.3 or ALL)
+    #[arg(short = 'f', value_name = "protocol")]
+    pub tls_protocol: Option<String>,
+    /// Disable TLS Server Name Indication (SNI) extension
+    #[arg(short = 'I')]
+    pub no_sni: bool,
     /// Print the results as JSON on stdout instead of a report
     #[arg(long)]
     pub json: bool,
-    /// Print siege's report instead of ab's
+    /// Act as siege: its request headers, its HTML parser (fetch each page's
+    /// images, scripts and stylesheets), its report
     #[arg(long)]
     pub siege: bool,
+    /// With --siege: do not fetch the assets of HTML pages (siege --no-parser)
+    #[arg(long)]
+    pub no_parser: bool,
     /// Runtimes, one per core, each pinned; connections are spread across them
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub cores: usize,
@@ -103,17 +169,20 @@ pub struct Flags {
     #[arg(long)]
     pub no_pin: bool,
     /// Open loop: send at this constant total rate (requests/second) and
-    /// measure latency from each request's intended send time
+    /// measure latency from each request's intended send time; 10 s unless -n or --duration
     #[arg(short = 'R', long = "rate", value_name = "RATE")]
     pub rate: Option<f64>,
     /// Requests written back to back on a connection before reading (implies -k)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub pipeline: usize,
-    /// Send HTTP/1.0 requests (with -k: Connection: keep-alive), as ab does
+    /// Send HTTP/1.1 requests (without -k: Connection: close) instead of ab's HTTP/1.0
+    #[arg(long = "http1.1", alias = "http11", conflicts_with = "http10")]
+    pub http11: bool,
+    /// Send HTTP/1.0 requests, as ab does (the default; with --siege, siege's HTTP/1.1 is)
     #[arg(long = "http1.0", alias = "http10")]
     pub http10: bool,
-    /// Read URLs from a file, one a line (siege's format: URL [POST data | POST <file])
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    /// Read URLs from a file, one a line (siege's --file format: URL [POST data | POST <file])
+    #[arg(long = "file", alias = "urls-file", value_name = "FILE")]
     pub url_file: Option<PathBuf>,
     /// I/O engine: auto (io_uring, or epoll when the kernel refuses it), io-uring, epoll
     #[arg(long, value_name = "NAME", default_value = "auto")]
@@ -141,6 +210,17 @@ pub enum ProgressMode {
     None,
 }
 
+/// ab's HTML table attributes (-x, -y, -z), with ab's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HtmlAttrs {
+    pub table: String,
+    pub tr: String,
+    pub td: String,
+}
+
+/// ab's -f values, compared case-insensitively as ab does.
+pub const TLS_PROTOCOLS: [&str; 7] = ["SSL2", "SSL3", "TLS1", "TLS1.1", "TLS1.2", "TLS1.3", "ALL"];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReportKind {
     Ab,
@@ -167,6 +247,29 @@ pub struct Config {
     pub variable_length: bool,
     pub verbosity: u8,
     pub csv: Option<PathBuf>,
+    /// ab's -g: every request's times, tab-separated.
+    pub gnuplot: Option<PathBuf>,
+    /// ab's -d: no percentile table.
+    pub no_percentiles: bool,
+    /// ab's -S: Connection Times as min/avg/max, no sd, median or warnings.
+    pub no_confidence: bool,
+    /// ab's -w, with its -x, -y, -z attributes.
+    pub html: Option<HtmlAttrs>,
+    /// ab's -X: connect here and send absolute-form targets.
+    pub proxy: Option<(String, u16)>,
+    /// ab's -P: user:password for Proxy-Authorization.
+    pub proxy_auth: Option<String>,
+    /// ab's -b: SO_SNDBUF and SO_RCVBUF, in bytes.
+    pub window: Option<u32>,
+    /// ab's -B: the local address connections are bound to.
+    pub bind: Option<std::net::IpAddr>,
+    /// ab's -E, -Z, -f and -I: for https URLs (ab ignores them for http).
+    pub tls_client_cert: Option<PathBuf>,
+    pub tls_ciphers: Option<String>,
+    pub tls_protocol: Option<String>,
+    pub tls_no_sni: bool,
+    /// --siege without --no-parser: fetch the assets of HTML pages.
+    pub siege_parser: bool,
     pub report: ReportKind,
     pub cores: usize,
     pub pin: bool,
@@ -233,14 +336,19 @@ impl TryFrom<Flags> for Config {
         }
         if let Some(d) = &f.duration {
             if duration.is_some() {
-                return Err("-t and -d both set a duration; give one".into());
+                return Err("-t and --duration both set a duration; give one".into());
             }
-            duration = Some(parse_duration(d).map_err(|e| format!("-d: {e}"))?);
+            duration = Some(parse_duration(d).map_err(|e| format!("--duration: {e}"))?);
         }
         let requests = match (f.requests, f.timelimit, &f.duration) {
             (Some(n), _, _) => Some(n),
             (None, Some(_), _) => Some(TIMELIMIT_REQUESTS),
             (None, None, Some(_)) => None,
+            // A rate alone runs for wrk2's default time, not for ab's 1 request.
+            (None, None, None) if f.rate.is_some() => {
+                duration = Some(RATE_DEFAULT_DURATION);
+                None
+            }
             (None, None, None) => Some(1),
         };
         if let Some(n) = requests {
@@ -323,8 +431,44 @@ impl TryFrom<Flags> for Config {
             }
         };
         if f.url.is_none() && f.url_file.is_none() {
-            return Err("give a URL (http://host[:port]/path) or -f FILE".into());
+            return Err("give a URL (http://host[:port]/path) or --file FILE".into());
         }
+        let proxy = match &f.proxy {
+            Some(p) => Some(parse_proxy(p)?),
+            None => None,
+        };
+        for (flag, v) in [("-A", &f.auth), ("-P", &f.proxy_auth)] {
+            if v.as_ref().is_some_and(|a| !a.contains(':')) {
+                return Err(format!("{flag}: expected user:password"));
+            }
+        }
+        if f.window == Some(0) {
+            return Err("-b: the buffer size must be at least 1 byte".into());
+        }
+        let bind = match &f.bind {
+            Some(a) => Some(parse_bind(a)?),
+            None => None,
+        };
+        if let Some(c) = &f.client_cert {
+            // ab loads the file at startup, whatever the URL's scheme.
+            std::fs::File::open(c)
+                .map_err(|e| format!("-E: unable to get certificate from {}: {e}", c.display()))?;
+        }
+        if let Some(z) = &f.ciphers {
+            let ok = |b: u8| b.is_ascii_alphanumeric() || b"-_:+!@=.,".contains(&b);
+            if z.is_empty() || !z.bytes().all(ok) {
+                return Err(format!("-Z: error setting ciphersuite list [{z}]"));
+            }
+        }
+        if let Some(p) = &f.tls_protocol {
+            if !TLS_PROTOCOLS.iter().any(|t| t.eq_ignore_ascii_case(p)) {
+                return Err(format!(
+                    "-f: expected one of {}, got {p:?}",
+                    TLS_PROTOCOLS.join(", ")
+                ));
+            }
+        }
+        let http10 = if f.siege { f.http10 } else { !f.http11 };
         Ok(Config {
             requests,
             concurrency: f.concurrency,
@@ -341,18 +485,68 @@ impl TryFrom<Flags> for Config {
             variable_length: f.variable_length,
             verbosity: f.verbosity,
             csv: f.csv,
+            gnuplot: f.gnuplot,
+            no_percentiles: f.no_percentiles,
+            no_confidence: f.no_confidence,
+            html: f.html.then(|| HtmlAttrs {
+                table: f.table_attrs.unwrap_or_default(),
+                tr: f.tr_attrs.unwrap_or_default(),
+                td: f.td_attrs.unwrap_or_else(|| "bgcolor=white".into()),
+            }),
+            proxy,
+            proxy_auth: f.proxy_auth,
+            window: f.window,
+            bind,
+            tls_client_cert: f.client_cert,
+            tls_ciphers: f.ciphers,
+            tls_protocol: f.tls_protocol,
+            tls_no_sni: f.no_sni,
+            siege_parser: f.siege && !f.no_parser,
             report,
             cores: f.cores,
             pin: !f.no_pin,
             rate: f.rate,
             pipeline: f.pipeline,
-            http10: f.http10,
+            http10,
             url_file: f.url_file,
             url: f.url,
             backend,
             progress,
         })
     }
+}
+
+/// ab's -X: `host[:port]`, port 80 when left out.
+fn parse_proxy(p: &str) -> Result<(String, u16), String> {
+    let (host, port) = match p.rsplit_once(':') {
+        Some((h, port)) if !h.ends_with(']') || h.starts_with('[') => (
+            h,
+            port.parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| format!("-X: invalid port in {p:?}"))?,
+        ),
+        _ => (p, 80),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(format!("-X: expected proxy:port, got {p:?}"));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// ab's -B: an address (or a name resolving to one) to bind to.
+fn parse_bind(a: &str) -> Result<std::net::IpAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = a.trim_matches(['[', ']']).parse() {
+        return Ok(ip);
+    }
+    (a, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .map(|sa| sa.ip())
+        .ok_or_else(|| format!("-B: cannot resolve {a:?}"))
 }
 
 fn read_file(flag: &str, p: &PathBuf) -> Result<Vec<u8>, String> {
@@ -421,7 +615,7 @@ mod tests {
         assert_eq!(c.requests, Some(TIMELIMIT_REQUESTS));
         let c = cfg(&["-t", "2", "-n", "7", "http://h/"]).unwrap();
         assert_eq!(c.requests, Some(7));
-        let c = cfg(&["-d", "3s", "http://h/"]).unwrap();
+        let c = cfg(&["--duration", "3s", "http://h/"]).unwrap();
         assert_eq!(
             (c.requests, c.duration),
             (None, Some(Duration::from_secs(3)))
@@ -429,7 +623,14 @@ mod tests {
         assert!(cfg(&["-n", "2", "-c", "3", "http://h/"])
             .unwrap_err()
             .contains("concurrency level greater"));
-        assert!(cfg(&["-t", "1", "-d", "1s", "http://h/"]).is_err());
+        assert!(cfg(&["-t", "1", "--duration", "1s", "http://h/"]).is_err());
+        let c = cfg(&["-R", "100", "http://h/"]).unwrap();
+        assert_eq!(
+            (c.requests, c.duration),
+            (None, Some(RATE_DEFAULT_DURATION))
+        );
+        let c = cfg(&["-R", "100", "-n", "5", "http://h/"]).unwrap();
+        assert_eq!((c.requests, c.duration), (Some(5), None));
     }
 
     #[test]
@@ -466,14 +667,79 @@ mod tests {
         assert!(c.is_err(), "rate with pipeline");
         let c = cfg(&["--pipeline", "8", "http://h/"]).unwrap();
         assert!(c.keepalive);
-        let c = cfg(&["--http1.0", "--json", "http://h/"]).unwrap();
-        assert!(c.http10);
+        let c = cfg(&["--json", "http://h/"]).unwrap();
+        assert!(c.http10, "ab's HTTP/1.0 by default");
+        let c = cfg(&["--http1.1", "--json", "http://h/"]).unwrap();
+        assert!(!c.http10);
+        assert!(
+            !cfg(&["--siege", "http://h/"]).unwrap().http10,
+            "siege's HTTP/1.1"
+        );
+        assert!(cfg(&["--siege", "--http1.0", "http://h/"]).unwrap().http10);
+        assert!(cfg(&["--http1.1", "--http1.0", "http://h/"]).is_err());
         assert_eq!(c.report, ReportKind::Json);
         assert!(cfg(&["--json", "--siege", "http://h/"]).is_err());
         assert!(cfg(&["-R", "0", "http://h/"]).is_err());
         assert!(cfg(&["--backend", "kqueue", "http://h/"]).is_err());
         assert!(cfg(&[]).unwrap_err().contains("give a URL"));
-        let c = cfg(&["-f", "urls.txt"]).unwrap();
+        let c = cfg(&["--file", "urls.txt"]).unwrap();
         assert!(c.url.is_none());
+        assert!(cfg(&["--urls-file", "urls.txt"]).unwrap().url.is_none());
+    }
+
+    #[test]
+    fn ab_flags_mean_what_ab_says() {
+        let c = cfg(&["-d", "-S", "-g", "/tmp/g.tsv", "http://h/"]).unwrap();
+        assert!(c.no_percentiles && c.no_confidence);
+        assert_eq!(
+            c.gnuplot.as_deref(),
+            Some(std::path::Path::new("/tmp/g.tsv"))
+        );
+        assert_eq!(c.duration, None, "-d takes no value and sets no duration");
+        let c = cfg(&["-w", "-x", "border=1", "http://h/"]).unwrap();
+        let h = c.html.unwrap();
+        assert_eq!(
+            (h.table.as_str(), h.tr.as_str(), h.td.as_str()),
+            ("border=1", "", "bgcolor=white")
+        );
+        let c = cfg(&["-X", "proxy.example:3128", "-P", "u:p", "http://h/"]).unwrap();
+        assert_eq!(c.proxy, Some(("proxy.example".into(), 3128)));
+        assert_eq!(
+            cfg(&["-X", "px", "http://h/"]).unwrap().proxy,
+            Some(("px".into(), 80))
+        );
+        assert!(cfg(&["-X", "px:0", "http://h/"]).is_err());
+        assert!(cfg(&["-P", "nocolon", "http://h/"]).is_err());
+        let c = cfg(&["-b", "65536", "-B", "127.0.0.1", "http://h/"]).unwrap();
+        assert_eq!(c.window, Some(65536));
+        assert_eq!(c.bind, Some("127.0.0.1".parse().unwrap()));
+        assert!(cfg(&["-b", "0", "http://h/"]).is_err());
+        let c = cfg(&[
+            "-f",
+            "tls1.2",
+            "-Z",
+            "ECDHE-RSA-AES128-GCM-SHA256",
+            "-I",
+            "http://h/",
+        ])
+        .unwrap();
+        assert_eq!(c.tls_protocol.as_deref(), Some("tls1.2"));
+        assert_eq!(
+            c.tls_ciphers.as_deref(),
+            Some("ECDHE-RSA-AES128-GCM-SHA256")
+        );
+        assert!(c.tls_no_sni);
+        assert!(cfg(&["-f", "TLS9", "http://h/"]).is_err());
+        assert!(cfg(&["-Z", "bad cipher", "http://h/"]).is_err());
+        assert!(cfg(&["-E", "/nonexistent/cert.pem", "http://h/"])
+            .unwrap_err()
+            .contains("unable to get certificate"));
+        let c = cfg(&["--siege", "http://h/"]).unwrap();
+        assert!(c.siege_parser);
+        assert!(
+            !cfg(&["--siege", "--no-parser", "http://h/"])
+                .unwrap()
+                .siege_parser
+        );
     }
 }

@@ -24,6 +24,13 @@
 //! Either way each break either retires a request or follows a response,
 //! so the loop always progresses.
 //!
+//! # siege's assets
+//! Under `--siege` a page's first response with a status below 300 is
+//! kept (the only per-request allocation, once per URL) and read for its
+//! assets ([`crate::assets`]); after each fetch of that page, its assets
+//! are queued on this connection as tickets of their own (`part` > 0),
+//! each a transaction, as siege fetches them after the page.
+//!
 //! # Times (ab's Connection Times)
 //! For a request on a new connection: *connect* is connect(2)'s time,
 //! *waiting* from the end of the send to the response's first bytes,
@@ -44,6 +51,7 @@ use monoio::net::TcpStream;
 use crate::cores::{Core, UNSET};
 use crate::rate::Ticket;
 use crate::response::{Done, ResponseParser, MAX_HEAD};
+use crate::urls::Target;
 
 /// Receive buffer per connection; at least a maximal response head.
 const RECV_BUF: usize = MAX_HEAD;
@@ -65,7 +73,7 @@ enum Break {
 
 struct Open {
     stream: TcpStream,
-    target: usize,
+    addr: std::net::SocketAddr,
     /// Responses this connection has carried.
     served: u64,
 }
@@ -83,6 +91,7 @@ pub async fn run(core: Rc<Core>) {
     let mut batch: Vec<Ticket> = Vec::with_capacity(depth);
     let mut again: VecDeque<Ticket> = VecDeque::with_capacity(depth);
     let mut parser = ResponseParser::new();
+    parser.http10_request = core.cfg.http10;
     let mut conn: Option<Open> = None;
     let mut now = Instant::now();
     loop {
@@ -92,13 +101,13 @@ pub async fn run(core: Rc<Core>) {
         let Some(first) = again.pop_front().or_else(|| core.tickets.take(now)) else {
             break;
         };
-        let addr = core.targets[core.target_of(first)].addr;
+        let addr = core.target(first).addr;
         batch.push(first);
         while batch.len() < depth {
             let Some(t) = again.pop_front().or_else(|| core.tickets.take(now)) else {
                 break;
             };
-            if core.targets[core.target_of(t)].addr != addr {
+            if core.target(t).addr != addr {
                 again.push_front(t);
                 break;
             }
@@ -115,30 +124,28 @@ pub async fn run(core: Rc<Core>) {
         }
         let t_start = Instant::now();
 
-        let reuse = conn
-            .as_ref()
-            .is_some_and(|c| core.targets[c.target].addr == addr);
+        let reuse = conn.as_ref().is_some_and(|c| c.addr == addr);
         let mut t_conn = t_start;
         if !reuse {
             conn = None;
-            let connected = monoio::time::timeout(timeout, TcpStream::connect_addr(addr)).await;
-            match connected {
-                Ok(Ok(stream)) => {
+            match connect(&core, addr).await {
+                Ok(stream) => {
                     if core.cfg.keepalive {
                         let _ = stream.set_nodelay(true);
                     }
                     core.stats.borrow_mut().counts.connections += 1;
                     conn = Some(Open {
                         stream,
-                        target: core.target_of(first),
+                        addr,
                         served: 0,
                     });
                     parser.reset();
                     rbuf.clear();
                     t_conn = Instant::now();
                 }
-                Ok(Err(_)) | Err(_) => {
+                Err(e) => {
                     now = Instant::now();
+                    core.stats.borrow_mut().connect_errno = e.raw_os_error();
                     broke(&core, Break::Connect, &batch, false, &mut again);
                     continue;
                 }
@@ -152,7 +159,7 @@ pub async fn run(core: Rc<Core>) {
         // One send for the batch.
         wbuf.clear();
         for t in &batch {
-            wbuf.extend_from_slice(&core.targets[core.target_of(*t)].request);
+            wbuf.extend_from_slice(&core.target(*t).request);
         }
         let written = monoio::time::timeout(timeout, open.stream.write_all(wbuf)).await;
         let write_ok = match written {
@@ -184,7 +191,15 @@ pub async fn run(core: Rc<Core>) {
         'read: loop {
             while answered < batch.len() {
                 let t = batch[answered];
-                let head = core.targets[core.target_of(t)].head;
+                let head = core.target(t).head;
+                if core.cfg.siege_parser
+                    && t.part == 0
+                    && parser.in_head()
+                    && parser.capture.is_none()
+                    && core.shared.assets[core.target_of(t)].get().is_none()
+                {
+                    parser.capture = Some(Vec::new());
+                }
                 match parser.parse(&rbuf[pos..], head) {
                     Ok((n, Some(done))) => {
                         pos += n;
@@ -201,7 +216,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte,
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         if !(done.keep_alive && core.cfg.keepalive) {
@@ -263,7 +278,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte: t_first.take().unwrap_or(t_read),
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         close_after = true;
@@ -313,6 +328,20 @@ pub async fn run(core: Rc<Core>) {
         } else {
             rbuf.drain(..pos);
         }
+    }
+}
+
+/// Connects to `addr` within `-s`; with `-B` or `-b` through
+/// [`crate::sock`], which sets them before connect(2).
+async fn connect(core: &Core, addr: std::net::SocketAddr) -> io::Result<TcpStream> {
+    let cfg = &core.cfg;
+    if cfg.bind.is_some() || cfg.window.is_some() {
+        let s = crate::sock::connect(addr, cfg.bind, cfg.window, cfg.timeout)?;
+        return TcpStream::from_std(s);
+    }
+    match monoio::time::timeout(cfg.timeout, TcpStream::connect_addr(addr)).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
     }
 }
 
@@ -368,40 +397,110 @@ fn broke(core: &Core, kind: Break, rest: &[Ticket], between: bool, again: &mut V
 }
 
 impl Core {
+    /// Under `--siege`, after a page: learns its assets from the first
+    /// body captured, then queues them to be fetched next, as siege does
+    /// after each page it gets with a status below 300.
+    fn fetch_assets(
+        &self,
+        t: &Ticket,
+        done: Done,
+        parser: &mut ResponseParser,
+        again: &mut VecDeque<Ticket>,
+    ) {
+        let page = self.target_of(*t);
+        let known = &self.shared.assets[page];
+        if let Some(body) = parser.capture.take() {
+            if done.status < 300 {
+                let p = &self.targets[page];
+                let found = if parser.html {
+                    crate::assets::assets(&body, &p.url)
+                } else {
+                    Vec::new()
+                };
+                let list = found
+                    .into_iter()
+                    .map(|url| Target {
+                        request: crate::request::build(&self.cfg, &url, "GET", None),
+                        url,
+                        addr: p.addr,
+                        head: false,
+                        body_len: 0,
+                    })
+                    .collect();
+                let _ = known.set(list);
+            }
+        }
+        if done.status >= 300 {
+            return;
+        }
+        let n = known.get().map_or(0, Vec::len) as u32;
+        for part in 1..=n {
+            again.push_back(Ticket {
+                seq: t.seq,
+                intended: None,
+                part,
+            });
+        }
+    }
+
     /// Counts one complete response.
-    fn record(&self, t: &Ticket, done: Done, times: &Times, parser: &mut ResponseParser) {
+    fn record(
+        &self,
+        t: &Ticket,
+        done: Done,
+        times: &Times,
+        parser: &mut ResponseParser,
+        again: &mut VecDeque<Ticket>,
+    ) {
         let target = self.target_of(*t);
+        if self.cfg.siege_parser && t.part == 0 {
+            self.fetch_assets(t, done, parser, again);
+        }
         let mut st = self.stats.borrow_mut();
         let c = &mut st.counts;
         c.complete += 1;
         c.count_status(done.status);
         c.body_bytes += done.body_len;
-        c.body_sent += self.targets[target].body_len;
+        c.body_sent += self.target(*t).body_len;
         if done.keep_alive && self.cfg.keepalive {
             c.keepalive += 1;
         }
-        // Length failures: against the first response for this URL.
-        let slot = &self.shared.doc_len[target];
-        let first = slot.load(Ordering::Relaxed);
-        let first = if first == UNSET {
-            match slot.compare_exchange(UNSET, done.body_len, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => done.body_len,
-                Err(v) => v,
+        // Length failures: against the first response for this URL (an
+        // asset's length is nobody's document length).
+        if t.part == 0 {
+            let slot = &self.shared.doc_len[target];
+            let first = slot.load(Ordering::Relaxed);
+            let first = if first == UNSET {
+                match slot.compare_exchange(
+                    UNSET,
+                    done.body_len,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => done.body_len,
+                    Err(v) => v,
+                }
+            } else {
+                first
+            };
+            if first != done.body_len && !self.cfg.variable_length {
+                c.failed_length += 1;
             }
-        } else {
-            first
-        };
-        if first != done.body_len && !self.cfg.variable_length {
-            c.failed_length += 1;
         }
         let progress = c.complete + c.socket_failures();
         let connect = times.connected.map_or(0, |t| micros(t - times.start));
         let total = micros(times.done - times.start);
         st.connect.record(connect);
-        st.waiting.record(micros(
-            times.first_byte.saturating_duration_since(times.written),
-        ));
+        let wait = micros(times.first_byte.saturating_duration_since(times.written));
+        st.waiting.record(wait);
+        if self.cfg.gnuplot.is_some() {
+            st.samples.push(crate::stats::Sample {
+                start: times.start,
+                connect_us: connect,
+                total_us: total,
+                wait_us: wait,
+            });
+        }
         st.total.record(total);
         st.processing.record(total.saturating_sub(connect));
         // Open loop: from the intended send time, or from the actual one when

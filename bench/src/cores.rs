@@ -27,6 +27,9 @@ pub struct Shared {
     pub server: OnceLock<String>,
     /// Requests finished (complete or failed), per core.
     pub progress: Vec<Padded>,
+    /// Per target, under `--siege`: its page's assets, once a response
+    /// for it was parsed (see [`crate::assets`]).
+    pub assets: Vec<OnceLock<Vec<Target>>>,
 }
 
 impl Shared {
@@ -35,6 +38,7 @@ impl Shared {
             doc_len: (0..targets).map(|_| AtomicU64::new(UNSET)).collect(),
             server: OnceLock::new(),
             progress: (0..cores).map(|_| Padded::default()).collect(),
+            assets: (0..targets).map(|_| OnceLock::new()).collect(),
         }
     }
 
@@ -63,6 +67,16 @@ impl Core {
     #[inline]
     pub fn target_of(&self, t: Ticket) -> usize {
         ((t.seq + self.index as u64) % self.targets.len() as u64) as usize
+    }
+
+    /// What a request is sent to: its URL, or one of that page's assets.
+    #[inline]
+    pub fn target(&self, t: Ticket) -> &Target {
+        let page = self.target_of(t);
+        match t.part {
+            0 => &self.targets[page],
+            n => &self.shared.assets[page].get().expect("assets known")[n as usize - 1],
+        }
     }
 
     pub fn wants_server(&self) -> bool {

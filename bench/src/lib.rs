@@ -1,20 +1,26 @@
-//! ringside-bench: an ApacheBench-compatible HTTP/1.1 load generator,
+//! ringside-bench: an ApacheBench- and siege-compatible HTTP/1.x load generator,
 //! thread-per-core on io_uring, with wrk2's open-loop rate mode.
 //!
 //! How a run goes:
 //! 1. [`args`] reads ab's flags (and ours) into a checked [`args::Config`];
 //!    [`urls`] resolves the URL(s) once and [`request`] builds each
-//!    request's bytes once.
+//!    request's bytes once: ab's request, or siege's with `--siege`.
 //! 2. [`worker`] starts one pinned runtime per core (`--cores`), each with
 //!    its share of the connections, requests and rate; [`rate`] hands out
 //!    the requests (and, with `-R`, when each is due); [`conn`] runs each
-//!    connection, parsing responses with [`response`] and counting them
-//!    into per-core [`stats`] and [`hist`] series.
+//!    connection ([`sock`] when ab's `-B` or `-b` need a socket set up
+//!    before connect), parsing responses with [`response`] and counting
+//!    them into per-core [`stats`] and [`hist`] series. Under `--siege`,
+//!    [`assets`] finds each page's images, scripts and stylesheets, and the
+//!    connection fetches them after the page, as siege does.
 //! 3. The main thread draws [`progress`] on stderr, merges the cores'
-//!    figures at the end, and prints ab's report ([`report_ab`]), siege's
-//!    ([`report_siege`]) or JSON ([`json`]).
+//!    figures at the end, and prints ab's report ([`report_ab`], or
+//!    [`report_html`] for `-w`), siege's ([`report_siege`]) or JSON
+//!    ([`json`]). When no connection could be made at all, ab's report gives
+//!    way to ab's message and exit status (the errno: 111, refused).
 
 pub mod args;
+pub mod assets;
 pub mod conn;
 pub mod cores;
 pub mod hist;
@@ -22,10 +28,12 @@ pub mod json;
 pub mod progress;
 pub mod rate;
 pub mod report_ab;
+pub mod report_html;
 pub mod report_siege;
 pub mod request;
 pub mod response;
 pub mod shootout;
+pub mod sock;
 pub mod stats;
 pub mod url;
 pub mod urls;
@@ -63,14 +71,19 @@ impl Finished<'_> {
 }
 
 /// Runs the command line `args` (program name first); returns the exit
-/// status: 0, or 1 when the arguments are wrong, the run cannot start, or
-/// no request got a response.
+/// status: 0; with ab's report, ab's (the errno, 111 for a refused
+/// connection) when no connection could be made at all; else 1 when the
+/// arguments are wrong, the run cannot start, or no request got a response.
 pub fn main_with<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == "help") && args.get(2).is_some_and(|a| a == "shootout") {
+        println!("{}", shootout::USAGE);
+        return 0;
+    }
     if args.get(1).is_some_and(|a| a == "shootout") {
         let rest: Vec<String> = args[2..]
             .iter()
@@ -104,7 +117,12 @@ where
     match cfg.report {
         ReportKind::Ab => {
             let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{}", report_ab::banner(&targets[0].url.host, progress.shows()));
+            let banner = if cfg.html.is_some() {
+                report_html::banner()
+            } else {
+                report_ab::banner(&targets[0].url.host, progress.shows())
+            };
+            let _ = write!(out, "{banner}");
             let _ = out.flush();
         }
         ReportKind::Siege => eprintln!(
@@ -137,6 +155,33 @@ where
         }
     };
     progress.finish(shared.done());
+    let c = &result.stats.counts;
+    if cfg.report == ReportKind::Ab && c.connections == 0 && c.failed_connect > 0 {
+        // ab gives up with the socket error as its exit status when it
+        // cannot connect at all, and prints no report.
+        return match result.stats.connect_errno {
+            Some(errno) => {
+                let e = std::io::Error::from_raw_os_error(errno);
+                let msg = e.to_string();
+                let msg = msg.split(" (os error").next().unwrap_or(&msg);
+                eprintln!("apr_socket_recv: {msg} ({errno})");
+                errno
+            }
+            None => {
+                eprintln!("apr_socket_connect(): no connection could be made");
+                1
+            }
+        };
+    }
+    if let Some(target) = cfg.rate {
+        let secs = result.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            let achieved = c.complete as f64 / secs;
+            if let Some(w) = report_ab::rate_warning(target, achieved) {
+                eprintln!("ringside-bench: {w}");
+            }
+        }
+    }
     let f = Finished {
         cfg: &cfg,
         targets: &targets,
@@ -149,7 +194,11 @@ where
             if !progress.shows() {
                 r.push_str("..done\n");
             }
-            r.push_str(&report_ab::render(&f));
+            if cfg.html.is_some() {
+                r.push_str(&report_html::render(&f));
+            } else {
+                r.push_str(&report_ab::render(&f));
+            }
             r
         }
         ReportKind::Siege => {
@@ -164,6 +213,12 @@ where
     if let Some(path) = &cfg.csv {
         if let Err(e) = std::fs::write(path, report_ab::csv(&result.stats.latency)) {
             eprintln!("ringside-bench: -e: cannot write {}: {e}", path.display());
+            return 1;
+        }
+    }
+    if let Some(path) = &cfg.gnuplot {
+        if let Err(e) = std::fs::write(path, report_ab::gnuplot(&result.stats.samples)) {
+            eprintln!("ringside-bench: -g: cannot write {}: {e}", path.display());
             return 1;
         }
     }

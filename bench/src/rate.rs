@@ -43,6 +43,9 @@ pub struct Ticket {
     pub seq: u64,
     /// With a rate: when it is due.
     pub intended: Option<Instant>,
+    /// 0: the URL `seq` chooses; n: the n-th asset of that page, fetched
+    /// after it under `--siege` (see [`crate::assets`]).
+    pub part: u32,
 }
 
 /// A core's supply of tickets. Single-threaded: cells, no atomics.
@@ -92,8 +95,11 @@ impl Tickets {
             .map(|iv| self.start + Duration::from_secs_f64((seq as f64 + self.phase) * iv));
         if let Some(end) = self.end {
             // Open loop: a request due after the end is not made, however
-            // late the run is. Closed loop: none starts after the end.
-            if intended.unwrap_or(now) >= end {
+            // late the run is; nor one taken after the end, however early
+            // it was due, or a rate the server cannot follow would keep the
+            // run going until the backlog is served. Closed loop: none
+            // starts after the end.
+            if intended.is_some_and(|due| due >= end) || now >= end {
                 self.left.set(0);
                 return None;
             }
@@ -102,7 +108,11 @@ impl Tickets {
         if left != u64::MAX {
             self.left.set(left - 1);
         }
-        Some(Ticket { seq, intended })
+        Some(Ticket {
+            seq,
+            intended,
+            part: 0,
+        })
     }
 
     /// Tickets handed out so far.
@@ -156,6 +166,16 @@ mod tests {
         let ms: Vec<u128> = due.iter().map(|d| d.as_millis()).collect();
         assert_eq!(ms, [125, 375, 625, 875]);
         assert_eq!(t.taken(), 4);
+    }
+
+    #[test]
+    fn open_loop_stops_at_the_end_however_far_behind() {
+        let start = Instant::now();
+        let t = Tickets::new(None, start, Some(Duration::from_secs(1)), Some(1e6), 0.0);
+        // Far behind schedule: the next is due at 0.1 ms, but it is 1 s.
+        assert!(t.take(start + Duration::from_millis(999)).is_some());
+        assert_eq!(t.take(start + Duration::from_secs(1)), None);
+        assert!(t.exhausted());
     }
 
     #[test]

@@ -14,14 +14,38 @@
 //!   are more than one (two) standard deviations apart;
 //! - the percentile table only with more than one complete request.
 //!
-//! Beyond ab, and only with the flags that ab lacks: with `-R` a "Target
-//! rate" line, and the percentile table is of latency measured from each
-//! request's intended send time (see [`crate::rate`]), said under it.
+//! - `-d`: no percentile table; `-S`: the Connection Times table as
+//!   min/avg/max, without sd, median or the warnings; `-g`: ab's gnuplot
+//!   file (see [`gnuplot`]); `-w`: the HTML tables of [`crate::report_html`].
+//!
+//! Beyond ab, and only with the flags that ab lacks, `-R`:
+//! - a "Target rate" line, and a WARNING (also on stderr) when the
+//!   achieved rate fell below [`RATE_SHORTFALL`] of it;
+//! - "Time per request (mean)" is the mean latency measured, not ab's
+//!   concurrency × time / requests, which only equals it in a closed loop;
+//! - the percentile table is of latency measured from each request's
+//!   intended send time (see [`crate::rate`]), said under it, in µs when
+//!   the median is under a millisecond (ab's whole milliseconds would print
+//!   a column of zeros), else in ms.
 
 use std::fmt::Write;
 
 use crate::hist::{round_ms, Series};
 use crate::Finished;
+
+/// Below this share of the `-R` target, the report warns.
+pub const RATE_SHORTFALL: f64 = 0.95;
+
+/// The warning for a rate that fell short of `-R`, if it did.
+pub fn rate_warning(target: f64, achieved: f64) -> Option<String> {
+    (achieved < target * RATE_SHORTFALL).then(|| {
+        format!(
+            "WARNING: achieved {achieved:.2} [#/sec], {:.1}% of the -R target of {target:.2}; \
+             the server (or this client) could not keep up",
+            achieved / target * 100.0
+        )
+    })
+}
 
 /// The percentiles ab prints.
 pub const AB_PERCENTILES: [u32; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
@@ -96,12 +120,15 @@ pub fn render(f: &Finished) -> String {
         let _ = writeln!(o, "Requests per second:    {:.2} [#/sec] (mean)", d / secs);
         if let Some(r) = cfg.rate {
             let _ = writeln!(o, "Target rate:            {r:.2} [#/sec] (-R)");
+            if let Some(w) = rate_warning(r, d / secs) {
+                let _ = writeln!(o, "{w}");
+            }
         }
-        let _ = writeln!(
-            o,
-            "Time per request:       {:.3} [ms] (mean)",
-            cfg.concurrency as f64 * secs * 1000.0 / d
-        );
+        let per_request_ms = match cfg.rate {
+            Some(_) => st.latency.mean_us() / 1000.0,
+            None => cfg.concurrency as f64 * secs * 1000.0 / d,
+        };
+        let _ = writeln!(o, "Time per request:       {per_request_ms:.3} [ms] (mean)");
         let _ = writeln!(
             o,
             "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
@@ -126,33 +153,110 @@ pub fn render(f: &Finished) -> String {
         }
     }
     if done > 0 {
-        connection_times(&mut o, st);
-        if done > 1 {
-            let _ = writeln!(
-                o,
-                "\nPercentage of the requests served within a certain time (ms)"
-            );
-            for p in AB_PERCENTILES {
-                let v = round_ms(st.latency.quantile_us(f64::from(p) / 100.0) as f64);
-                if p == 100 {
-                    let _ = writeln!(o, " 100%  {v:5} (longest request)");
-                } else {
-                    let _ = writeln!(o, "  {p}%  {v:5}");
-                }
-            }
-            if cfg.rate.is_some() {
-                let _ = writeln!(
-                    o,
-                    "  (-R: from each request's intended send time, coordinated omission corrected;\n   \
-                     from the actual send: 50% {:.3} ms, 99% {:.3} ms, 100% {:.3} ms)",
-                    st.total.quantile_us(0.5) as f64 / 1000.0,
-                    st.total.quantile_us(0.99) as f64 / 1000.0,
-                    st.total.max_us() as f64 / 1000.0
-                );
-            }
+        if cfg.no_confidence {
+            connection_times_short(&mut o, st);
+        } else {
+            connection_times(&mut o, st);
+        }
+        if done > 1 && !cfg.no_percentiles {
+            percentiles(&mut o, cfg.rate.is_some(), st);
         }
     }
     o
+}
+
+fn percentiles(o: &mut String, rate: bool, st: &crate::stats::Stats) {
+    let micros = rate && st.latency.quantile_us(0.5) < 1000;
+    let unit = if micros { "us" } else { "ms" };
+    let fmt = |us: u64| if micros { us } else { round_ms(us as f64) };
+    let _ = writeln!(
+        o,
+        "\nPercentage of the requests served within a certain time ({unit})"
+    );
+    for p in AB_PERCENTILES {
+        let v = fmt(st.latency.quantile_us(f64::from(p) / 100.0));
+        if p == 100 {
+            let _ = writeln!(o, " 100%  {v:5} (longest request)");
+        } else {
+            let _ = writeln!(o, "  {p}%  {v:5}");
+        }
+    }
+    if rate {
+        let scale = if micros { 1.0 } else { 1000.0 };
+        let _ = writeln!(
+            o,
+            "  (-R: from each request's intended send time, coordinated omission corrected;\n   \
+             from the actual send: 50% {:.3} {unit}, 99% {:.3} {unit}, 100% {:.3} {unit})",
+            st.total.quantile_us(0.5) as f64 / scale,
+            st.total.quantile_us(0.99) as f64 / scale,
+            st.total.max_us() as f64 / scale
+        );
+    }
+}
+
+/// ab's `-S` table: min, avg and max, no spread and no warnings.
+fn connection_times_short(o: &mut String, st: &crate::stats::Stats) {
+    let _ = writeln!(o, "\nConnection Times (ms)");
+    let _ = writeln!(o, "              min   avg   max");
+    let rows = [
+        ("Connect:    ", &st.connect),
+        ("Processing: ", &st.processing),
+        ("Waiting:    ", &st.waiting),
+        ("Total:      ", &st.total),
+    ];
+    for (label, s) in rows {
+        let (min, mean, _, _, max) = row(s);
+        // ab's format has no space before the max column.
+        let _ = writeln!(o, "{label}{min:5} {mean:5}{max:5}");
+    }
+}
+
+/// ab's `-g` file: a header, then one line per request, sorted by total
+/// time as ab leaves them: its start (ctime format, local time, and epoch
+/// seconds), then connect, processing, total and waiting times in ms.
+pub fn gnuplot(samples: &[crate::stats::Sample]) -> String {
+    let (now_i, now_s) = (std::time::Instant::now(), std::time::SystemTime::now());
+    let mut sorted: Vec<&crate::stats::Sample> = samples.iter().collect();
+    sorted.sort_by_key(|s| s.total_us);
+    let mut o = String::from("starttime\tseconds\tctime\tdtime\tttime\twait\n");
+    for s in sorted {
+        let wall = now_s - now_i.saturating_duration_since(s.start);
+        let secs = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let _ = writeln!(
+            o,
+            "{}\t{secs}\t{}\t{}\t{}\t{}",
+            ctime(secs as i64),
+            round_ms(s.connect_us as f64),
+            round_ms(s.total_us.saturating_sub(s.connect_us) as f64),
+            round_ms(s.total_us as f64),
+            round_ms(s.wait_us as f64)
+        );
+    }
+    o
+}
+
+/// `Fri Dec 04 10:01:43 2026`, local time, as apr_ctime writes it.
+fn ctime(secs: i64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let t = secs as libc::time_t;
+    // SAFETY: localtime_r reads t and writes only into the struct we pass.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.clamp(0, 6) as usize],
+        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
 }
 
 /// One row's figures in ab's units: (min, mean, sd, median, max).
@@ -233,6 +337,60 @@ mod tests {
         // Median: the histogram's 50% value, 600 us.
         assert_eq!((min, mean, median, max), (0, 1, 1, 3));
         assert!((sd - 1.0046).abs() < 1e-3, "{sd}");
+    }
+
+    #[test]
+    fn rate_percentiles_in_the_unit_that_fits() {
+        let mut st = crate::stats::Stats::default();
+        for us in [150, 200, 250, 300, 2600] {
+            st.latency.record(us);
+            st.total.record(us);
+        }
+        let mut o = String::new();
+        percentiles(&mut o, true, &st);
+        assert!(o.contains("within a certain time (us)"), "{o}");
+        assert!(
+            o.contains("  50%    250\n") || o.contains("  50%    200\n"),
+            "{o}"
+        );
+        assert!(o.contains(" 100%   2600 (longest request)"), "{o}");
+        // ab's whole milliseconds without -R, and when the median is 1 ms or more.
+        let mut o = String::new();
+        percentiles(&mut o, false, &st);
+        assert!(o.contains("within a certain time (ms)"), "{o}");
+        for us in [3000, 4000, 5000, 6000] {
+            st.latency.record(us);
+        }
+        let mut o = String::new();
+        percentiles(&mut o, true, &st);
+        assert!(o.contains("within a certain time (ms)"), "{o}");
+    }
+
+    #[test]
+    fn rate_shortfall_warns_below_95_percent() {
+        assert!(rate_warning(1000.0, 960.0).is_none());
+        let w = rate_warning(1000.0, 500.0).unwrap();
+        assert!(w.contains("50.0% of the -R target"), "{w}");
+    }
+
+    #[test]
+    fn gnuplot_lines_are_abs() {
+        let start = std::time::Instant::now();
+        let s = |total_us| crate::stats::Sample {
+            start,
+            connect_us: 400,
+            total_us,
+            wait_us: 1500,
+        };
+        let text = gnuplot(&[s(2600), s(900)]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "starttime\tseconds\tctime\tdtime\tttime\twait");
+        let f: Vec<&str> = lines[1].split('\t').collect();
+        // Sorted by total time; a ctime date; ms rounded as ab rounds them.
+        assert_eq!(&f[2..], ["0", "1", "1", "2"]);
+        assert_eq!(f[0].len(), "Fri Dec 04 10:01:43 2026".len(), "{}", f[0]);
+        assert!(f[1].parse::<u64>().unwrap() > 1_700_000_000);
+        assert_eq!(lines[2].split('\t').nth(4), Some("3"));
     }
 
     #[test]

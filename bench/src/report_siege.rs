@@ -2,9 +2,11 @@
 //! tabs and `%12` columns as siege prints them.
 //!
 //! siege's meanings, mapped onto this tool's counts:
-//! - Transactions: complete responses ("hits"), whatever their status;
+//! - Transactions: complete responses ("hits"), whatever their status,
+//!   the pages' assets included (see [`crate::assets`]), so `-n N -c C`
+//!   counts as `siege -r N/C -c C`;
 //! - Availability: transactions / (transactions + socket failures), in %;
-//! - Data transferred: body bytes, in MB (2^20 bytes);
+//! - Data transferred: body bytes, assets' included, in MB (2^20 bytes);
 //! - Response time: mean time per transaction, in seconds;
 //! - Transaction rate: transactions per second of elapsed time;
 //! - Throughput: MB of bodies per second;

@@ -2,41 +2,52 @@
 //!
 //! A connection sends each request with one `send` of these prebuilt bytes
 //! (pipelined requests: one `send` for the batch), so nothing is formatted
-//! or allocated per request. The head follows ab's: Host, User-Agent,
-//! Accept, then Connection, Cookie, Authorization, the `-H` lines, and for
-//! a body Content-Length and Content-Type. A `-H` line naming Host,
-//! User-Agent or Accept replaces the default one, as in ab.
+//! or allocated per request.
 //!
-//! Connection header: HTTP/1.1 keeps connections open by default, so
-//! without `-k` the request says `Connection: close`; HTTP/1.0 closes by
-//! default, so with `-k` it says `Connection: keep-alive` (RFC 9112 §9.3).
+//! The head is ab's, header for header (captured from ab 2.3): the request
+//! line (HTTP/1.0 unless `--http1.1`; the absolute URL through a proxy,
+//! `-X`), `Connection: Keep-Alive` under `-k`, the cookies, Authorization
+//! and Proxy-Authorization, for a body Content-length and Content-type,
+//! the `-H` lines, then Host, User-Agent and Accept unless a `-H` line
+//! names them. Only the User-Agent is ours; it changes no response.
+//!
+//! HTTP/1.1 keeps connections open by default, so with `--http1.1` and
+//! without `-k` the request says `Connection: close` (RFC 9112 §9.3).
+//!
+//! `--siege` sends what siege 4.0.7 sends with its default siegerc
+//! (`protocol = HTTP/1.1`, `connection = close`, `accept-encoding = gzip,
+//! deflate`): Host, Accept, Accept-Encoding, its User-Agent, Connection.
 
-use crate::args::Config;
+use crate::args::{Config, ReportKind};
 use crate::url::Url;
 
 pub const USER_AGENT: &str = concat!("ringside-bench/", env!("CARGO_PKG_VERSION"));
 
+/// siege 4.0.7's User-Agent on Linux x86-64.
+pub const SIEGE_USER_AGENT: &str = "Mozilla/5.0 (pc-x86_64-linux-gnu) Siege/4.0.7";
+
 pub fn build(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<u8> {
+    if cfg.report == ReportKind::Siege {
+        return build_siege(cfg, url, method, body);
+    }
     let overridden = |name: &str| {
         cfg.headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case(name))
     };
     let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
-    let mut h = format!("{method} {} {version}\r\n", url.path);
-    if !overridden("host") {
-        h.push_str(&format!("Host: {}\r\n", url.authority));
-    }
-    if !overridden("user-agent") {
-        h.push_str(&format!("User-Agent: {USER_AGENT}\r\n"));
-    }
-    if !overridden("accept") {
-        h.push_str("Accept: */*\r\n");
-    }
+    let mut h = if cfg.proxy.is_some() {
+        format!(
+            "{method} http://{}{} {version}\r\n",
+            url.authority, url.path
+        )
+    } else {
+        format!("{method} {} {version}\r\n", url.path)
+    };
     if !overridden("connection") {
         match (cfg.http10, cfg.keepalive) {
             (false, false) => h.push_str("Connection: close\r\n"),
-            (true, true) => h.push_str("Connection: keep-alive\r\n"),
+            (true, true) => h.push_str("Connection: Keep-Alive\r\n"),
             _ => {}
         }
     }
@@ -49,15 +60,89 @@ pub fn build(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<
             base64(a.as_bytes())
         ));
     }
+    if let Some(a) = &cfg.proxy_auth {
+        h.push_str(&format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+    if let Some(b) = body {
+        h.push_str(&format!("Content-length: {}\r\n", b.len()));
+        if !overridden("content-type") {
+            h.push_str(&format!("Content-type: {}\r\n", cfg.content_type));
+        }
+    }
+    for (n, v) in &cfg.headers {
+        h.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !overridden("host") {
+        h.push_str(&format!("Host: {}\r\n", url.authority));
+    }
+    if !overridden("user-agent") {
+        h.push_str(&format!("User-Agent: {USER_AGENT}\r\n"));
+    }
+    if !overridden("accept") {
+        h.push_str("Accept: */*\r\n");
+    }
+    finish(h, body)
+}
+
+fn build_siege(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let overridden = |name: &str| {
+        cfg.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    let version = if cfg.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+    let target = if cfg.proxy.is_some() {
+        format!("http://{}{}", url.authority, url.path)
+    } else {
+        url.path.clone()
+    };
+    let mut h = format!("{method} {target} {version}\r\n");
+    let defaults = [
+        ("Host", url.authority.as_str()),
+        ("Accept", "*/*"),
+        ("Accept-Encoding", "gzip, deflate"),
+        ("User-Agent", SIEGE_USER_AGENT),
+        (
+            "Connection",
+            if cfg.keepalive { "keep-alive" } else { "close" },
+        ),
+    ];
+    for (n, v) in defaults {
+        if !overridden(n) {
+            h.push_str(&format!("{n}: {v}\r\n"));
+        }
+    }
+    for c in &cfg.cookies {
+        h.push_str(&format!("Cookie: {c}\r\n"));
+    }
+    if let Some(a) = &cfg.auth {
+        h.push_str(&format!(
+            "Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+    if let Some(a) = &cfg.proxy_auth {
+        h.push_str(&format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
     for (n, v) in &cfg.headers {
         h.push_str(&format!("{n}: {v}\r\n"));
     }
     if let Some(b) = body {
-        h.push_str(&format!("Content-Length: {}\r\n", b.len()));
         if !overridden("content-type") {
-            h.push_str(&format!("Content-Type: {}\r\n", cfg.content_type));
+            h.push_str(&format!("Content-type: {}\r\n", cfg.content_type));
         }
+        h.push_str(&format!("Content-length: {}\r\n", b.len()));
     }
+    finish(h, body)
+}
+
+fn finish(mut h: String, body: Option<&[u8]>) -> Vec<u8> {
     h.push_str("\r\n");
     let mut out = h.into_bytes();
     if let Some(b) = body {
@@ -123,43 +208,53 @@ mod tests {
     }
 
     #[test]
-    fn heads() {
+    fn heads_are_abs() {
         let ua = format!("User-Agent: {USER_AGENT}\r\n");
+        // Byte for byte what ab 2.3 sends, but for the User-Agent.
         assert_eq!(
             req(&[]),
-            format!(
-                "GET /p?q HTTP/1.1\r\nHost: h:81\r\n{ua}Accept: */*\r\nConnection: close\r\n\r\n"
-            )
+            format!("GET /p?q HTTP/1.0\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
         );
         assert_eq!(
             req(&["-k"]),
+            format!("GET /p?q HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
+        );
+        assert_eq!(
+            req(&["--http1.1"]),
+            format!(
+                "GET /p?q HTTP/1.1\r\nConnection: close\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n"
+            )
+        );
+        assert_eq!(
+            req(&["--http1.1", "-k"]),
             format!("GET /p?q HTTP/1.1\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
         );
-        assert_eq!(
-            req(&["-k", "--http1.0"]),
-            format!("GET /p?q HTTP/1.0\r\nHost: h:81\r\n{ua}Accept: */*\r\nConnection: keep-alive\r\n\r\n")
-        );
-        assert_eq!(
-            req(&["--http1.0"]),
-            format!("GET /p?q HTTP/1.0\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\n")
-        );
         let r = req(&[
-            "-k",
-            "-H",
-            "Host: other",
-            "-H",
-            "X-A: 1",
-            "-C",
-            "a=1",
             "-C",
             "b=2",
+            "-H",
+            "X-A: 1",
+            "-H",
+            "Accept: text/html",
             "-A",
             "u:p",
+            "-P",
+            "x:y",
         ]);
         assert_eq!(
             r,
-            format!("GET /p?q HTTP/1.1\r\n{ua}Accept: */*\r\nCookie: a=1\r\nCookie: b=2\r\nAuthorization: Basic dTpw\r\nHost: other\r\nX-A: 1\r\n\r\n")
+            format!("GET /p?q HTTP/1.0\r\nCookie: b=2\r\nAuthorization: Basic dTpw\r\nProxy-Authorization: Basic eDp5\r\nX-A: 1\r\nAccept: text/html\r\nHost: h:81\r\n{ua}\r\n")
         );
+        assert!(req(&["-X", "px:3128"]).starts_with("GET http://h:81/p?q HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn heads_are_sieges() {
+        assert_eq!(
+            req(&["--siege"]),
+            format!("GET /p?q HTTP/1.1\r\nHost: h:81\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nUser-Agent: {SIEGE_USER_AGENT}\r\nConnection: close\r\n\r\n")
+        );
+        assert!(req(&["--siege", "-k"]).contains("\r\nConnection: keep-alive\r\n"));
     }
 
     #[test]
@@ -167,17 +262,24 @@ mod tests {
         let path = std::env::temp_dir().join(format!("rb-post-{}", std::process::id()));
         std::fs::write(&path, b"a=1").unwrap();
         let p = path.to_str().unwrap();
-        let r = req(&["-k", "-p", p, "-T", "application/x-www-form-urlencoded"]);
+        let r = req(&[
+            "-k",
+            "-p",
+            p,
+            "-T",
+            "application/x-www-form-urlencoded",
+            "-H",
+            "X-B: 2",
+        ]);
         let r2 = req(&["-k", "-u", p]);
         std::fs::remove_file(&path).unwrap();
-        assert!(r.starts_with("POST /p?q HTTP/1.1\r\n"), "{r}");
-        assert!(
-            r.ends_with(
-                "Content-Length: 3\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\na=1"
-            ),
-            "{r}"
+        let ua = format!("User-Agent: {USER_AGENT}\r\n");
+        assert_eq!(
+            r,
+            format!("POST /p?q HTTP/1.0\r\nConnection: Keep-Alive\r\nContent-length: 3\r\nContent-type: application/x-www-form-urlencoded\r\nX-B: 2\r\nHost: h:81\r\n{ua}Accept: */*\r\n\r\na=1")
         );
         assert!(r2.starts_with("PUT "), "{r2}");
-        assert!(r2.ends_with("Content-Type: text/plain\r\n\r\na=1"), "{r2}");
+        assert!(r2.contains("Content-type: text/plain\r\n"), "{r2}");
+        assert!(r2.ends_with("\r\n\r\na=1"), "{r2}");
     }
 }

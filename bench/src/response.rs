@@ -17,11 +17,19 @@
 //!
 //! Persistence (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`;
 //! HTTP/1.0 only with `Connection: keep-alive`; never after a body that
-//! runs until close.
+//! runs until close. After an HTTP/1.0 request (`http10_request`), only
+//! with `Connection: keep-alive` whatever the response's version: the
+//! client asked for the old rules, and ab keeps a connection only then.
+//!
+//! For siege's HTML parser, [`ResponseParser::capture`] keeps the next
+//! response's body (up to [`MAX_CAPTURE`] bytes) and whether it was
+//! `text/html`.
 
 /// Largest head accepted; the connection's buffer is at least this big.
 pub const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
+/// Most of a page's body kept for siege's parser.
+pub const MAX_CAPTURE: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParseError {
@@ -63,6 +71,12 @@ pub struct ResponseParser {
     /// Keep the Server header of the next head (for the report, once).
     pub want_server: bool,
     pub server: Option<String>,
+    /// The requests are HTTP/1.0: persistence needs `keep-alive`.
+    pub http10_request: bool,
+    /// Some: keep the body of the response in progress (or the next).
+    pub capture: Option<Vec<u8>>,
+    /// Whether the last head had a `text/html` Content-Type.
+    pub html: bool,
 }
 
 impl Default for ResponseParser {
@@ -81,6 +95,9 @@ impl ResponseParser {
             started: false,
             want_server: false,
             server: None,
+            http10_request: false,
+            capture: None,
+            html: false,
         }
     }
 
@@ -88,6 +105,11 @@ impl ResponseParser {
     pub fn reset(&mut self) {
         self.state = State::Head;
         self.started = false;
+    }
+
+    /// Whether the next bytes start a head (none of a body is pending).
+    pub fn in_head(&self) -> bool {
+        self.state == State::Head
     }
 
     /// Whether bytes of the current response have arrived: a connection that
@@ -133,6 +155,7 @@ impl ResponseParser {
                 }
                 State::Length(left) => {
                     let take = (rest.len() as u64).min(left);
+                    self.keep(&rest[..take as usize]);
                     pos += take as usize;
                     self.body_len += take;
                     if take == left {
@@ -158,6 +181,7 @@ impl ResponseParser {
                 },
                 State::ChunkData(left) => {
                     let take = (rest.len() as u64).min(left);
+                    self.keep(&rest[..take as usize]);
                     pos += take as usize;
                     self.body_len += take;
                     if take < left {
@@ -192,11 +216,19 @@ impl ResponseParser {
                     }
                 }
                 State::UntilClose => {
+                    self.keep(rest);
                     pos += rest.len();
                     self.body_len += rest.len() as u64;
                     return Ok((pos, None));
                 }
             }
+        }
+    }
+
+    fn keep(&mut self, body: &[u8]) {
+        if let Some(c) = &mut self.capture {
+            let room = MAX_CAPTURE.saturating_sub(c.len());
+            c.extend_from_slice(&body[..body.len().min(room)]);
         }
     }
 
@@ -227,6 +259,7 @@ impl ResponseParser {
         let mut chunked = None;
         let mut close = false;
         let mut keep_alive = false;
+        let mut html = false;
         for h in r.headers.iter() {
             let name = h.name;
             if name.eq_ignore_ascii_case("content-length") {
@@ -244,6 +277,9 @@ impl ResponseParser {
                     close |= t.eq_ignore_ascii_case(b"close");
                     keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
                 }
+            } else if self.capture.is_some() && name.eq_ignore_ascii_case("content-type") {
+                let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+                html = v.contains("text/html");
             } else if self.want_server && name.eq_ignore_ascii_case("server") {
                 self.server = Some(String::from_utf8_lossy(h.value).into_owned());
             }
@@ -252,8 +288,9 @@ impl ResponseParser {
             self.want_server = false;
             self.server.get_or_insert_with(String::new);
         }
+        self.html = html;
         self.keep_alive = match r.version {
-            Some(1) => !close,
+            Some(1) if !self.http10_request => !close,
             _ => keep_alive && !close,
         };
         let no_body = head || self.status == 204 || self.status == 304 || self.status < 200;
@@ -405,6 +442,28 @@ mod tests {
         p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false)
             .unwrap();
         assert_eq!(p.server.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn http10_requests_keep_alive_only_when_told() {
+        let mut p = ResponseParser::new();
+        p.http10_request = true;
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(p.parse(r, false), Ok((r.len(), Some(d(200, false, 1)))));
+        let r = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(p.parse(r, false), Ok((r.len(), Some(d(200, true, 1)))));
+        let r = b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(p.parse(r, false), Ok((r.len(), Some(d(200, false, 1)))));
+    }
+
+    #[test]
+    fn capture_keeps_a_body_and_its_type() {
+        let mut p = ResponseParser::new();
+        p.capture = Some(Vec::new());
+        let r = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n<a>\r\n2\r\nbc\r\n0\r\n\r\n";
+        assert_eq!(p.parse(r, false), Ok((r.len(), Some(d(200, true, 5)))));
+        assert!(p.html);
+        assert_eq!(p.capture.take().as_deref(), Some(&b"<a>bc"[..]));
     }
 
     #[test]

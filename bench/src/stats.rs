@@ -118,6 +118,19 @@ pub struct Stats {
     pub latency: Series,
     /// When the last response ended.
     pub last_done: Option<Instant>,
+    /// The errno of the last failed connect, for ab's exit status.
+    pub connect_errno: Option<i32>,
+    /// Every complete request's times, with `-g` only.
+    pub samples: Vec<Sample>,
+}
+
+/// One request's times, for ab's `-g` file.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    pub start: Instant,
+    pub connect_us: u64,
+    pub total_us: u64,
+    pub wait_us: u64,
 }
 
 impl Stats {
@@ -132,6 +145,8 @@ impl Stats {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.connect_errno = self.connect_errno.or(o.connect_errno);
+        self.samples.extend_from_slice(&o.samples);
     }
 }
 

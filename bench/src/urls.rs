@@ -1,4 +1,4 @@
-//! URLs: ab's one `http://host[:port]/path`, or siege's URL file (`-f`).
+//! URLs: ab's one `http://host[:port]/path`, or siege's URL file (`--file`).
 //!
 //! A URL file holds one URL a line, optionally followed by `POST` and the
 //! body, inline or as `<file` (read relative to the URL file), as siege
@@ -71,12 +71,12 @@ pub fn parse_url_file(text: &str, dir: &Path) -> Result<Vec<UrlLine>, String> {
     Ok(out)
 }
 
-fn resolve(url: &Url) -> Result<SocketAddr, String> {
-    (url.host.as_str(), url.port)
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
         .next()
-        .ok_or_else(|| format!("{} has no address", url.host))
+        .ok_or_else(|| format!("{host} has no address"))
 }
 
 /// The targets of this run, requests built, addresses resolved.
@@ -84,7 +84,7 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
     let lines = match &cfg.url_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("-f: cannot read {}: {e}", path.display()))?;
+                .map_err(|e| format!("--file: cannot read {}: {e}", path.display()))?;
             let dir = path.parent().unwrap_or(Path::new("."));
             parse_url_file(&text, dir).map_err(|e| format!("{}: {e}", path.display()))?
         }
@@ -95,7 +95,11 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
     };
     let mut targets = Vec::with_capacity(lines.len());
     for line in lines {
-        let addr = resolve(&line.url)?;
+        // Through a proxy (-X) every request goes to the proxy.
+        let addr = match &cfg.proxy {
+            Some((host, port)) => resolve(host, *port)?,
+            None => resolve(&line.url.host, line.url.port)?,
+        };
         let (method, body) = match &line.post {
             Some(b) => ("POST", Some(b.as_slice())),
             None => (cfg.method.as_str(), cfg.body.as_deref()),

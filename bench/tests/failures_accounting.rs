@@ -97,31 +97,42 @@ fn non_2xx_responses_are_counted_not_failed() {
     assert_eq!(num(&r, "Failed requests:"), 0);
 }
 
-#[test]
-fn nothing_listening_is_connect_failures() {
+/// A port nothing listens on: bound, then closed.
+fn refused_url() -> String {
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let out = bench(&[
-        "-q",
-        "-c",
-        "2",
-        "-n",
-        "10",
-        &format!("http://127.0.0.1:{port}/"),
-    ]);
-    let r = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "no response at all is an error:\n{r}"
+    format!("http://127.0.0.1:{port}/")
+}
+
+#[test]
+fn nothing_listening_exits_111_like_ab() {
+    let url = refused_url();
+    let out = bench(&["-q", "-c", "2", "-n", "10", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(111), "stderr:\n{err}");
+    assert!(
+        err.contains("apr_socket_recv: Connection refused (111)"),
+        "{err}"
     );
-    assert_eq!(num(&r, "Complete requests:"), 0);
-    assert_eq!(
-        field(&r, "   (Connect:"),
-        "10, Receive: 0, Length: 0, Exceptions: 0)"
-    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Complete requests:"));
+    // ab itself, on the same port.
+    let ab = std::process::Command::new("ab")
+        .args(["-q", "-c", "2", "-n", "10", &url])
+        .output()
+        .expect("ab (apache2-utils) is needed by this test");
+    assert_eq!(ab.status.code(), Some(111));
+    assert!(String::from_utf8_lossy(&ab.stderr).contains("Connection refused (111)"));
+}
+
+#[test]
+fn nothing_listening_is_connect_failures_in_json() {
+    let j = common::bench(&["--json", "-q", "-c", "2", "-n", "10", &refused_url()]);
+    assert_eq!(j.status.code(), Some(1), "no response at all is an error");
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(u(&v, &["complete_requests"]), 0);
+    assert_eq!(u(&v, &["failed_requests"]), 10);
 }
 
 #[test]

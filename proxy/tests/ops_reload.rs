@@ -91,10 +91,20 @@ fn ten_reloads_under_load_fail_no_request() {
     let mut r = start(&dir, &cfg, 2);
     let addr = r.addr;
     let load = |path: &str, keepalive: bool| {
-        let mut args: Vec<String> = ["--json", "-q", "-c", "64", "-d", "5s", "-s", "10"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut args: Vec<String> = [
+            "--json",
+            "-q",
+            "--http1.1",
+            "-c",
+            "64",
+            "--duration",
+            "5s",
+            "-s",
+            "10",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         if keepalive {
             args.push("-k".into());
         }

@@ -40,8 +40,8 @@ def tagged(urls, kind):
 
 
 def bench_cmd(exe, kind, ufile, secs, rate, cpu):
-    cmd = ["taskset", "-c", str(cpu), exe, "-q", "--progress", "none", "--json", "-l",
-           "-c", str(kind.conc), "-R", f"{rate:g}", "-d", f"{secs:g}s", "-s", "30", "-f", ufile]
+    cmd = ["taskset", "-c", str(cpu), exe, "-q", "--progress", "none", "--json", "-l", "--http1.1",
+           "-c", str(kind.conc), "-R", f"{rate:g}", "--duration", f"{secs:g}s", "-s", "30", "--file", ufile]
     if kind.ka:
         cmd.insert(4, "-k")
     for h in kind.headers:

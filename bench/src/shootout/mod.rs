@@ -5,7 +5,7 @@
 //! on the last CPU when the servers take them all): started, warmed up and
 //! measured at each concurrency, stopped. Interleaving spreads the drift
 //! of a shared machine over all of them. ringside-bench itself is
-//! the client (`-k -c N -d DUR --json`). It writes `results.json`,
+//! the client (`--http1.1 -k -c N --duration DUR --json`). It writes `results.json`,
 //! `report.md` (also printed) and SVG charts into `--out` (default
 //! `shootout-NAME`); `--report results.json` redraws them.
 
@@ -22,7 +22,7 @@ use procs::{run_pinned, Scratch};
 use results::{Cell, Results, Sample, Skipped};
 use servers::{missing, request_path, serves, start_backend, start_front, Paths};
 
-const USAGE: &str = "usage: ringside-bench shootout FILE.toml [--out DIR] [--repo DIR] \
+pub const USAGE: &str = "usage: ringside-bench shootout FILE.toml [--out DIR] [--repo DIR] \
      [--duration DUR] [--warmup DUR] [--repeats N] | --report RESULTS.json [--out DIR]";
 
 /// The `shootout` subcommand; `args` are what follows it.
@@ -295,11 +295,13 @@ fn client_run(
 ) -> Result<Sample, String> {
     let argv = vec![
         client.to_string_lossy().into_owned(),
+        // The peers are compared on HTTP/1.1 keep-alive, not ab's HTTP/1.0.
+        "--http1.1".into(),
         "-k".into(),
         "-q".into(),
         "-c".into(),
         c.to_string(),
-        "-d".into(),
+        "--duration".into(),
         dur.to_owned(),
         "-s".into(),
         "10".into(),

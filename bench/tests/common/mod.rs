@@ -39,7 +39,13 @@ pub struct Behavior {
     pub close_after: Option<u64>,
     /// Pause before every answer.
     pub delay: Option<Duration>,
+    /// Serves these paths (without the query) with their Content-Type and
+    /// body instead of [`BODY`].
+    pub site: Option<Arc<Site>>,
 }
+
+/// Path to (Content-Type, body).
+pub type Site = HashMap<String, (&'static str, Vec<u8>)>;
 
 pub const BODY: &[u8] = b"hello from the test origin";
 
@@ -193,7 +199,7 @@ fn serve(mut s: TcpStream, log: &Log, b: &Behavior) {
             }
         }
         let path = head.split(' ').nth(1).unwrap_or("").to_string();
-        *log.paths.lock().unwrap().entry(path).or_default() += 1;
+        *log.paths.lock().unwrap().entry(path.clone()).or_default() += 1;
         let lower = head.to_ascii_lowercase();
         let http10 = head.lines().next().is_some_and(|l| l.ends_with("HTTP/1.0"));
         let close = lower.contains("connection: close")
@@ -227,7 +233,15 @@ fn serve(mut s: TcpStream, log: &Log, b: &Behavior) {
         if let Some(d) = b.delay {
             std::thread::sleep(d);
         }
-        let mut body = BODY.to_vec();
+        let page = b.site.as_ref().and_then(|site| {
+            let plain = path.split(['?', '#']).next().unwrap_or("");
+            site.get(plain).cloned()
+        });
+        let content_type = page
+            .as_ref()
+            .map(|(t, _)| format!("Content-Type: {t}\r\n"))
+            .unwrap_or_default();
+        let mut body = page.map_or_else(|| BODY.to_vec(), |(_, b)| b);
         if hits(b.vary_every, i) && i >= b.vary_every.unwrap() {
             body.extend_from_slice(b" and then some");
         }
@@ -237,7 +251,7 @@ fn serve(mut s: TcpStream, log: &Log, b: &Behavior) {
             "200 OK"
         };
         let mut resp = format!(
-            "HTTP/1.1 {status}\r\nServer: test-origin/1\r\nContent-Length: {}\r\n{}\r\n",
+            "HTTP/1.1 {status}\r\nServer: test-origin/1\r\n{content_type}Content-Length: {}\r\n{}\r\n",
             body.len(),
             match (close, http10) {
                 (true, _) => "Connection: close\r\n",
