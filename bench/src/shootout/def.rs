@@ -368,4 +368,27 @@ streams = 4
         assert!(Protocol::Https.tls() && Protocol::H2.tls());
         assert!(!Protocol::H2c.tls() && !Protocol::Http.tls());
     }
+
+    #[test]
+    fn the_shipped_shootouts_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shootouts");
+        let ci = Definition::load(&dir.join("ci.toml"), 2).unwrap();
+        assert!(ci.scenarios.iter().all(|s| s.protocol == Protocol::Http));
+        let seeds = Definition::load(&dir.join("seeds.toml"), 2).unwrap();
+        let over: Vec<String> = seeds
+            .scenarios
+            .iter()
+            .filter(|s| s.protocol != Protocol::Http)
+            .map(Scenario::label)
+            .collect();
+        assert_eq!(
+            over,
+            [
+                "static 26 B (https)",
+                "static 26 B (h2, 10 streams)",
+                "proxy (https)",
+                "proxy (h2, 10 streams)"
+            ]
+        );
+    }
 }
