@@ -158,11 +158,16 @@ fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, Strin
                 .map_err(|e| format!("{}: {e}", files.0.display()))?;
         }
     }
-    let cert_dir = Scratch::new("tls");
-    let tls = match def.scenarios.iter().any(|s| s.protocol.tls()) {
-        true => Some(Tls::generate(&cert_dir.0)?),
+    // Kept to the end of the run, with the certificate it holds.
+    let cert = match def.scenarios.iter().any(|s| s.protocol.tls()) {
+        true => {
+            let dir = Scratch::new("tls");
+            let tls = Tls::generate(&dir.0)?;
+            Some((dir, tls))
+        }
         false => None,
     };
+    let tls = cert.as_ref().map(|(_, t)| t);
     let client = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cells = Vec::new();
     for scenario in &def.scenarios {
@@ -176,7 +181,7 @@ fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, Strin
                 &server_cpus,
                 &client_cpus,
                 &files.0,
-                tls.as_ref(),
+                tls,
                 paths,
                 &client,
             );
