@@ -13,7 +13,15 @@
 //! kind = "static"            # static | proxy | fastcgi | ruby
 //! size = 26                  # static: the file served, made of this many bytes
 //! file = "hello.txt"         # static: its name (the extension picks the type)
+//! protocol = "h2"            # client to front end: http (default) | https | h2 | h2c
+//! streams = 10               # h2 and h2c: concurrent streams per connection (default 10)
 //! ```
+//!
+//! `https` is HTTP/1.1 over TLS, `h2` HTTP/2 over TLS (ALPN), `h2c`
+//! HTTP/2 in the clear by prior knowledge; static and proxy scenarios only
+//! (the proxy's origin stays plain HTTP/1.1). A scenario is known by its
+//! name and protocol together: the report heads it "static 26 B (h2, 10
+//! streams)", so the same name may come once per protocol.
 
 use std::path::Path;
 use std::time::Duration;
@@ -33,6 +41,44 @@ pub enum Kind {
     Ruby,
 }
 
+/// What the client speaks to the front end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1 in the clear, keep-alive.
+    #[default]
+    Http,
+    /// HTTP/1.1 over TLS, keep-alive.
+    Https,
+    /// HTTP/2 over TLS, chosen by ALPN.
+    H2,
+    /// HTTP/2 in the clear, by prior knowledge.
+    H2c,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http => "http",
+            Protocol::Https => "https",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+        }
+    }
+
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::H2)
+    }
+
+    pub fn http2(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+}
+
+/// Streams per connection when an HTTP/2 scenario names none (h2load's
+/// `-m 10` in the HTTP/2 measurements).
+pub const DEFAULT_STREAMS: usize = 10;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -42,6 +88,31 @@ pub struct Scenario {
     pub size: Option<u64>,
     #[serde(default)]
     pub file: Option<String>,
+    #[serde(default)]
+    pub protocol: Protocol,
+    #[serde(default)]
+    pub streams: Option<usize>,
+}
+
+impl Scenario {
+    /// Concurrent streams per connection: 1 for HTTP/1.1.
+    pub fn streams(&self) -> usize {
+        if self.protocol.http2() {
+            self.streams.unwrap_or(DEFAULT_STREAMS)
+        } else {
+            1
+        }
+    }
+
+    /// The name the results and the report use: with the protocol, so
+    /// that a table over TLS is not read as the plain one.
+    pub fn label(&self) -> String {
+        match self.protocol {
+            Protocol::Http => self.name.clone(),
+            Protocol::Https => format!("{} (https)", self.name),
+            p => format!("{} ({}, {} streams)", self.name, p.name(), self.streams()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -136,6 +207,7 @@ impl Definition {
         if f.scenario.is_empty() {
             return Err("expected at least one [[scenario]]".into());
         }
+        let mut labels = Vec::new();
         for s in &f.scenario {
             if s.kind == Kind::Static && (s.size.is_none() || s.file.is_none()) {
                 return Err(format!(
@@ -143,6 +215,35 @@ impl Definition {
                     s.name
                 ));
             }
+            if s.protocol != Protocol::Http && !matches!(s.kind, Kind::Static | Kind::Proxy) {
+                return Err(format!(
+                    "scenario {:?}: protocol {:?} is for static and proxy scenarios only",
+                    s.name,
+                    s.protocol.name()
+                ));
+            }
+            match s.streams {
+                Some(_) if !s.protocol.http2() => {
+                    return Err(format!(
+                        "scenario {:?}: streams is for protocol \"h2\" or \"h2c\" only",
+                        s.name
+                    ))
+                }
+                Some(0) => {
+                    return Err(format!(
+                        "scenario {:?}: streams: expected at least 1",
+                        s.name
+                    ))
+                }
+                _ => {}
+            }
+            let label = s.label();
+            if labels.contains(&label) {
+                return Err(format!(
+                    "scenario {label:?} is given twice (a name may repeat with another protocol)"
+                ));
+            }
+            labels.push(label);
         }
         Ok(Definition {
             name: name.to_owned(),
@@ -175,6 +276,21 @@ file = "hello.txt"
 [[scenario]]
 name = "php"
 kind = "fastcgi"
+[[scenario]]
+name = "tiny"
+kind = "static"
+size = 26
+file = "hello.txt"
+protocol = "h2"
+[[scenario]]
+name = "proxy"
+kind = "proxy"
+protocol = "https"
+[[scenario]]
+name = "proxy"
+kind = "proxy"
+protocol = "h2c"
+streams = 4
 "#;
 
     #[test]
@@ -183,6 +299,7 @@ kind = "fastcgi"
         assert_eq!(d.workers, vec![1, 4]);
         assert_eq!(d.duration, Duration::from_secs(2));
         assert_eq!(d.scenarios[1].kind, Kind::Fastcgi);
+        assert_eq!(d.scenarios[1].protocol, Protocol::Http);
         // "all" on one CPU is the same count as 1: listed once.
         assert_eq!(Definition::parse("t", GOOD, 1).unwrap().workers, vec![1]);
     }
@@ -203,10 +320,75 @@ kind = "fastcgi"
                 GOOD.replace("kind = \"fastcgi\"", "kind = \"cgi\""),
                 "unknown variant",
             ),
+            (
+                GOOD.replace("protocol = \"h2\"", "protocol = \"h3\""),
+                "unknown variant",
+            ),
+            (
+                GOOD.replace(
+                    "kind = \"fastcgi\"",
+                    "kind = \"fastcgi\"\nprotocol = \"h2\"",
+                ),
+                "static and proxy scenarios only",
+            ),
+            (
+                GOOD.replace("protocol = \"https\"", "protocol = \"https\"\nstreams = 5"),
+                "for protocol \"h2\" or \"h2c\" only",
+            ),
+            (GOOD.replace("streams = 4", "streams = 0"), "at least 1"),
+            (
+                GOOD.replace("protocol = \"h2c\"\nstreams = 4", "protocol = \"https\""),
+                "\"proxy (https)\" is given twice",
+            ),
         ];
         for (text, want) in cases {
             let e = Definition::parse("t", &text, 2).unwrap_err();
             assert!(e.contains(want), "{want:?} not in {e:?}");
         }
+    }
+
+    #[test]
+    fn protocols_and_streams_name_the_scenario() {
+        let d = Definition::parse("t", GOOD, 2).unwrap();
+        let got: Vec<(String, Protocol, usize)> = d
+            .scenarios
+            .iter()
+            .map(|s| (s.label(), s.protocol, s.streams()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tiny".into(), Protocol::Http, 1),
+                ("php".into(), Protocol::Http, 1),
+                ("tiny (h2, 10 streams)".into(), Protocol::H2, 10),
+                ("proxy (https)".into(), Protocol::Https, 1),
+                ("proxy (h2c, 4 streams)".into(), Protocol::H2c, 4),
+            ]
+        );
+        assert!(Protocol::Https.tls() && Protocol::H2.tls());
+        assert!(!Protocol::H2c.tls() && !Protocol::Http.tls());
+    }
+
+    #[test]
+    fn the_shipped_shootouts_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shootouts");
+        let ci = Definition::load(&dir.join("ci.toml"), 2).unwrap();
+        assert!(ci.scenarios.iter().all(|s| s.protocol == Protocol::Http));
+        let seeds = Definition::load(&dir.join("seeds.toml"), 2).unwrap();
+        let over: Vec<String> = seeds
+            .scenarios
+            .iter()
+            .filter(|s| s.protocol != Protocol::Http)
+            .map(Scenario::label)
+            .collect();
+        assert_eq!(
+            over,
+            [
+                "static 26 B (https)",
+                "static 26 B (h2, 10 streams)",
+                "proxy (https)",
+                "proxy (h2, 10 streams)"
+            ]
+        );
     }
 }

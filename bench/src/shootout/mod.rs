@@ -5,7 +5,9 @@
 //! on the last CPU when the servers take them all): started, warmed up and
 //! measured at each concurrency, stopped. Interleaving spreads the drift
 //! of a shared machine over all of them. ringside-bench itself is
-//! the client (`--http1.1 -k -c N --duration DUR --json`). It writes `results.json`,
+//! the client (`--http1.1 -k -c N --duration DUR --json` for HTTP/1.1, see
+//! [`client_args`]); scenarios over TLS share one self-signed certificate
+//! made at the start. It writes `results.json`,
 //! `report.md` (also printed) and SVG charts into `--out` (default
 //! `shootout-NAME`); `--report results.json` redraws them.
 
@@ -14,13 +16,15 @@ pub mod procs;
 pub mod report;
 pub mod results;
 pub mod servers;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
-use def::{Definition, Kind, Scenario};
+use def::{Definition, Kind, Protocol, Scenario};
 use procs::{run_pinned, Scratch};
 use results::{Cell, Results, Sample, Skipped};
 use servers::{missing, request_path, serves, start_backend, start_front, Paths};
+use tls::Tls;
 
 pub const USAGE: &str = "usage: ringside-bench shootout FILE.toml [--out DIR] [--repo DIR] \
      [--duration DUR] [--warmup DUR] [--repeats N] | --report RESULTS.json [--out DIR]";
@@ -154,6 +158,16 @@ fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, Strin
                 .map_err(|e| format!("{}: {e}", files.0.display()))?;
         }
     }
+    // Kept to the end of the run, with the certificate it holds.
+    let cert = match def.scenarios.iter().any(|s| s.protocol.tls()) {
+        true => {
+            let dir = Scratch::new("tls");
+            let tls = Tls::generate(&dir.0)?;
+            Some((dir, tls))
+        }
+        false => None,
+    };
+    let tls = cert.as_ref().map(|(_, t)| t);
     let client = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cells = Vec::new();
     for scenario in &def.scenarios {
@@ -167,6 +181,7 @@ fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, Strin
                 &server_cpus,
                 &client_cpus,
                 &files.0,
+                tls,
                 paths,
                 &client,
             );
@@ -180,7 +195,7 @@ fn run(def: &Definition, cpus: &[usize], paths: &Paths) -> Result<Results, Strin
         duration_s: def.duration.as_secs_f64(),
         repeats: def.repeats,
         servers,
-        scenarios: def.scenarios.iter().map(|s| s.name.clone()).collect(),
+        scenarios: def.scenarios.iter().map(Scenario::label).collect(),
         skipped,
         cells,
     })
@@ -196,18 +211,20 @@ fn run_group(
     server_cpus: &[usize],
     client_cpus: &[usize],
     files: &Path,
+    tls: Option<&Tls>,
     paths: &Paths,
     client: &Path,
 ) -> Vec<Cell> {
     let mut cells: Vec<Cell> = Vec::new();
+    let label = scenario.label();
     let in_play: Vec<&String> = servers
         .iter()
-        .filter(|s| serves(s, scenario.kind))
+        .filter(|s| serves(s, scenario.kind, scenario.protocol))
         .collect();
     for s in &in_play {
         for &c in &def.concurrency {
             cells.push(Cell {
-                scenario: scenario.name.clone(),
+                scenario: label.clone(),
                 server: (*s).clone(),
                 workers,
                 concurrency: c,
@@ -219,7 +236,7 @@ fn run_group(
     let backend = match start_backend(scenario.kind, client_cpus, files, paths) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("{}: backend failed: {e}", scenario.name);
+            eprintln!("{label}: backend failed: {e}");
             for c in &mut cells {
                 c.errors.push(format!("backend: {e}"));
             }
@@ -229,15 +246,27 @@ fn run_group(
     let path = request_path(scenario.kind, scenario.file.as_deref());
     let dur = format!("{}ms", def.duration.as_millis());
     let warm = format!("{}ms", def.warmup.as_millis());
+    let streams = scenario.streams();
+    let args = |port: u16, c: usize, dur: &str| {
+        client_args(scenario.protocol, streams, port, &path, c, dur)
+    };
     // Each server runs alone, started afresh for each repeat and stopped
     // after it, so none holds the backend's connections (php-fpm's
     // children) while another is measured.
     for repeat in 0..def.repeats {
         for s in &in_play {
-            let front = match start_front(s, workers, server_cpus, &backend.behind, paths) {
+            let front = match start_front(
+                s,
+                workers,
+                server_cpus,
+                &backend.behind,
+                scenario.protocol,
+                tls,
+                paths,
+            ) {
                 Ok(f) => f,
                 Err(e) => {
-                    eprintln!("{} w{workers}: {s} failed to start: {e}", scenario.name);
+                    eprintln!("{label} w{workers}: {s} failed to start: {e}");
                     for x in cells.iter_mut().filter(|x| x.server == **s) {
                         x.errors.push(format!("start: {e}"));
                     }
@@ -247,7 +276,7 @@ fn run_group(
             let port = front.1;
             for &c in &def.concurrency {
                 if !def.warmup.is_zero() {
-                    let _ = client_run(client, client_cpus, port, &path, c, &warm);
+                    let _ = client_run(client, client_cpus, &args(port, c, &warm));
                 }
                 let Some(cell) = cells
                     .iter_mut()
@@ -255,11 +284,10 @@ fn run_group(
                 else {
                     continue;
                 };
-                match client_run(client, client_cpus, port, &path, c, &dur) {
+                match client_run(client, client_cpus, &args(port, c, &dur)) {
                     Ok(sample) => {
                         eprintln!(
-                            "{} w{workers} c{c} #{} {s}: {:.0} req/s, p99 {:.2} ms{}",
-                            scenario.name,
+                            "{label} w{workers} c{c} #{} {s}: {:.0} req/s, p99 {:.2} ms{}",
                             repeat + 1,
                             sample.requests_per_second,
                             sample.p99_ms,
@@ -272,7 +300,7 @@ fn run_group(
                         cell.samples.push(sample);
                     }
                     Err(e) => {
-                        eprintln!("{} w{workers} c{c} #{} {s}: {e}", scenario.name, repeat + 1);
+                        eprintln!("{label} w{workers} c{c} #{} {s}: {e}", repeat + 1);
                         cell.errors.push(e);
                     }
                 }
@@ -284,30 +312,44 @@ fn run_group(
     cells
 }
 
-/// One run of the client; its figures.
-fn client_run(
-    client: &Path,
-    cpus: &[usize],
+/// The client's arguments for one run (after its own path): keep-alive,
+/// quiet, JSON out, a 10 s timeout per request. Over TLS it takes any
+/// certificate, the shootout's being self-signed; over HTTP/2, `streams`
+/// requests at a time on each of the `c` connections, as h2load's `-m`.
+pub fn client_args(
+    protocol: Protocol,
+    streams: usize,
     port: u16,
     path: &str,
     c: usize,
     dur: &str,
-) -> Result<Sample, String> {
-    let argv = vec![
-        client.to_string_lossy().into_owned(),
+) -> Vec<String> {
+    let mut a: Vec<String> = vec!["-k".into(), "-q".into(), "-c".into(), c.to_string()];
+    a.extend(["--duration".into(), dur.to_owned()]);
+    a.extend(["-s".into(), "10".into()]);
+    let flags: &[&str] = match protocol {
         // The peers are compared on HTTP/1.1 keep-alive, not ab's HTTP/1.0.
-        "--http1.1".into(),
-        "-k".into(),
-        "-q".into(),
-        "-c".into(),
-        c.to_string(),
-        "--duration".into(),
-        dur.to_owned(),
-        "-s".into(),
-        "10".into(),
+        Protocol::Http => &["--http1.1"],
+        Protocol::Https => &["--http1.1", "--insecure"],
+        Protocol::H2 => &["--h2", "--insecure"],
+        Protocol::H2c => &["--h2c"],
+    };
+    a.extend(flags.iter().map(|f| f.to_string()));
+    if protocol.http2() {
+        a.extend(["--streams".into(), streams.to_string()]);
+    }
+    let scheme = if protocol.tls() { "https" } else { "http" };
+    a.extend([
         "--json".into(),
-        format!("http://127.0.0.1:{port}{path}"),
-    ];
+        format!("{scheme}://127.0.0.1:{port}{path}"),
+    ]);
+    a
+}
+
+/// One run of the client; its figures.
+fn client_run(client: &Path, cpus: &[usize], args: &[String]) -> Result<Sample, String> {
+    let mut argv = vec![client.to_string_lossy().into_owned()];
+    argv.extend_from_slice(args);
     let out = run_pinned(&argv, cpus)?;
     let v: serde_json::Value =
         serde_json::from_str(&out).map_err(|e| format!("client output: {e}"))?;
@@ -392,6 +434,30 @@ mod tests {
         assert_eq!(placement(&[0, 1], 2), (vec![0, 1], vec![1]));
         assert_eq!(placement(&[0, 1, 2, 3], 2), (vec![0, 1], vec![2, 3]));
         assert_eq!(placement(&[5], 1), (vec![5], vec![5]));
+    }
+
+    #[test]
+    fn client_args_per_protocol() {
+        let args =
+            |p, streams| client_args(p, streams, 8080, "/hello.txt", 100, "5000ms").join(" ");
+        assert_eq!(
+            args(Protocol::Http, 1),
+            "-k -q -c 100 --duration 5000ms -s 10 --http1.1 --json http://127.0.0.1:8080/hello.txt"
+        );
+        assert_eq!(
+            args(Protocol::Https, 1),
+            "-k -q -c 100 --duration 5000ms -s 10 --http1.1 --insecure --json \
+             https://127.0.0.1:8080/hello.txt"
+        );
+        assert_eq!(
+            args(Protocol::H2, 10),
+            "-k -q -c 100 --duration 5000ms -s 10 --h2 --insecure --streams 10 --json \
+             https://127.0.0.1:8080/hello.txt"
+        );
+        assert_eq!(
+            args(Protocol::H2c, 4),
+            "-k -q -c 100 --duration 5000ms -s 10 --h2c --streams 4 --json http://127.0.0.1:8080/hello.txt"
+        );
     }
 
     #[test]

@@ -220,17 +220,19 @@ fn axis_number(v: f64) -> String {
     format!("{}", (v * scale).round() / scale)
 }
 
-/// Keeps `[A-Za-z0-9._-]`; anything else (a space, a slash) becomes '-'.
+/// Keeps `[A-Za-z0-9._-]`; each run of anything else (a space, a slash,
+/// " (h2, " of a protocol) becomes one '-', none at the end, so that
+/// "static 26 B (h2, 10 streams)" is `static-26-B-h2-10-streams`.
 fn file_stem(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_owned()
 }
 
 /// A server keeps its color in every chart: ringside, listed first, gets the
@@ -567,7 +569,12 @@ mod tests {
         assert_eq!(axis_number(0.123), "0.12");
         assert_eq!(axis_number(2.5), "2.5");
         assert_eq!(axis_number(20000.0), "20,000");
-        assert_eq!(file_stem("static small/1k é"), "static-small-1k--");
+        assert_eq!(file_stem("static small/1k é"), "static-small-1k");
+        assert_eq!(
+            file_stem("static 26 B (h2, 10 streams)"),
+            "static-26-B-h2-10-streams"
+        );
+        assert_eq!(file_stem("fastcgi hello.php"), "fastcgi-hello.php");
     }
 
     #[test]

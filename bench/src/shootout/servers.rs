@@ -1,11 +1,13 @@
 //! The servers of a shootout: how each front end is started for each kind
 //! of scenario (from the templates in `deploy/bench/`), and the backends
-//! behind them (an nginx origin, php-fpm, a Ruby WEBrick app).
+//! behind them (an nginx origin, php-fpm, a Ruby WEBrick app). Over TLS
+//! and HTTP/2 the front ends take what [`super::tls`] says.
 
 use std::path::{Path, PathBuf};
 
-use super::def::Kind;
+use super::def::{Kind, Protocol};
 use super::procs::{fill, find_binary, free_port, Proc, Scratch};
+use super::tls::{self, Tls};
 
 /// Where the repository's files are: templates, PHP scripts, the Ruby app.
 pub struct Paths {
@@ -73,28 +75,66 @@ pub fn missing(server: &str, paths: &Paths) -> Option<String> {
         .then(|| format!("not installed: apt-get install {package}"))
 }
 
-/// Whether `server` takes part in scenarios of `kind`.
-pub fn serves(server: &str, kind: Kind) -> bool {
+/// Whether `server` takes part in scenarios of `kind` over `protocol`.
+pub fn serves(server: &str, kind: Kind, protocol: Protocol) -> bool {
     match server {
         // HAProxy serves no files and speaks no FastCGI (it does in 2.1+,
         // but its connection reuse with php-fpm hangs: haproxy #2936).
         "haproxy" => matches!(kind, Kind::Proxy | Kind::Ruby),
+        // lighttpd's TLS is a module of its own package
+        // (lighttpd-mod-openssl), and Apache's needs mod_ssl and mod_http2
+        // set up: neither is configured for shootouts yet.
+        "lighttpd" | "apache" => protocol == Protocol::Http,
         _ => true,
     }
 }
 
-/// Starts `server` with `workers` on `cpus` in front of `behind`; returns
-/// it, its port, and the scratch dir it lives in (drop after the process).
+/// How a front end listens: its port, what the client speaks, and the
+/// certificate when that is over TLS.
+#[derive(Clone, Copy, Debug)]
+pub struct Listen<'a> {
+    pub port: u16,
+    pub protocol: Protocol,
+    pub tls: Option<&'a Tls>,
+}
+
+/// Starts `server` with `workers` on `cpus` in front of `behind`,
+/// listening for `protocol` (with `tls` when over TLS); returns it, its
+/// port, and the scratch dir it lives in (drop after the process).
 pub fn start_front(
     server: &str,
     workers: usize,
     cpus: &[usize],
     behind: &Behind,
+    protocol: Protocol,
+    tls: Option<&Tls>,
     paths: &Paths,
 ) -> Result<(Proc, u16, Scratch), String> {
     let dir = Scratch::new(server);
     let port = free_port();
-    let prefix = dir.0.to_string_lossy().into_owned();
+    let listen = Listen {
+        port,
+        protocol,
+        tls,
+    };
+    let argv = front_command(server, workers, behind, &listen, paths, &dir.0)?;
+    let p = Proc::start(server, &argv, cpus, port, &dir.0)?;
+    Ok((p, port, dir))
+}
+
+/// Writes `server`'s config into `dir` and returns the command that runs
+/// it in the foreground.
+pub fn front_command(
+    server: &str,
+    workers: usize,
+    behind: &Behind,
+    listen: &Listen,
+    paths: &Paths,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let port = listen.port;
+    let protocol = listen.protocol;
+    let prefix = dir.to_string_lossy().into_owned();
     let mut vars: Vec<(&str, String)> = vec![
         ("PORT", port.to_string()),
         ("PREFIX", prefix.clone()),
@@ -114,7 +154,7 @@ pub fn start_front(
         Behind::Files(root) => ("static", root.clone()),
         Behind::Http(up) => {
             vars.push(("UPSTREAM_PORT", up.to_string()));
-            ("proxy", dir.0.clone())
+            ("proxy", dir.to_path_buf())
         }
         Behind::FastCgi(fpm, root) => {
             vars.push(("FCGI", format!("127.0.0.1:{fpm}")));
@@ -127,6 +167,21 @@ pub fn start_front(
     vars.push(("ROOT", root.to_string_lossy().into_owned()));
     let t = |name: &str| paths.templates.join(name);
     let argv: Vec<String> = match server {
+        "ringside" if protocol.tls() => {
+            let tls = listen.tls.ok_or("TLS needs a certificate")?;
+            let conf = dir.join("ringside.toml");
+            std::fs::write(&conf, tls::ringside_config(port, behind, tls)?)
+                .map_err(|e| format!("{}: {e}", conf.display()))?;
+            vec![
+                path(&paths.ringside),
+                "--workers".into(),
+                workers.to_string(),
+                "--config".into(),
+                path(&conf),
+            ]
+        }
+        // A plain listener serves h2c to a client that opens with the
+        // preface, so h2c needs nothing more than plain http.
         "ringside" => {
             let mut a = vec![
                 paths.ringside.to_string_lossy().into_owned(),
@@ -149,13 +204,9 @@ pub fn start_front(
             }
             a
         }
-        "nginx" => {
-            let conf = fill(
-                &t(&format!("nginx-{kind}.conf")),
-                &dir.0,
-                "nginx.conf",
-                &vars,
-            )?;
+        "nginx" if protocol != Protocol::Http => {
+            vars.extend(tls::nginx_vars(protocol, listen.tls, behind)?);
+            let conf = fill(&t("nginx-h2.conf"), dir, "nginx.conf", &vars)?;
             vec![
                 bin(&["nginx"])?,
                 "-c".into(),
@@ -163,6 +214,19 @@ pub fn start_front(
                 "-p".into(),
                 prefix.clone(),
             ]
+        }
+        "nginx" => {
+            let conf = fill(&t(&format!("nginx-{kind}.conf")), dir, "nginx.conf", &vars)?;
+            vec![
+                bin(&["nginx"])?,
+                "-c".into(),
+                path(&conf),
+                "-p".into(),
+                prefix.clone(),
+            ]
+        }
+        "lighttpd" | "apache" if protocol != Protocol::Http => {
+            return Err(format!("{server}: no {} config", protocol.name()))
         }
         "lighttpd" => {
             if let Behind::FastCgi(fpm, _) = behind {
@@ -174,20 +238,25 @@ pub fn start_front(
             }
             let conf = fill(
                 &t(&format!("lighttpd-{kind}.conf")),
-                &dir.0,
+                dir,
                 "lighttpd.conf",
                 &vars,
             )?;
             vec![bin(&["lighttpd"])?, "-D".into(), "-f".into(), path(&conf)]
         }
+        "haproxy" if protocol != Protocol::Http => {
+            vars.push(("BIND", tls::haproxy_bind(protocol, listen.tls)?));
+            let conf = fill(&t("haproxy-proxy-h2.cfg"), dir, "haproxy.cfg", &vars)?;
+            vec![bin(&["haproxy"])?, "-db".into(), "-f".into(), path(&conf)]
+        }
         "haproxy" => {
-            let conf = fill(&t("haproxy-proxy.cfg"), &dir.0, "haproxy.cfg", &vars)?;
+            let conf = fill(&t("haproxy-proxy.cfg"), dir, "haproxy.cfg", &vars)?;
             vec![bin(&["haproxy"])?, "-db".into(), "-f".into(), path(&conf)]
         }
         "apache" => {
             let conf = fill(
                 &t(&format!("apache-{kind}.conf")),
-                &dir.0,
+                dir,
                 "apache.conf",
                 &vars,
             )?;
@@ -198,14 +267,18 @@ pub fn start_front(
                 "-DFOREGROUND".into(),
             ]
         }
+        "h2o" if protocol != Protocol::Http => {
+            vars.extend(tls::h2o_vars(protocol, listen.tls, behind)?);
+            let conf = fill(&t("h2o-h2.conf"), dir, "h2o.conf", &vars)?;
+            vec![bin(&["h2o"])?, "-c".into(), path(&conf)]
+        }
         "h2o" => {
-            let conf = fill(&t(&format!("h2o-{kind}.conf")), &dir.0, "h2o.conf", &vars)?;
+            let conf = fill(&t(&format!("h2o-{kind}.conf")), dir, "h2o.conf", &vars)?;
             vec![bin(&["h2o"])?, "-c".into(), path(&conf)]
         }
         other => return Err(format!("unknown server {other}")),
     };
-    let p = Proc::start(server, &argv, cpus, port, &dir.0)?;
-    Ok((p, port, dir))
+    Ok(argv)
 }
 
 fn bin(names: &[&str]) -> Result<String, String> {
