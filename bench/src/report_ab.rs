@@ -194,17 +194,21 @@ fn percentiles(o: &mut String, rate: bool, st: &crate::stats::Stats) {
     }
 }
 
-/// ab's `-S` table: min, avg and max, no spread and no warnings.
-fn connection_times_short(o: &mut String, st: &crate::stats::Stats) {
-    let _ = writeln!(o, "\nConnection Times (ms)");
-    let _ = writeln!(o, "              min   avg   max");
-    let rows = [
+/// The rows of ab's Connection Times, labelled as ab labels them.
+fn time_rows(st: &crate::stats::Stats) -> [(&'static str, &crate::hist::Series); 4] {
+    [
         ("Connect:    ", &st.connect),
         ("Processing: ", &st.processing),
         ("Waiting:    ", &st.waiting),
         ("Total:      ", &st.total),
-    ];
-    for (label, s) in rows {
+    ]
+}
+
+/// ab's `-S` table: min, avg and max, no spread and no warnings.
+fn connection_times_short(o: &mut String, st: &crate::stats::Stats) {
+    let _ = writeln!(o, "\nConnection Times (ms)");
+    let _ = writeln!(o, "              min   avg   max");
+    for (label, s) in time_rows(st) {
         let (min, mean, _, _, max) = row(s);
         // ab's format has no space before the max column.
         let _ = writeln!(o, "{label}{min:5} {mean:5}{max:5}");
@@ -274,13 +278,7 @@ pub fn row(s: &Series) -> (u64, u64, f64, u64, u64) {
 fn connection_times(o: &mut String, st: &crate::stats::Stats) {
     let _ = writeln!(o, "\nConnection Times (ms)");
     let _ = writeln!(o, "              min  mean[+/-sd] median   max");
-    let rows = [
-        ("Connect:    ", &st.connect),
-        ("Processing: ", &st.processing),
-        ("Waiting:    ", &st.waiting),
-        ("Total:      ", &st.total),
-    ];
-    for (label, s) in rows {
+    for (label, s) in time_rows(st) {
         let (min, mean, sd, median, max) = row(s);
         let _ = writeln!(o, "{label}{min:5} {mean:4} {sd:5.1} {median:6} {max:7}");
     }

@@ -51,21 +51,7 @@ pub fn build(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<
             _ => {}
         }
     }
-    for c in &cfg.cookies {
-        h.push_str(&format!("Cookie: {c}\r\n"));
-    }
-    if let Some(a) = &cfg.auth {
-        h.push_str(&format!(
-            "Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
-    }
-    if let Some(a) = &cfg.proxy_auth {
-        h.push_str(&format!(
-            "Proxy-Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
-    }
+    credentials(&mut h, cfg);
     if let Some(b) = body {
         h.push_str(&format!("Content-length: {}\r\n", b.len()));
         if !overridden("content-type") {
@@ -115,21 +101,7 @@ fn build_siege(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Ve
             h.push_str(&format!("{n}: {v}\r\n"));
         }
     }
-    for c in &cfg.cookies {
-        h.push_str(&format!("Cookie: {c}\r\n"));
-    }
-    if let Some(a) = &cfg.auth {
-        h.push_str(&format!(
-            "Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
-    }
-    if let Some(a) = &cfg.proxy_auth {
-        h.push_str(&format!(
-            "Proxy-Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
-    }
+    credentials(&mut h, cfg);
     for (n, v) in &cfg.headers {
         h.push_str(&format!("{n}: {v}\r\n"));
     }
@@ -281,5 +253,24 @@ mod tests {
         assert!(r2.starts_with("PUT "), "{r2}");
         assert!(r2.contains("Content-type: text/plain\r\n"), "{r2}");
         assert!(r2.ends_with("\r\n\r\na=1"), "{r2}");
+    }
+}
+
+/// The cookies and credentials of `-C`, `-A` and `-P`, as ab writes them.
+fn credentials(h: &mut String, cfg: &Config) {
+    for c in &cfg.cookies {
+        h.push_str(&format!("Cookie: {c}\r\n"));
+    }
+    if let Some(a) = &cfg.auth {
+        h.push_str(&format!(
+            "Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+    if let Some(a) = &cfg.proxy_auth {
+        h.push_str(&format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
     }
 }
