@@ -145,6 +145,25 @@ pub fn base64(input: &[u8]) -> String {
     out
 }
 
+/// The cookies and credentials of `-C`, `-A` and `-P`, as ab writes them.
+fn credentials(h: &mut String, cfg: &Config) {
+    for c in &cfg.cookies {
+        h.push_str(&format!("Cookie: {c}\r\n"));
+    }
+    if let Some(a) = &cfg.auth {
+        h.push_str(&format!(
+            "Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+    if let Some(a) = &cfg.proxy_auth {
+        h.push_str(&format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            base64(a.as_bytes())
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,24 +272,5 @@ mod tests {
         assert!(r2.starts_with("PUT "), "{r2}");
         assert!(r2.contains("Content-type: text/plain\r\n"), "{r2}");
         assert!(r2.ends_with("\r\n\r\na=1"), "{r2}");
-    }
-}
-
-/// The cookies and credentials of `-C`, `-A` and `-P`, as ab writes them.
-fn credentials(h: &mut String, cfg: &Config) {
-    for c in &cfg.cookies {
-        h.push_str(&format!("Cookie: {c}\r\n"));
-    }
-    if let Some(a) = &cfg.auth {
-        h.push_str(&format!(
-            "Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
-    }
-    if let Some(a) = &cfg.proxy_auth {
-        h.push_str(&format!(
-            "Proxy-Authorization: Basic {}\r\n",
-            base64(a.as_bytes())
-        ));
     }
 }
