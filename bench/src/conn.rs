@@ -44,6 +44,7 @@ use monoio::net::TcpStream;
 use crate::cores::{Core, UNSET};
 use crate::rate::Ticket;
 use crate::response::{Done, ResponseParser, MAX_HEAD};
+use crate::tls::{HandshakeError, TlsStream};
 
 /// Receive buffer per connection; at least a maximal response head.
 const RECV_BUF: usize = MAX_HEAD;
@@ -64,7 +65,7 @@ enum Break {
 }
 
 struct Open {
-    stream: TcpStream,
+    stream: Stream,
     target: usize,
     /// Responses this connection has carried.
     served: u64,
@@ -121,13 +122,10 @@ pub async fn run(core: Rc<Core>) {
         let mut t_conn = t_start;
         if !reuse {
             conn = None;
-            let connected = monoio::time::timeout(timeout, TcpStream::connect_addr(addr)).await;
+            let target = core.target_of(first);
+            let connected = monoio::time::timeout(timeout, connect(&core, target)).await;
             match connected {
                 Ok(Ok(stream)) => {
-                    if core.cfg.keepalive {
-                        let _ = stream.set_nodelay(true);
-                    }
-                    core.stats.borrow_mut().counts.connections += 1;
                     conn = Some(Open {
                         stream,
                         target: core.target_of(first),
@@ -233,12 +231,10 @@ pub async fn run(core: Rc<Core>) {
                 rbuf.drain(..pos);
                 pos = 0;
             }
-            let (len, cap) = (rbuf.len(), rbuf.capacity());
-            let read =
-                monoio::time::timeout(timeout, open.stream.read(rbuf.slice_mut(len..cap))).await;
+            let read = monoio::time::timeout(timeout, open.stream.read(rbuf)).await;
             let res = match read {
-                Ok((res, slice)) => {
-                    rbuf = slice.into_inner();
+                Ok((res, buf)) => {
+                    rbuf = buf;
                     res
                 }
                 Err(_) => {
@@ -312,6 +308,78 @@ pub async fn run(core: Rc<Core>) {
             rbuf.clear();
         } else {
             rbuf.drain(..pos);
+        }
+    }
+}
+
+/// A connection's byte stream: plain TCP or TLS over it.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+impl Stream {
+    /// Sends all of `buf`, handing it back for the next send.
+    pub(crate) async fn write_all(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+        match self {
+            Stream::Plain(s) => {
+                let (res, buf) = s.write_all(buf).await;
+                (res.map(|_| ()), buf)
+            }
+            Stream::Tls(s) => {
+                let res = s.write_all(&buf).await;
+                (res, buf)
+            }
+        }
+    }
+
+    /// Reads into `buf`'s spare capacity (plaintext); 0 at the end.
+    pub(crate) async fn read(&mut self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+        match self {
+            Stream::Plain(s) => {
+                let (len, cap) = (buf.len(), buf.capacity());
+                let (res, slice) = s.read(buf.slice_mut(len..cap)).await;
+                (res, slice.into_inner())
+            }
+            Stream::Tls(s) => s.read(buf).await,
+        }
+    }
+}
+
+/// Opens a connection to `target`: TCP, and for https the TLS handshake,
+/// counted (and, the first time, described for the report). A failed
+/// handshake's reason is kept once, for the user.
+pub(crate) async fn connect(core: &Core, target: usize) -> io::Result<Stream> {
+    let t = &core.targets[target];
+    let tcp = TcpStream::connect_addr(t.addr).await?;
+    // A request is one write: nothing to gain from Nagle, whose delay would
+    // be timed (and a TLS handshake's flights are each one write too).
+    if core.cfg.keepalive || t.url.tls || core.cfg.h2.is_some() {
+        let _ = tcp.set_nodelay(true);
+    }
+    core.stats.borrow_mut().counts.connections += 1;
+    let Some(cfg) = core.tls.as_ref().filter(|_| t.url.tls) else {
+        return Ok(Stream::Plain(tcp));
+    };
+    match TlsStream::connect(tcp, cfg.clone(), &t.url.host).await {
+        Ok(s) => {
+            let mut st = core.stats.borrow_mut();
+            st.counts.tls_handshakes += 1;
+            if s.resumed() {
+                st.counts.tls_resumed += 1;
+            }
+            drop(st);
+            if core.shared.tls_info.get().is_none() {
+                let _ = core.shared.tls_info.set(s.info(&t.url.host));
+            }
+            Ok(Stream::Tls(Box::new(s)))
+        }
+        Err(HandshakeError(why)) => {
+            let _ = core.shared.tls_error.set(format!(
+                "TLS handshake with {}:{} failed: {why} (--cacert FILE trusts other roots, --insecure skips verification)",
+                t.url.host, t.url.port
+            ));
+            Err(io::Error::new(io::ErrorKind::InvalidData, why))
         }
     }
 }

@@ -27,6 +27,10 @@ pub struct Shared {
     pub server: OnceLock<String>,
     /// Requests finished (complete or failed), per core.
     pub progress: Vec<Padded>,
+    /// The first TLS handshake's figures, for the report.
+    pub tls_info: OnceLock<crate::tls::TlsInfo>,
+    /// The first failed TLS handshake's (or ALPN's) reason, said once.
+    pub tls_error: OnceLock<String>,
 }
 
 impl Shared {
@@ -35,6 +39,8 @@ impl Shared {
             doc_len: (0..targets).map(|_| AtomicU64::new(UNSET)).collect(),
             server: OnceLock::new(),
             progress: (0..cores).map(|_| Padded::default()).collect(),
+            tls_info: OnceLock::new(),
+            tls_error: OnceLock::new(),
         }
     }
 
@@ -56,6 +62,8 @@ pub struct Core {
     pub stats: RefCell<Stats>,
     /// Longest request, for sizing send buffers once.
     pub max_request: usize,
+    /// This core's TLS client (and session cache), for https targets.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Core {

@@ -17,6 +17,7 @@
 pub mod args;
 pub mod conn;
 pub mod cores;
+pub mod der;
 pub mod hist;
 pub mod json;
 pub mod progress;
@@ -27,6 +28,7 @@ pub mod request;
 pub mod response;
 pub mod shootout;
 pub mod stats;
+pub mod tls;
 pub mod url;
 pub mod urls;
 pub mod worker;
@@ -137,6 +139,9 @@ where
         }
     };
     progress.finish(shared.done());
+    if let Some(e) = shared.tls_error.get() {
+        eprintln!("ringside-bench: {e}");
+    }
     let f = Finished {
         cfg: &cfg,
         targets: &targets,

@@ -51,6 +51,25 @@ pub fn render(f: &Finished) -> String {
     let _ = writeln!(o, "Server Software:        {}", f.server());
     let _ = writeln!(o, "Server Hostname:        {}", url.host);
     let _ = writeln!(o, "Server Port:            {}", url.port);
+    if let Some(t) = f.shared.tls_info.get() {
+        let _ = writeln!(
+            o,
+            "SSL/TLS Protocol:       {},{},{},{}",
+            t.protocol, t.cipher, t.key_bits, t.cipher_bits
+        );
+        if !t.temp_key.is_empty() {
+            let _ = writeln!(o, "Server Temp Key:        {}", t.temp_key);
+        }
+        if let Some(name) = &t.server_name {
+            let _ = writeln!(o, "TLS Server Name:        {name}");
+        }
+        // Beyond ab: how many handshakes resumed a session.
+        let _ = writeln!(
+            o,
+            "TLS sessions resumed:   {} of {} handshakes",
+            c.tls_resumed, c.tls_handshakes
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "Document Path:          {}", url.path);
     match f.doc_len() {

@@ -50,6 +50,9 @@ pub struct Counts {
     pub body_bytes: u64,
     /// Request body bytes sent (ab's "Total body sent").
     pub body_sent: u64,
+    /// TLS handshakes completed, and how many of them resumed a session.
+    pub tls_handshakes: u64,
+    pub tls_resumed: u64,
 }
 
 impl Counts {
@@ -86,6 +89,8 @@ impl Counts {
         self.bytes_read += o.bytes_read;
         self.body_bytes += o.body_bytes;
         self.body_sent += o.body_sent;
+        self.tls_handshakes += o.tls_handshakes;
+        self.tls_resumed += o.tls_resumed;
     }
 
     pub fn count_status(&mut self, status: u16) {

@@ -152,12 +152,20 @@ mod tests {
                 "{s}"
             );
         }
+        let u = parse_url("https://h/x").unwrap();
+        assert_eq!((u.tls, u.port, u.authority.as_str()), (true, 443, "h"));
+        let u = parse_url("https://h:8443/").unwrap();
+        assert_eq!(
+            (u.tls, u.port, u.authority.as_str()),
+            (true, 8443, "h:8443")
+        );
+        assert!(!parse_url("http://h/").unwrap().tls);
         for bad in [
-            "https://h/",
             "ftp://h/",
             "http://:80/",
             "http://h:0/",
             "http://h:99999/",
+            "https://h:0/",
             "http://[::1/",
             "http://h/a b",
         ] {
