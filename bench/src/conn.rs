@@ -55,7 +55,7 @@ const TIMER_SLACK: Duration = Duration::from_millis(2);
 
 /// Why a connection broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Break {
+pub(crate) enum Break {
     Connect,
     Timeout,
     Reset,
@@ -199,7 +199,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte,
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser.server);
                         answered += 1;
                         open.served += 1;
                         if !(done.keep_alive && core.cfg.keepalive) {
@@ -259,7 +259,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte: t_first.take().unwrap_or(t_read),
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser);
+                        core.record(&t, done, &times, &mut parser.server);
                         answered += 1;
                         open.served += 1;
                         close_after = true;
@@ -344,6 +344,13 @@ impl Stream {
             Stream::Tls(s) => s.read(buf).await,
         }
     }
+
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => s.alpn(),
+        }
+    }
 }
 
 /// Opens a connection to `target`: TCP, and for https the TLS handshake,
@@ -375,8 +382,15 @@ pub(crate) async fn connect(core: &Core, target: usize) -> io::Result<Stream> {
             Ok(Stream::Tls(Box::new(s)))
         }
         Err(HandshakeError(why)) => {
+            let hint = if why.contains("certificate") {
+                " (--cacert FILE trusts other roots, --insecure skips verification)"
+            } else if why.contains("NoApplicationProtocol") {
+                " (the server does not offer HTTP/2 by ALPN)"
+            } else {
+                ""
+            };
             let _ = core.shared.tls_error.set(format!(
-                "TLS handshake with {}:{} failed: {why} (--cacert FILE trusts other roots, --insecure skips verification)",
+                "TLS handshake with {}:{} failed: {why}{hint}",
                 t.url.host, t.url.port
             ));
             Err(io::Error::new(io::ErrorKind::InvalidData, why))
@@ -397,7 +411,13 @@ pub struct Times {
 /// Accounts for the outstanding `rest` of a batch on a broken connection:
 /// all sent again when `between` (the server closed between responses),
 /// else the first fails by `kind` and the others are sent again.
-fn broke(core: &Core, kind: Break, rest: &[Ticket], between: bool, again: &mut VecDeque<Ticket>) {
+pub(crate) fn broke(
+    core: &Core,
+    kind: Break,
+    rest: &[Ticket],
+    between: bool,
+    again: &mut VecDeque<Ticket>,
+) {
     let mut st = core.stats.borrow_mut();
     let c = &mut st.counts;
     let resend = if between && matches!(kind, Break::Eof | Break::Reset | Break::Write) {
@@ -437,7 +457,13 @@ fn broke(core: &Core, kind: Break, rest: &[Ticket], between: bool, again: &mut V
 
 impl Core {
     /// Counts one complete response.
-    fn record(&self, t: &Ticket, done: Done, times: &Times, parser: &mut ResponseParser) {
+    pub(crate) fn record(
+        &self,
+        t: &Ticket,
+        done: Done,
+        times: &Times,
+        server: &mut Option<String>,
+    ) {
         let target = self.target_of(*t);
         let mut st = self.stats.borrow_mut();
         let c = &mut st.counts;
@@ -483,7 +509,7 @@ impl Core {
         self.shared.progress[self.index]
             .0
             .store(progress, Ordering::Relaxed);
-        if let Some(server) = parser.server.take() {
+        if let Some(server) = server.take() {
             let _ = self.shared.server.set(server);
         }
         if self.cfg.verbosity >= 2 {

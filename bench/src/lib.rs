@@ -18,7 +18,14 @@ pub mod args;
 pub mod conn;
 pub mod cores;
 pub mod der;
+pub mod h2conn;
 pub mod hist;
+/// HPACK: the server's own (`http/src/h2/hpack`), compiled here from the
+/// same source rather than through `ringside-http`, which would bring the
+/// server's engine and compression crates into the load generator.
+#[allow(dead_code, unused_imports)]
+#[path = "../../http/src/h2/hpack/mod.rs"]
+pub(crate) mod hpack;
 pub mod json;
 pub mod progress;
 pub mod rate;

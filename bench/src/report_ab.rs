@@ -16,7 +16,10 @@
 //!
 //! Beyond ab, and only with the flags that ab lacks: with `-R` a "Target
 //! rate" line, and the percentile table is of latency measured from each
-//! request's intended send time (see [`crate::rate`]), said under it.
+//! request's intended send time (see [`crate::rate`]), said under it; with
+//! `--h2`/`--h2c` "Streams per connection" (and "Streams reset" when the
+//! server reset any). Over https, ab's own TLS lines after "Server Port",
+//! and "TLS sessions resumed", which ab lacks.
 
 use std::fmt::Write;
 
@@ -85,6 +88,10 @@ pub fn render(f: &Finished) -> String {
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Concurrency Level:      {}", cfg.concurrency);
+    if cfg.h2.is_some() {
+        // Beyond ab: HTTP/2's requests in flight per connection.
+        let _ = writeln!(o, "Streams per connection: {}", cfg.streams);
+    }
     let _ = writeln!(o, "Time taken for tests:   {secs:.3} seconds");
     let _ = writeln!(o, "Complete requests:      {done}");
     let _ = writeln!(o, "Failed requests:        {}", c.failed());
@@ -97,6 +104,9 @@ pub fn render(f: &Finished) -> String {
     }
     if c.write_errors > 0 {
         let _ = writeln!(o, "Write errors:           {}", c.write_errors);
+    }
+    if c.h2_resets > 0 {
+        let _ = writeln!(o, "Streams reset:          {}", c.h2_resets);
     }
     if c.non_2xx > 0 {
         let _ = writeln!(o, "Non-2xx responses:      {}", c.non_2xx);

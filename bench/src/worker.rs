@@ -209,7 +209,13 @@ pub fn run(
 
 async fn core_main(core: Rc<Core>, conns: usize) -> Stats {
     let handles: Vec<_> = (0..conns)
-        .map(|_| monoio::spawn(crate::conn::run(core.clone())))
+        .map(|_| {
+            if core.cfg.h2.is_some() {
+                monoio::spawn(crate::h2conn::run(core.clone()))
+            } else {
+                monoio::spawn(crate::conn::run(core.clone()))
+            }
+        })
         .collect();
     for h in handles {
         h.await;
