@@ -35,7 +35,7 @@ pub const TIMELIMIT_REQUESTS: u64 = 50_000;
 #[command(
     name = "ringside-bench",
     version,
-    about = "An ApacheBench-compatible HTTP/1.1 load generator: thread-per-core on io_uring, \
+    about = "An ApacheBench-compatible HTTP/1.1 and HTTP/2 load generator: thread-per-core on io_uring, \
              open-loop rate mode with coordinated-omission-corrected latency",
     after_help = "Reports ab's layout by default, --siege for siege's, --json for machines."
 )]
@@ -146,7 +146,7 @@ pub struct Flags {
     #[arg(long, value_name = "N")]
     pub streams: Option<usize>,
 
-    /// http[s]://hostname[:port]/path
+    /// http://hostname[:port]/path, or https://
     #[arg(value_name = "URL")]
     pub url: Option<String>,
 }

@@ -10,6 +10,12 @@
 //! runtime submits the entries of all its connections with one
 //! `io_uring_enter` per loop turn.
 //!
+//! Over https the same loop runs on a `Stream::Tls` (see [`crate::tls`]):
+//! the request is encrypted into the connection's own record buffer and
+//! sent with one `send`, and each `recv` of ciphertext is decrypted
+//! straight into the response buffer. The connect time then includes the
+//! handshake, as in ab.
+//!
 //! # Outcomes
 //! Every request taken ends as a complete response or as one failure (see
 //! [`crate::stats`]). When a connection breaks with requests outstanding:

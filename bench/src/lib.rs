@@ -1,5 +1,6 @@
-//! ringside-bench: an ApacheBench-compatible HTTP/1.1 load generator,
-//! thread-per-core on io_uring, with wrk2's open-loop rate mode.
+//! ringside-bench: an ApacheBench-compatible HTTP/1.1 and HTTP/2 load
+//! generator, over TCP or TLS, thread-per-core on io_uring, with wrk2's
+//! open-loop rate mode.
 //!
 //! How a run goes:
 //! 1. [`args`] reads ab's flags (and ours) into a checked [`args::Config`];
@@ -8,8 +9,10 @@
 //! 2. [`worker`] starts one pinned runtime per core (`--cores`), each with
 //!    its share of the connections, requests and rate; [`rate`] hands out
 //!    the requests (and, with `-R`, when each is due); [`conn`] runs each
-//!    connection, parsing responses with [`response`] and counting them
-//!    into per-core [`stats`] and [`hist`] series.
+//!    HTTP/1.1 connection, parsing responses with [`response`], and
+//!    [`h2conn`] each HTTP/2 one, its streams in flight; both count into
+//!    per-core [`stats`] and [`hist`] series. For `https://`, [`tls`]
+//!    drives rustls on the same runtime, one session cache per core.
 //! 3. The main thread draws [`progress`] on stderr, merges the cores'
 //!    figures at the end, and prints ab's report ([`report_ab`]), siege's
 //!    ([`report_siege`]) or JSON ([`json`]).
