@@ -1,11 +1,15 @@
 //! HTTPS: a rustls client driven by hand on the core's own runtime.
 //!
-//! rustls is sans-I/O: it takes ciphertext in and hands ciphertext out, so
-//! the connection task reads the socket into the connection's own buffer,
-//! feeds rustls from it, and writes rustls' records with one `send`, on
-//! the same monoio runtime as plain HTTP: no thread, no blocking call. The
-//! buffers live as long as the connection, so a kept-alive connection
-//! allocates none of ours per request.
+//! rustls' unbuffered API is sans-I/O: the connection task reads the
+//! socket into the connection's ciphertext buffer and hands it to rustls,
+//! whose plaintext is copied once, into the response buffer; a request is
+//! encrypted straight into the connection's record buffer and sent with
+//! one `send`. All on the same monoio runtime as plain HTTP: no thread, no
+//! blocking call. The buffers live as long as the connection, so nothing
+//! of ours is allocated per request; rustls 0.23 still decrypts each
+//! received record into a Vec of its own (in-place decryption is its
+//! stated plan), where its buffered API would also queue each sent record
+//! in one and copy both ways once more.
 //!
 //! One [`ClientConfig`] per core (see `crate::worker`): its session cache
 //! is that core's, so without `-k`, where every request makes a new TLS
@@ -17,17 +21,18 @@
 //! bundle; `--insecure` accepts any certificate, as `curl -k` does, but
 //! still checks the handshake's signature against the certificate sent.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::Arc;
 
-use monoio::buf::IoBufMut;
+use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::ClientConnection;
+use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 use rustls::{ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore, SignatureScheme};
 
 /// Where the system's CA bundle is (Debian and its kin first, then Fedora's).
@@ -173,23 +178,27 @@ pub struct TlsInfo {
 /// One TLS connection over a TCP stream.
 pub struct TlsStream {
     tcp: TcpStream,
-    tls: ClientConnection,
-    /// Ciphertext read and not yet taken by rustls: `cin[cpos..]`.
+    tls: UnbufferedClientConnection,
+    /// Ciphertext read and not yet consumed by rustls (its length is what
+    /// was read; the socket reads into the spare capacity).
     cin: Vec<u8>,
-    cpos: usize,
-    /// Ciphertext to send.
+    /// Records to send: `cout[..out]` (initialised once, to its capacity).
     cout: Vec<u8>,
+    out: usize,
     /// The socket said EOF.
     eof: bool,
-    /// Decrypted bytes rustls holds for us.
-    plain: usize,
-    /// The peer sent close_notify.
-    closed: bool,
+    /// Plaintext rustls had decrypted when a send came first (the server
+    /// spoke right after the handshake): handed out by the next read.
+    early: Vec<u8>,
 }
 
 /// Why a handshake failed, for the user.
 #[derive(Debug)]
 pub struct HandshakeError(pub String);
+
+fn tls_err(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
 
 impl TlsStream {
     /// Handshakes over `tcp`, with SNI from `host` (none for an IP).
@@ -200,39 +209,61 @@ impl TlsStream {
     ) -> Result<TlsStream, HandshakeError> {
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| HandshakeError(format!("{host}: not a server name: {e}")))?;
-        let tls = ClientConnection::new(cfg, name).map_err(|e| HandshakeError(e.to_string()))?;
+        let tls = UnbufferedClientConnection::new(cfg, name)
+            .map_err(|e| HandshakeError(e.to_string()))?;
         let mut s = TlsStream {
             tcp,
             tls,
             cin: Vec::with_capacity(TLS_BUF),
-            cpos: 0,
-            cout: Vec::with_capacity(TLS_BUF),
+            cout: vec![0; TLS_BUF],
+            out: 0,
             eof: false,
-            plain: 0,
-            closed: false,
+            early: Vec::new(),
         };
-        while s.tls.is_handshaking() {
-            if s.tls.wants_write() {
-                s.flush()
+        loop {
+            let UnbufferedStatus { discard, state } = s.tls.process_tls_records(&mut s.cin);
+            let mut send = false;
+            let mut read = false;
+            let mut done = false;
+            match state.map_err(|e| HandshakeError(e.to_string()))? {
+                ConnectionState::EncodeTlsData(mut e) => {
+                    let mut r = e.encode(&mut s.cout[s.out..]);
+                    if let Err(EncodeError::InsufficientSize(n)) = r {
+                        s.cout.resize(s.out + n.required_size, 0);
+                        r = e.encode(&mut s.cout[s.out..]);
+                    }
+                    s.out += r.map_err(|e| HandshakeError(e.to_string()))?;
+                }
+                ConnectionState::TransmitTlsData(t) => {
+                    t.done();
+                    send = true;
+                }
+                ConnectionState::BlockedHandshake => read = true,
+                ConnectionState::WriteTraffic(_) | ConnectionState::ReadTraffic(_) => done = true,
+                ConnectionState::PeerClosed | ConnectionState::Closed => {
+                    return Err(HandshakeError("the server closed the connection".into()))
+                }
+                other => return Err(HandshakeError(format!("unexpected state {other:?}"))),
+            }
+            s.consumed(discard);
+            if send {
+                s.send()
                     .await
                     .map_err(|e| HandshakeError(format!("send: {e}")))?;
-                continue;
             }
-            match s.feed().await {
-                Ok(true) => {}
-                Ok(false) => return Err(HandshakeError("the server closed the connection".into())),
-                Err(e) => {
-                    // Tell the server why (rustls queued an alert), then say it.
-                    let _ = s.flush().await;
-                    return Err(HandshakeError(e.to_string()));
+            if done {
+                return Ok(s);
+            }
+            if read {
+                match s.recv().await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(HandshakeError("the server closed the connection".into()))
+                    }
+                    Err(e) => return Err(HandshakeError(format!("receive: {e}"))),
                 }
             }
         }
-        // TLS 1.2: the client's Finished may still be queued.
-        s.flush()
-            .await
-            .map_err(|e| HandshakeError(format!("send: {e}")))?;
-        Ok(s)
     }
 
     pub fn resumed(&self) -> bool {
@@ -285,92 +316,169 @@ impl TlsStream {
         }
     }
 
-    /// Sends all of `data`, encrypted.
-    pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        self.tls.writer().write_all(data)?;
-        self.flush().await
+    /// Drops the first `n` bytes of `cin`: the records rustls is done with.
+    fn consumed(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let len = self.cin.len();
+        self.cin.copy_within(n..len, 0);
+        self.cin.truncate(len - n);
     }
 
-    /// Writes out whatever rustls has queued, in one send.
-    async fn flush(&mut self) -> io::Result<()> {
-        while self.tls.wants_write() {
-            self.tls.write_tls(&mut self.cout)?;
-        }
-        if self.cout.is_empty() {
+    /// Sends `cout[..out]`.
+    async fn send(&mut self) -> io::Result<()> {
+        if self.out == 0 {
             return Ok(());
         }
         let out = std::mem::take(&mut self.cout);
-        let (res, mut out) = self.tcp.write_all(out).await;
-        out.clear();
-        self.cout = out;
+        let n = self.out;
+        self.out = 0;
+        let (res, slice) = self.tcp.write_all(out.slice(0..n)).await;
+        self.cout = slice.into_inner();
         res.map(|_| ())
     }
 
-    /// Feeds rustls ciphertext, reading the socket when none is left:
-    /// Ok(false) at EOF. What rustls cannot take yet stays in `cin`.
-    async fn feed(&mut self) -> io::Result<bool> {
-        loop {
-            if self.cpos < self.cin.len() {
-                let mut rest = &self.cin[self.cpos..];
-                let n = self.tls.read_tls(&mut rest)?;
-                self.cpos += n;
-                if self.cpos == self.cin.len() {
-                    self.cin.clear();
-                    self.cpos = 0;
-                }
-                let st = self
-                    .tls
-                    .process_new_packets()
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                self.plain = st.plaintext_bytes_to_read();
-                self.closed = st.peer_has_closed();
-                return Ok(true);
-            }
-            if self.eof {
-                return Ok(false);
-            }
-            let buf = std::mem::take(&mut self.cin);
-            let cap = buf.capacity();
-            let (res, slice) = self.tcp.read(buf.slice_mut(0..cap)).await;
-            self.cin = slice.into_inner();
-            self.cpos = 0;
-            if res? == 0 {
-                self.eof = true;
-            }
+    /// Reads ciphertext into `cin`'s spare capacity: Ok(false) at EOF.
+    async fn recv(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
         }
+        if self.cin.len() == self.cin.capacity() {
+            self.cin.reserve(TLS_BUF);
+        }
+        let buf = std::mem::take(&mut self.cin);
+        let (len, cap) = (buf.len(), buf.capacity());
+        let (res, slice) = self.tcp.read(buf.slice_mut(len..cap)).await;
+        self.cin = slice.into_inner();
+        if res? == 0 {
+            self.eof = true;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
-    /// Appends decrypted bytes to `buf` within its capacity; returns how
-    /// many, 0 at the end of the stream (close_notify or EOF).
-    pub async fn read(&mut self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+    /// Sends all of `data`, encrypted straight into the record buffer.
+    pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         loop {
-            if self.plain > 0 {
-                // Only as many bytes as rustls holds are zeroed and copied into.
-                let len = buf.len();
-                let n = self.plain.min(buf.capacity() - len);
-                buf.resize(len + n, 0);
-                return match self.tls.reader().read(&mut buf[len..]) {
-                    Ok(got) => {
-                        buf.truncate(len + got);
-                        self.plain -= got;
-                        (Ok(got), buf)
+            // No ciphertext in: only what rustls owes is asked for, so the
+            // state is WriteTraffic unless it has records to send first.
+            let UnbufferedStatus { state, .. } = self.tls.process_tls_records(&mut []);
+            match state.map_err(tls_err)? {
+                ConnectionState::WriteTraffic(mut w) => {
+                    let mut r = w.encrypt(data, &mut self.cout[self.out..]);
+                    if let Err(EncryptError::InsufficientSize(n)) = r {
+                        self.cout.resize(self.out + n.required_size, 0);
+                        r = w.encrypt(data, &mut self.cout[self.out..]);
                     }
-                    Err(e) => {
-                        buf.truncate(len);
-                        (Err(e), buf)
+                    self.out += r.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    break;
+                }
+                ConnectionState::EncodeTlsData(mut e) => {
+                    let mut r = e.encode(&mut self.cout[self.out..]);
+                    if let Err(EncodeError::InsufficientSize(n)) = r {
+                        self.cout.resize(self.out + n.required_size, 0);
+                        r = e.encode(&mut self.cout[self.out..]);
                     }
-                };
-            }
-            if self.closed {
-                return (Ok(0), buf);
-            }
-            // What rustls owes the peer (key updates, alerts) goes first.
-            if self.tls.wants_write() {
-                if let Err(e) = self.flush().await {
-                    return (Err(e), buf);
+                    self.out += r.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                }
+                ConnectionState::TransmitTlsData(t) => t.done(),
+                // Decrypted data waits (an HTTP/2 server's SETTINGS that came
+                // with the handshake's last flight): rustls will not encrypt
+                // before it is taken, so it is kept for the next read.
+                ConnectionState::ReadTraffic(mut r) => {
+                    while let Some(rec) = r.next_record() {
+                        self.early.extend_from_slice(rec.map_err(tls_err)?.payload);
+                    }
+                }
+                ConnectionState::PeerClosed | ConnectionState::Closed => {
+                    return Err(io::ErrorKind::BrokenPipe.into())
+                }
+                other => {
+                    return Err(io::Error::other(format!(
+                        "TLS: cannot send in state {other:?}"
+                    )))
                 }
             }
-            match self.feed().await {
+        }
+        self.send().await
+    }
+
+    /// Appends decrypted bytes to `buf` (growing it only when one record
+    /// does not fit in its spare capacity); returns how many, 0 at the end
+    /// of the stream (close_notify or EOF).
+    pub async fn read(&mut self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+        if !self.early.is_empty() {
+            let n = self.early.len().min(buf.capacity() - buf.len()).max(1);
+            buf.extend_from_slice(&self.early[..n]);
+            self.early.drain(..n);
+            return (Ok(n), buf);
+        }
+        loop {
+            let UnbufferedStatus { mut discard, state } =
+                self.tls.process_tls_records(&mut self.cin);
+            let mut got = 0;
+            let mut closed = false;
+            let mut send = false;
+            let state = match state {
+                Ok(s) => s,
+                Err(e) => return (Err(tls_err(e)), buf),
+            };
+            match state {
+                ConnectionState::ReadTraffic(mut r) => loop {
+                    let room = buf.capacity() - buf.len();
+                    match r.peek_len() {
+                        None => break,
+                        Some(l) if l.get() > room => {
+                            if got > 0 {
+                                break; // the rest stays for the next read
+                            }
+                            buf.reserve(l.get());
+                        }
+                        Some(_) => {}
+                    }
+                    match r.next_record() {
+                        Some(Ok(rec)) => {
+                            discard += rec.discard;
+                            buf.extend_from_slice(rec.payload);
+                            got += rec.payload.len();
+                        }
+                        Some(Err(e)) => return (Err(tls_err(e)), buf),
+                        None => break,
+                    }
+                },
+                ConnectionState::EncodeTlsData(mut e) => {
+                    let r = e.encode(&mut self.cout[self.out..]);
+                    match r {
+                        Ok(n) => self.out += n,
+                        Err(e) => return (Err(io::Error::new(io::ErrorKind::InvalidData, e)), buf),
+                    }
+                }
+                ConnectionState::TransmitTlsData(t) => {
+                    t.done();
+                    send = true;
+                }
+                ConnectionState::PeerClosed | ConnectionState::Closed => closed = true,
+                // Nothing whole to decrypt: read more.
+                _ => {}
+            }
+            self.consumed(discard);
+            if got > 0 {
+                return (Ok(got), buf);
+            }
+            if closed {
+                return (Ok(0), buf);
+            }
+            if send {
+                if let Err(e) = self.send().await {
+                    return (Err(e), buf);
+                }
+                continue;
+            }
+            if discard > 0 {
+                continue; // rustls took a record (a ticket): look again
+            }
+            match self.recv().await {
                 Ok(true) => {}
                 Ok(false) => return (Ok(0), buf),
                 Err(e) => return (Err(e), buf),
