@@ -70,6 +70,20 @@ fn h2_over_tls_keeps_streams_in_flight() {
 }
 
 #[test]
+fn goaway_sends_the_unanswered_streams_again() {
+    // nginx ends each connection with GOAWAY after 50 requests, while
+    // more streams are in flight: those are asked again, not failed.
+    let ng = nginx::start_with("h2-goaway", "http2", 50);
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let v = bench_json(&["--h2c", "--streams", "8", "-n", "1000", "-c", "2", &url]);
+    assert_eq!(u(&v, &["complete_requests"]), 1000, "{v}");
+    assert_eq!(u(&v, &["failed_requests"]), 0, "{v}");
+    assert_eq!(u(&v, &["counts", "body_bytes"]), 1000 * DOC.len() as u64);
+    assert!(u(&v, &["counts", "h2_goaways"]) >= 19, "{v}");
+    assert!(u(&v, &["counts", "connections"]) >= 20, "{v}");
+}
+
+#[test]
 fn h2_refused_when_the_server_does_not_offer_it() {
     let ng = nginx::start("h2-no", "ssl");
     let url = format!("https://localhost:{}/", ng.port);

@@ -58,6 +58,12 @@ fn make_certs(dir: &Path) {
 /// Starts nginx serving [`DOC`] with `listen` (e.g. "ssl", "ssl http2",
 /// "http2") on a fresh port, in a fresh prefix with certificates.
 pub fn start(tag: &str, listen: &str) -> Nginx {
+    start_with(tag, listen, 100_000)
+}
+
+/// As [`start`], closing each connection after `keepalive_requests`
+/// requests (with GOAWAY over HTTP/2).
+pub fn start_with(tag: &str, listen: &str, keepalive_requests: u64) -> Nginx {
     let dir = std::env::temp_dir().join(format!("rb-nginx-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("www")).unwrap();
@@ -74,7 +80,7 @@ pub fn start(tag: &str, listen: &str) -> Nginx {
         let conf = format!(
             "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/logs/nginx.pid;\n\
              error_log {d}/logs/error.log;\nevents {{ worker_connections 1024; }}\n\
-             http {{\n  access_log off;\n  keepalive_requests 100000;\n\
+             http {{\n  access_log off;\n  keepalive_requests {keepalive_requests};\n\
              client_body_temp_path {d}/logs;\n\
              server {{\n    listen 127.0.0.1:{port} {listen};\n\
              ssl_certificate {d}/leaf.pem;\n    ssl_certificate_key {d}/leaf.key;\n\
