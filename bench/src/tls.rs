@@ -414,12 +414,13 @@ impl TlsStream {
             self.early.drain(..n);
             return (Ok(n), buf);
         }
+        // Every whole record already read is decrypted before returning, so
+        // that one socket read is one turn of the caller's, as over TCP.
+        let mut got = 0;
         loop {
             let UnbufferedStatus { mut discard, state } =
                 self.tls.process_tls_records(&mut self.cin);
-            let mut got = 0;
-            let mut closed = false;
-            let mut send = false;
+            let (mut idle, mut full, mut closed, mut send) = (false, false, false, false);
             let state = match state {
                 Ok(s) => s,
                 Err(e) => return (Err(tls_err(e)), buf),
@@ -431,7 +432,8 @@ impl TlsStream {
                         None => break,
                         Some(l) if l.get() > room => {
                             if got > 0 {
-                                break; // the rest stays for the next read
+                                full = true; // the rest stays for the next read
+                                break;
                             }
                             buf.reserve(l.get());
                         }
@@ -447,41 +449,38 @@ impl TlsStream {
                         None => break,
                     }
                 },
-                ConnectionState::EncodeTlsData(mut e) => {
-                    let r = e.encode(&mut self.cout[self.out..]);
-                    match r {
-                        Ok(n) => self.out += n,
-                        Err(e) => return (Err(io::Error::new(io::ErrorKind::InvalidData, e)), buf),
-                    }
-                }
+                ConnectionState::EncodeTlsData(mut e) => match e.encode(&mut self.cout[self.out..])
+                {
+                    Ok(n) => self.out += n,
+                    Err(e) => return (Err(io::Error::new(io::ErrorKind::InvalidData, e)), buf),
+                },
                 ConnectionState::TransmitTlsData(t) => {
                     t.done();
                     send = true;
                 }
                 ConnectionState::PeerClosed | ConnectionState::Closed => closed = true,
-                // Nothing whole to decrypt: read more.
-                _ => {}
+                // Nothing whole left to decrypt.
+                _ => idle = true,
             }
             self.consumed(discard);
-            if got > 0 {
-                return (Ok(got), buf);
-            }
-            if closed {
-                return (Ok(0), buf);
-            }
             if send {
                 if let Err(e) = self.send().await {
                     return (Err(e), buf);
                 }
                 continue;
             }
-            if discard > 0 {
-                continue; // rustls took a record (a ticket): look again
+            if got > 0 && (full || idle || closed) {
+                return (Ok(got), buf);
             }
-            match self.recv().await {
-                Ok(true) => {}
-                Ok(false) => return (Ok(0), buf),
-                Err(e) => return (Err(e), buf),
+            if closed {
+                return (Ok(0), buf);
+            }
+            if idle {
+                match self.recv().await {
+                    Ok(true) => {}
+                    Ok(false) => return (Ok(0), buf),
+                    Err(e) => return (Err(e), buf),
+                }
             }
         }
     }
