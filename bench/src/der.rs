@@ -75,3 +75,26 @@ pub fn key_bits(cert: &[u8]) -> u32 {
     }
     go(cert).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::key_bits;
+
+    #[test]
+    fn key_sizes_as_openssl_counts_them() {
+        for (alg, bits) in [
+            (&rcgen::PKCS_ECDSA_P256_SHA256, 256),
+            (&rcgen::PKCS_ECDSA_P384_SHA384, 384),
+            (&rcgen::PKCS_ED25519, 253),
+        ] {
+            let key = rcgen::KeyPair::generate_for(alg).unwrap();
+            let cert = rcgen::CertificateParams::new(vec!["h".to_string()])
+                .unwrap()
+                .self_signed(&key)
+                .unwrap();
+            assert_eq!(key_bits(cert.der()), bits, "{alg:?}");
+        }
+        assert_eq!(key_bits(b"\x30\x03\x02\x01"), 0);
+        assert_eq!(key_bits(b""), 0);
+    }
+}
