@@ -12,9 +12,9 @@
 //!
 //! Over https the same loop runs on a `Stream::Tls` (see [`crate::tls`]):
 //! the request is encrypted into the connection's own record buffer and
-//! sent with one `send`, and each `recv` of ciphertext is decrypted
-//! straight into the response buffer. The connect time then includes the
-//! handshake, as in ab.
+//! sent with one `send`, and the records of each `recv` are decrypted and
+//! their plaintext copied once, into the response buffer. The connect time
+//! then includes the handshake, as in ab.
 //!
 //! # Outcomes
 //! Every request taken ends as a complete response or as one failure (see
