@@ -16,11 +16,15 @@
 //! - `-r` (don't exit on receive errors) is accepted and changes nothing:
 //!   errors are always counted, never fatal.
 //! - `-C` is repeatable (ab's help says so, but ab 2.3 keeps only the last).
-//! - `-E`, `-Z`, `-f` and `-I` are checked and kept for https URLs, which
-//!   this tool does not speak yet; with an http URL they change nothing, as
-//!   in ab. `-E` must name a readable file (ab loads it even for http); `-f`
-//!   must be one of ab's protocol names (ab ignores an unknown one); `-Z` is
-//!   checked for OpenSSL cipher-list characters only.
+//! - `-E`, `-Z`, `-f` and `-I` are checked as ab checks them (`-E` must
+//!   name a readable file, as ab loads it even for http; `-f` one of ab's
+//!   protocol names; `-Z` OpenSSL cipher-list characters only); over https
+//!   rustls offers TLS 1.3 and 1.2 with its own suites whatever they say.
+//! - https: the certificate is verified (system roots, or `--cacert`),
+//!   where ab never verifies; `--insecure` skips it.
+//! - `--h2` and `--h2c` speak HTTP/2, which ab does not; `--streams N`
+//!   keeps N requests in flight per connection (h2load's `-m`: ab's `-m` is
+//!   the method). HTTP/2 connections are always kept, `-k` or not.
 //! - `-B` and `-b` make each connect a blocking one (see [`crate::sock`]).
 //! - `-R` with neither `-n` nor a duration runs for
 //!   [`RATE_DEFAULT_DURATION`] (wrk2's default), not for ab's one request.
@@ -42,7 +46,7 @@ pub const RATE_DEFAULT_DURATION: Duration = Duration::from_secs(10);
 #[command(
     name = "ringside-bench",
     version,
-    about = "An ApacheBench- and siege-compatible HTTP/1.x load generator: thread-per-core on io_uring, \
+    about = "An ApacheBench- and siege-compatible HTTP/1.x and HTTP/2 load generator: thread-per-core on io_uring, \
              open-loop rate mode with coordinated-omission-corrected latency",
     after_help = "Reports ab's layout by default, --siege for siege's, --json for machines.\n\n\
                   Commands:\n  \
@@ -190,7 +194,25 @@ pub struct Flags {
     /// Progress display on stderr: auto (a live bar on a terminal, ab's lines otherwise), lines, bar, none
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub progress: String,
-    /// http://hostname[:port]/path
+    // HTTPS and HTTP/2: long flags only, none of them ab's (ab's -Z/-f
+    // pick ciphers and protocols; these pick verification and HTTP/2).
+    /// https: do not verify the server's certificate (as curl -k)
+    #[arg(long)]
+    pub insecure: bool,
+    /// https: verify against the PEM certificates in FILE instead of the system's
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// HTTP/2 over TLS (https:// URLs), chosen by ALPN
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2 over plain TCP by prior knowledge (http:// URLs)
+    #[arg(long)]
+    pub h2c: bool,
+    /// With --h2/--h2c: concurrent streams per connection (h2load's -m)
+    #[arg(long, value_name = "N")]
+    pub streams: Option<usize>,
+
+    /// http://hostname[:port]/path, or https://
     #[arg(value_name = "URL")]
     pub url: Option<String>,
 }
@@ -220,6 +242,15 @@ pub struct HtmlAttrs {
 
 /// ab's -f values, compared case-insensitively as ab does.
 pub const TLS_PROTOCOLS: [&str; 7] = ["SSL2", "SSL3", "TLS1", "TLS1.1", "TLS1.2", "TLS1.3", "ALL"];
+
+/// Which HTTP/2, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum H2 {
+    /// Over TLS, by ALPN.
+    Tls,
+    /// Cleartext, by prior knowledge.
+    Cleartext,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReportKind {
@@ -280,6 +311,11 @@ pub struct Config {
     pub url: Option<String>,
     pub backend: Backend,
     pub progress: ProgressMode,
+    pub insecure: bool,
+    pub cacert: Option<PathBuf>,
+    pub h2: Option<H2>,
+    /// Streams in flight per HTTP/2 connection.
+    pub streams: usize,
 }
 
 /// Reads `10s`, `500ms`, `2m`, `1h` or plain (fractional) seconds.
@@ -430,6 +466,33 @@ impl TryFrom<Flags> for Config {
                 ))
             }
         };
+        let h2 = match (f.h2, f.h2c) {
+            (true, true) => return Err("--h2 and --h2c: give one".into()),
+            (true, false) => Some(H2::Tls),
+            (false, true) => Some(H2::Cleartext),
+            (false, false) => None,
+        };
+        let streams = f.streams.unwrap_or(1);
+        if h2.is_none() && f.streams.is_some() {
+            return Err("--streams needs --h2 or --h2c".into());
+        }
+        if streams == 0 {
+            return Err("--streams: at least 1".into());
+        }
+        if h2.is_some() {
+            if f.pipeline > 1 {
+                return Err("--pipeline is HTTP/1.1's; with HTTP/2 use --streams".into());
+            }
+            if f.rate.is_some() {
+                return Err("-R is not supported with --h2/--h2c".into());
+            }
+            if f.http10 {
+                return Err("--http1.0 and --h2/--h2c: give one".into());
+            }
+            if f.siege {
+                return Err("--siege speaks HTTP/1.x, as siege does: no --h2/--h2c".into());
+            }
+        }
         if f.url.is_none() && f.url_file.is_none() {
             return Err("give a URL (http://host[:port]/path) or --file FILE".into());
         }
@@ -512,6 +575,10 @@ impl TryFrom<Flags> for Config {
             url: f.url,
             backend,
             progress,
+            insecure: f.insecure,
+            cacert: f.cacert,
+            h2,
+            streams,
         })
     }
 }
@@ -741,5 +808,19 @@ mod tests {
                 .unwrap()
                 .siege_parser
         );
+    }
+
+    #[test]
+    fn tls_and_h2() {
+        let c = cfg(&["--h2", "--streams", "10", "https://h/"]).unwrap();
+        assert_eq!((c.h2, c.streams), (Some(H2::Tls), 10));
+        let c = cfg(&["--h2c", "http://h/"]).unwrap();
+        assert_eq!((c.h2, c.streams), (Some(H2::Cleartext), 1));
+        assert!(cfg(&["--h2", "--h2c", "http://h/"]).is_err());
+        assert!(cfg(&["--streams", "4", "http://h/"]).is_err());
+        assert!(cfg(&["--h2c", "--streams", "0", "http://h/"]).is_err());
+        assert!(cfg(&["--h2c", "--pipeline", "2", "http://h/"]).is_err());
+        let c = cfg(&["--insecure", "--cacert", "x.pem", "https://h/"]).unwrap();
+        assert!(c.insecure && c.cacert.is_some());
     }
 }

@@ -178,8 +178,10 @@ pub fn resolve(base: &Url, reference: &[u8]) -> Option<Url> {
     if r.is_empty() {
         return None;
     }
+    // Relative references keep the page's scheme.
+    let scheme = if base.tls { "https" } else { "http" };
     let absolute = if let Some(rest) = r.strip_prefix("//") {
-        format!("http://{rest}")
+        format!("{scheme}://{rest}")
     } else if r.contains("://") {
         r.to_string()
     } else if r.contains(':') && !r.starts_with('/') && !r.starts_with('.') {
@@ -192,10 +194,12 @@ pub fn resolve(base: &Url, reference: &[u8]) -> Option<Url> {
             let dir = &page[..page.rfind('/').map_or(0, |i| i + 1)];
             format!("{dir}{r}")
         };
-        format!("http://{}{}", base.authority, normalize(&path))
+        format!("{scheme}://{}{}", base.authority, normalize(&path))
     };
     let url = parse_url(&absolute).ok()?;
-    (url.host.eq_ignore_ascii_case(&base.host) && url.port == base.port).then_some(url)
+    // The same origin: scheme, host and port.
+    let same = url.tls == base.tls && url.host.eq_ignore_ascii_case(&base.host);
+    (same && url.port == base.port).then_some(url)
 }
 
 /// Removes `.` and `..` segments (RFC 3986 §5.2.4), keeping the query.
@@ -320,7 +324,12 @@ mod tests {
         assert_eq!(r("./c.png?v=2#top").as_deref(), Some("/a/b/c.png?v=2"));
         assert_eq!(r("//h:81/x").as_deref(), Some("/x"));
         assert_eq!(r("//h/x"), None, "port 80 is another origin");
-        assert_eq!(r("https://h:81/x"), None);
+        assert_eq!(r("https://h:81/x"), None, "another scheme");
+        let tls = parse_url("https://h/p").unwrap();
+        let r = |s: &str| resolve(&tls, s.as_bytes()).map(|u| (u.tls, u.path));
+        assert_eq!(r("c.png"), Some((true, "/c.png".into())));
+        assert_eq!(r("//h/x"), Some((true, "/x".into())));
+        assert_eq!(r("http://h:443/x"), None, "another scheme");
         assert_eq!(r("javascript:void(0)"), None);
         assert_eq!(r("#top"), None);
     }

@@ -10,6 +10,12 @@
 //! runtime submits the entries of all its connections with one
 //! `io_uring_enter` per loop turn.
 //!
+//! Over https the same loop runs on a `Stream::Tls` (see [`crate::tls`]):
+//! the request is encrypted into the connection's own record buffer and
+//! sent with one `send`, and the records of each `recv` are decrypted and
+//! their plaintext copied once, into the response buffer. The connect time
+//! then includes the handshake, as in ab.
+//!
 //! # Outcomes
 //! Every request taken ends as a complete response or as one failure (see
 //! [`crate::stats`]). When a connection breaks with requests outstanding:
@@ -51,6 +57,7 @@ use monoio::net::TcpStream;
 use crate::cores::{Core, UNSET};
 use crate::rate::Ticket;
 use crate::response::{Done, ResponseParser, MAX_HEAD};
+use crate::tls::{HandshakeError, TlsStream};
 use crate::urls::Target;
 
 /// Receive buffer per connection; at least a maximal response head.
@@ -62,7 +69,7 @@ const TIMER_SLACK: Duration = Duration::from_millis(2);
 
 /// Why a connection broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Break {
+pub(crate) enum Break {
     Connect,
     Timeout,
     Reset,
@@ -72,7 +79,7 @@ enum Break {
 }
 
 struct Open {
-    stream: TcpStream,
+    stream: Stream,
     addr: std::net::SocketAddr,
     /// Responses this connection has carried.
     served: u64,
@@ -128,12 +135,12 @@ pub async fn run(core: Rc<Core>) {
         let mut t_conn = t_start;
         if !reuse {
             conn = None;
-            match connect(&core, addr).await {
+            let connected =
+                monoio::time::timeout(timeout, connect(&core, core.target(first))).await;
+            let connected =
+                connected.unwrap_or_else(|_| Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)));
+            match connected {
                 Ok(stream) => {
-                    if core.cfg.keepalive {
-                        let _ = stream.set_nodelay(true);
-                    }
-                    core.stats.borrow_mut().counts.connections += 1;
                     conn = Some(Open {
                         stream,
                         addr,
@@ -216,7 +223,10 @@ pub async fn run(core: Rc<Core>) {
                             first_byte,
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser, &mut again);
+                        if core.cfg.siege_parser && t.part == 0 {
+                            core.fetch_assets(&t, done, &mut parser, &mut again);
+                        }
+                        core.record(&t, done, &times, &mut parser.server);
                         answered += 1;
                         open.served += 1;
                         if !(done.keep_alive && core.cfg.keepalive) {
@@ -248,12 +258,10 @@ pub async fn run(core: Rc<Core>) {
                 rbuf.drain(..pos);
                 pos = 0;
             }
-            let (len, cap) = (rbuf.len(), rbuf.capacity());
-            let read =
-                monoio::time::timeout(timeout, open.stream.read(rbuf.slice_mut(len..cap))).await;
+            let read = monoio::time::timeout(timeout, open.stream.read(rbuf)).await;
             let res = match read {
-                Ok((res, slice)) => {
-                    rbuf = slice.into_inner();
+                Ok((res, buf)) => {
+                    rbuf = buf;
                     res
                 }
                 Err(_) => {
@@ -278,7 +286,10 @@ pub async fn run(core: Rc<Core>) {
                             first_byte: t_first.take().unwrap_or(t_read),
                             done: t_read,
                         };
-                        core.record(&t, done, &times, &mut parser, &mut again);
+                        if core.cfg.siege_parser && t.part == 0 {
+                            core.fetch_assets(&t, done, &mut parser, &mut again);
+                        }
+                        core.record(&t, done, &times, &mut parser.server);
                         answered += 1;
                         open.served += 1;
                         close_after = true;
@@ -331,17 +342,97 @@ pub async fn run(core: Rc<Core>) {
     }
 }
 
-/// Connects to `addr` within `-s`; with `-B` or `-b` through
-/// [`crate::sock`], which sets them before connect(2).
-async fn connect(core: &Core, addr: std::net::SocketAddr) -> io::Result<TcpStream> {
-    let cfg = &core.cfg;
-    if cfg.bind.is_some() || cfg.window.is_some() {
-        let s = crate::sock::connect(addr, cfg.bind, cfg.window, cfg.timeout)?;
-        return TcpStream::from_std(s);
+/// A connection's byte stream: plain TCP or TLS over it.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+impl Stream {
+    /// Sends all of `buf`, handing it back for the next send.
+    pub(crate) async fn write_all(&mut self, buf: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+        match self {
+            Stream::Plain(s) => {
+                let (res, buf) = s.write_all(buf).await;
+                (res.map(|_| ()), buf)
+            }
+            Stream::Tls(s) => {
+                let res = s.write_all(&buf).await;
+                (res, buf)
+            }
+        }
     }
-    match monoio::time::timeout(cfg.timeout, TcpStream::connect_addr(addr)).await {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+
+    /// Reads into `buf`'s spare capacity (plaintext); 0 at the end.
+    pub(crate) async fn read(&mut self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+        match self {
+            Stream::Plain(s) => {
+                let (len, cap) = (buf.len(), buf.capacity());
+                let (res, slice) = s.read(buf.slice_mut(len..cap)).await;
+                (res, slice.into_inner())
+            }
+            Stream::Tls(s) => s.read(buf).await,
+        }
+    }
+
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => s.alpn(),
+        }
+    }
+}
+
+/// Opens a connection to `target`: TCP, and for https the TLS handshake,
+/// counted (and, the first time, described for the report). A failed
+/// handshake's reason is kept once, for the user.
+///
+/// With `-B` or `-b` the TCP connect goes through [`crate::sock`], which
+/// sets them before connect(2) (a blocking connect, bounded by `-s`); the
+/// caller bounds the rest by `-s`.
+pub(crate) async fn connect(core: &Core, t: &Target) -> io::Result<Stream> {
+    let c = &core.cfg;
+    let tcp = if c.bind.is_some() || c.window.is_some() {
+        TcpStream::from_std(crate::sock::connect(t.addr, c.bind, c.window, c.timeout)?)?
+    } else {
+        TcpStream::connect_addr(t.addr).await?
+    };
+    // A request is one write: nothing to gain from Nagle, whose delay would
+    // be timed (and a TLS handshake's flights are each one write too).
+    if core.cfg.keepalive || t.url.tls || core.cfg.h2.is_some() {
+        let _ = tcp.set_nodelay(true);
+    }
+    core.stats.borrow_mut().counts.connections += 1;
+    let Some(cfg) = core.tls.as_ref().filter(|_| t.url.tls) else {
+        return Ok(Stream::Plain(tcp));
+    };
+    match TlsStream::connect(tcp, cfg.clone(), &t.url.host).await {
+        Ok(s) => {
+            let mut st = core.stats.borrow_mut();
+            st.counts.tls_handshakes += 1;
+            if s.resumed() {
+                st.counts.tls_resumed += 1;
+            }
+            drop(st);
+            if core.shared.tls_info.get().is_none() {
+                let _ = core.shared.tls_info.set(s.info(&t.url.host));
+            }
+            Ok(Stream::Tls(Box::new(s)))
+        }
+        Err(HandshakeError(why)) => {
+            let hint = if why.contains("certificate") {
+                " (--cacert FILE trusts other roots, --insecure skips verification)"
+            } else if why.contains("NoApplicationProtocol") {
+                " (the server does not offer HTTP/2 by ALPN)"
+            } else {
+                ""
+            };
+            let _ = core.shared.tls_error.set(format!(
+                "TLS handshake with {}:{} failed: {why}{hint}",
+                t.url.host, t.url.port
+            ));
+            Err(io::Error::new(io::ErrorKind::InvalidData, why))
+        }
     }
 }
 
@@ -358,7 +449,13 @@ pub struct Times {
 /// Accounts for the outstanding `rest` of a batch on a broken connection:
 /// all sent again when `between` (the server closed between responses),
 /// else the first fails by `kind` and the others are sent again.
-fn broke(core: &Core, kind: Break, rest: &[Ticket], between: bool, again: &mut VecDeque<Ticket>) {
+pub(crate) fn broke(
+    core: &Core,
+    kind: Break,
+    rest: &[Ticket],
+    between: bool,
+    again: &mut VecDeque<Ticket>,
+) {
     let mut st = core.stats.borrow_mut();
     let c = &mut st.counts;
     let resend = if between && matches!(kind, Break::Eof | Break::Reset | Break::Write) {
@@ -400,7 +497,7 @@ impl Core {
     /// Under `--siege`, after a page: learns its assets from the first
     /// body captured, then queues them to be fetched next, as siege does
     /// after each page it gets with a status below 300.
-    fn fetch_assets(
+    pub(crate) fn fetch_assets(
         &self,
         t: &Ticket,
         done: Done,
@@ -425,6 +522,9 @@ impl Core {
                         addr: p.addr,
                         head: false,
                         body_len: 0,
+                        // siege's parser runs over HTTP/1.x only.
+                        h2_block: Vec::new(),
+                        body: Vec::new(),
                     })
                     .collect();
                 let _ = known.set(list);
@@ -444,18 +544,14 @@ impl Core {
     }
 
     /// Counts one complete response.
-    fn record(
+    pub(crate) fn record(
         &self,
         t: &Ticket,
         done: Done,
         times: &Times,
-        parser: &mut ResponseParser,
-        again: &mut VecDeque<Ticket>,
+        server: &mut Option<String>,
     ) {
         let target = self.target_of(*t);
-        if self.cfg.siege_parser && t.part == 0 {
-            self.fetch_assets(t, done, parser, again);
-        }
         let mut st = self.stats.borrow_mut();
         let c = &mut st.counts;
         c.complete += 1;
@@ -514,7 +610,7 @@ impl Core {
         self.shared.progress[self.index]
             .0
             .store(progress, Ordering::Relaxed);
-        if let Some(server) = parser.server.take() {
+        if let Some(server) = server.take() {
             let _ = self.shared.server.set(server);
         }
         if self.cfg.verbosity >= 2 {

@@ -30,6 +30,10 @@ pub struct Shared {
     /// Per target, under `--siege`: its page's assets, once a response
     /// for it was parsed (see [`crate::assets`]).
     pub assets: Vec<OnceLock<Vec<Target>>>,
+    /// The first TLS handshake's figures, for the report.
+    pub tls_info: OnceLock<crate::tls::TlsInfo>,
+    /// The first failed TLS handshake's (or ALPN's) reason, said once.
+    pub tls_error: OnceLock<String>,
 }
 
 impl Shared {
@@ -39,6 +43,8 @@ impl Shared {
             server: OnceLock::new(),
             progress: (0..cores).map(|_| Padded::default()).collect(),
             assets: (0..targets).map(|_| OnceLock::new()).collect(),
+            tls_info: OnceLock::new(),
+            tls_error: OnceLock::new(),
         }
     }
 
@@ -60,6 +66,8 @@ pub struct Core {
     pub stats: RefCell<Stats>,
     /// Longest request, for sizing send buffers once.
     pub max_request: usize,
+    /// This core's TLS client (and session cache), for https targets.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Core {

@@ -1,5 +1,6 @@
-//! ringside-bench: an ApacheBench- and siege-compatible HTTP/1.x load generator,
-//! thread-per-core on io_uring, with wrk2's open-loop rate mode.
+//! ringside-bench: an ApacheBench- and siege-compatible HTTP/1.x and HTTP/2
+//! load generator, over TCP or TLS, thread-per-core on io_uring, with
+//! wrk2's open-loop rate mode.
 //!
 //! How a run goes:
 //! 1. [`args`] reads ab's flags (and ours) into a checked [`args::Config`];
@@ -8,11 +9,14 @@
 //! 2. [`worker`] starts one pinned runtime per core (`--cores`), each with
 //!    its share of the connections, requests and rate; [`rate`] hands out
 //!    the requests (and, with `-R`, when each is due); [`conn`] runs each
-//!    connection ([`sock`] when ab's `-B` or `-b` need a socket set up
-//!    before connect), parsing responses with [`response`] and counting
-//!    them into per-core [`stats`] and [`hist`] series. Under `--siege`,
-//!    [`assets`] finds each page's images, scripts and stylesheets, and the
-//!    connection fetches them after the page, as siege does.
+//!    HTTP/1.x connection ([`sock`] when ab's `-B` or `-b` need a socket
+//!    set up before connect), parsing responses with [`response`], and
+//!    [`h2conn`] each HTTP/2 one, its streams in flight; both count into
+//!    per-core [`stats`] and [`hist`] series. For `https://`, [`tls`]
+//!    drives rustls on the same runtime, one session cache per core. Under
+//!    `--siege`, [`assets`] finds each page's images, scripts and
+//!    stylesheets, and the connection fetches them after the page, as
+//!    siege does.
 //! 3. The main thread draws [`progress`] on stderr, merges the cores'
 //!    figures at the end, and prints ab's report ([`report_ab`], or
 //!    [`report_html`] for `-w`), siege's ([`report_siege`]) or JSON
@@ -23,7 +27,15 @@ pub mod args;
 pub mod assets;
 pub mod conn;
 pub mod cores;
+pub mod der;
+pub mod h2conn;
 pub mod hist;
+/// HPACK: the server's own (`http/src/h2/hpack`), compiled here from the
+/// same source rather than through `ringside-http`, which would bring the
+/// server's engine and compression crates into the load generator.
+#[allow(dead_code, unused_imports)]
+#[path = "../../http/src/h2/hpack/mod.rs"]
+pub(crate) mod hpack;
 pub mod json;
 pub mod progress;
 pub mod rate;
@@ -35,6 +47,7 @@ pub mod response;
 pub mod shootout;
 pub mod sock;
 pub mod stats;
+pub mod tls;
 pub mod url;
 pub mod urls;
 pub mod worker;
@@ -155,6 +168,9 @@ where
         }
     };
     progress.finish(shared.done());
+    if let Some(e) = shared.tls_error.get() {
+        eprintln!("ringside-bench: {e}");
+    }
     let c = &result.stats.counts;
     if cfg.report == ReportKind::Ab && c.connections == 0 && c.failed_connect > 0 {
         // ab gives up with the socket error as its exit status when it

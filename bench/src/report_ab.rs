@@ -27,6 +27,10 @@
 //!   intended send time (see [`crate::rate`]), said under it, in µs when
 //!   the median is under a millisecond (ab's whole milliseconds would print
 //!   a column of zeros), else in ms.
+//!
+//! With `--h2`/`--h2c`: "Streams per connection" (and "Streams reset" when
+//! the server reset any). Over https: ab's own TLS lines after "Server
+//! Port", and "TLS sessions resumed", which ab lacks.
 
 use std::fmt::Write;
 
@@ -75,6 +79,25 @@ pub fn render(f: &Finished) -> String {
     let _ = writeln!(o, "Server Software:        {}", f.server());
     let _ = writeln!(o, "Server Hostname:        {}", url.host);
     let _ = writeln!(o, "Server Port:            {}", url.port);
+    if let Some(t) = f.shared.tls_info.get() {
+        let _ = writeln!(
+            o,
+            "SSL/TLS Protocol:       {},{},{},{}",
+            t.protocol, t.cipher, t.key_bits, t.cipher_bits
+        );
+        if !t.temp_key.is_empty() {
+            let _ = writeln!(o, "Server Temp Key:        {}", t.temp_key);
+        }
+        if let Some(name) = &t.server_name {
+            let _ = writeln!(o, "TLS Server Name:        {name}");
+        }
+        // Beyond ab: how many handshakes resumed a session.
+        let _ = writeln!(
+            o,
+            "TLS sessions resumed:   {} of {} handshakes",
+            c.tls_resumed, c.tls_handshakes
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "Document Path:          {}", url.path);
     match f.doc_len() {
@@ -90,6 +113,10 @@ pub fn render(f: &Finished) -> String {
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Concurrency Level:      {}", cfg.concurrency);
+    if cfg.h2.is_some() {
+        // Beyond ab: HTTP/2's requests in flight per connection.
+        let _ = writeln!(o, "Streams per connection: {}", cfg.streams);
+    }
     let _ = writeln!(o, "Time taken for tests:   {secs:.3} seconds");
     let _ = writeln!(o, "Complete requests:      {done}");
     let _ = writeln!(o, "Failed requests:        {}", c.failed());
@@ -102,6 +129,9 @@ pub fn render(f: &Finished) -> String {
     }
     if c.write_errors > 0 {
         let _ = writeln!(o, "Write errors:           {}", c.write_errors);
+    }
+    if c.h2_resets > 0 {
+        let _ = writeln!(o, "Streams reset:          {}", c.h2_resets);
     }
     if c.non_2xx > 0 {
         let _ = writeln!(o, "Non-2xx responses:      {}", c.non_2xx);

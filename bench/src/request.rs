@@ -123,6 +123,101 @@ fn finish(mut h: String, body: Option<&[u8]>) -> Vec<u8> {
     out
 }
 
+/// The HTTP/2 request's header block (RFC 9113 §8.3), HPACK-encoded once
+/// per URL: every field a literal *without indexing* (RFC 7541 §6.2.2) or
+/// an exact static-table entry, so the block never touches the dynamic
+/// table and the same bytes serve every request on every connection. The
+/// fields are ab's, as in [`build`], less the connection-specific ones
+/// HTTP/2 forbids (Connection and its kin); Host becomes `:authority`.
+pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let mut b = Vec::with_capacity(256);
+    match method {
+        "GET" => b.push(0x80 | 2),
+        "POST" => b.push(0x80 | 3),
+        m => literal(&mut b, 2, b"", m.as_bytes()),
+    }
+    b.push(0x80 | if url.tls { 7 } else { 6 });
+    let host = cfg
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(url.authority.as_str(), |(_, v)| v.as_str());
+    literal(&mut b, 1, b"", host.as_bytes());
+    if url.path == "/" {
+        b.push(0x80 | 4);
+    } else {
+        literal(&mut b, 4, b"", url.path.as_bytes());
+    }
+    let overridden = |name: &str| {
+        cfg.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if !overridden("user-agent") {
+        literal(&mut b, 58, b"", USER_AGENT.as_bytes());
+    }
+    if !overridden("accept") {
+        literal(&mut b, 19, b"", b"*/*");
+    }
+    for c in &cfg.cookies {
+        literal(&mut b, 32, b"", c.as_bytes());
+    }
+    if let Some(a) = &cfg.auth {
+        let v = format!("Basic {}", base64(a.as_bytes()));
+        literal(&mut b, 23, b"", v.as_bytes());
+    }
+    for (n, v) in &cfg.headers {
+        let name = n.to_ascii_lowercase();
+        if matches!(
+            name.as_str(),
+            "host"
+                | "connection"
+                | "keep-alive"
+                | "proxy-connection"
+                | "transfer-encoding"
+                | "upgrade"
+        ) {
+            continue;
+        }
+        literal(&mut b, 0, name.as_bytes(), v.as_bytes());
+    }
+    if let Some(body) = body {
+        literal(&mut b, 28, b"", body.len().to_string().as_bytes());
+        if !overridden("content-type") {
+            literal(&mut b, 31, b"", cfg.content_type.as_bytes());
+        }
+    }
+    b
+}
+
+/// A literal field without indexing: the name by its static index, or
+/// (index 0) spelled out; strings raw, not Huffman-coded.
+fn literal(b: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
+    put_int(b, 4, 0x00, index);
+    if index == 0 {
+        put_int(b, 7, 0x00, name.len());
+        b.extend_from_slice(name);
+    }
+    put_int(b, 7, 0x00, value.len());
+    b.extend_from_slice(value);
+}
+
+/// An HPACK integer with an `n`-bit prefix (RFC 7541 §5.1).
+fn put_int(b: &mut Vec<u8>, n: u32, flags: u8, v: usize) {
+    let max = (1usize << n) - 1;
+    if v < max {
+        b.push(flags | v as u8);
+        return;
+    }
+    b.push(flags | max as u8);
+    let mut rest = v - max;
+    while rest >= 128 {
+        b.push((rest % 128) as u8 | 0x80);
+        rest /= 128;
+    }
+    b.push(rest as u8);
+}
+
 /// RFC 4648 base64 with padding, for Basic authentication (RFC 7617).
 pub fn base64(input: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -246,6 +341,42 @@ mod tests {
             format!("GET /p?q HTTP/1.1\r\nHost: h:81\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate\r\nUser-Agent: {SIEGE_USER_AGENT}\r\nConnection: close\r\n\r\n")
         );
         assert!(req(&["--siege", "-k"]).contains("\r\nConnection: keep-alive\r\n"));
+    }
+
+    #[test]
+    fn h2_blocks_decode_to_the_request() {
+        let mut v = vec!["ringside-bench", "-H", "X-Long: ", "-C", "a=1"];
+        let long = format!("X-Long: {}", "v".repeat(300));
+        v[2] = &long;
+        v.push("https://h:8443/p?q");
+        let cfg = args::parse(v).unwrap();
+        let url = parse_url(cfg.url.as_deref().unwrap()).unwrap();
+        let block = build_h2(&cfg, &url, "GET", None);
+        let mut fields = Vec::new();
+        crate::hpack::Decoder::new(4096)
+            .decode(&block, &mut |n, v| {
+                fields.push((
+                    String::from_utf8(n.to_vec()).unwrap(),
+                    String::from_utf8(v.to_vec()).unwrap(),
+                ));
+                true
+            })
+            .unwrap();
+        let want = [
+            (":method", "GET".to_string()),
+            (":scheme", "https".into()),
+            (":authority", "h:8443".into()),
+            (":path", "/p?q".into()),
+            ("user-agent", USER_AGENT.into()),
+            ("accept", "*/*".into()),
+            ("cookie", "a=1".into()),
+            ("x-long", "v".repeat(300)),
+        ];
+        let got: Vec<(&str, String)> = fields
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -50,6 +50,17 @@ pub struct Counts {
     pub body_bytes: u64,
     /// Request body bytes sent (ab's "Total body sent").
     pub body_sent: u64,
+    /// TLS handshakes completed, and how many of them resumed a session.
+    pub tls_handshakes: u64,
+    pub tls_resumed: u64,
+    /// HTTP/2: HEADERS payload bytes received (compressed), streams the
+    /// server reset (each a Receive failure, REFUSED_STREAM aside: sent
+    /// again), and GOAWAYs received.
+    pub h2_header_bytes: u64,
+    pub h2_resets: u64,
+    pub h2_goaways: u64,
+    /// HTTP/2: the most streams one connection had in flight.
+    pub h2_max_in_flight: u64,
 }
 
 impl Counts {
@@ -86,6 +97,12 @@ impl Counts {
         self.bytes_read += o.bytes_read;
         self.body_bytes += o.body_bytes;
         self.body_sent += o.body_sent;
+        self.tls_handshakes += o.tls_handshakes;
+        self.tls_resumed += o.tls_resumed;
+        self.h2_header_bytes += o.h2_header_bytes;
+        self.h2_resets += o.h2_resets;
+        self.h2_goaways += o.h2_goaways;
+        self.h2_max_in_flight = self.h2_max_in_flight.max(o.h2_max_in_flight);
     }
 
     pub fn count_status(&mut self, status: u16) {

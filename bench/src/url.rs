@@ -1,29 +1,33 @@
-//! One `http://host[:port]/path` URL, as ab takes it, parsed: what a
+//! One `http[s]://host[:port]/path` URL, as ab takes it, parsed: what a
 //! request is built for (`crate::request`) and what a URL file holds a
 //! line of (`crate::urls`).
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
+    /// https: the connection speaks TLS.
+    pub tls: bool,
     /// Host as written, without IPv6 brackets.
     pub host: String,
     pub port: u16,
     /// Path with query, starting with `/`.
     pub path: String,
-    /// The Host header value: host, with the port when it is not 80.
+    /// The Host header value: host, with the port when it is not the
+    /// scheme's default (80, or 443 for https).
     pub authority: String,
 }
 
 pub fn parse_url(s: &str) -> Result<Url, String> {
     let s = s.trim();
-    let rest = if let Some(r) = s.strip_prefix("http://") {
-        r
-    } else if s.starts_with("https://") {
-        return Err(format!("{s}: https is not supported (plain HTTP/1.1 only)"));
+    let (rest, tls) = if let Some(r) = s.strip_prefix("http://") {
+        (r, false)
+    } else if let Some(r) = s.strip_prefix("https://") {
+        (r, true)
     } else if s.contains("://") {
-        return Err(format!("{s}: only http:// URLs are supported"));
+        return Err(format!("{s}: only http:// and https:// URLs are supported"));
     } else {
-        s
+        (s, false)
     };
+    let default_port = if tls { 443 } else { 80 };
     let (hostport, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -35,14 +39,14 @@ pub fn parse_url(s: &str) -> Result<Url, String> {
             .ok_or_else(|| format!("{s}: unclosed '[' in the host"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => parse_port(s, p)?,
-            None if after.is_empty() => 80,
+            None if after.is_empty() => default_port,
             None => return Err(format!("{s}: unexpected {after:?} after the host")),
         };
         (h.to_string(), port)
     } else {
         match hostport.rsplit_once(':') {
             Some((h, p)) => (h.to_string(), parse_port(s, p)?),
-            None => (hostport.to_string(), 80),
+            None => (hostport.to_string(), default_port),
         }
     };
     if host.is_empty() {
@@ -56,12 +60,13 @@ pub fn parse_url(s: &str) -> Result<Url, String> {
     } else {
         host.clone()
     };
-    let authority = if port == 80 {
+    let authority = if port == default_port {
         bracketed
     } else {
         format!("{bracketed}:{port}")
     };
     Ok(Url {
+        tls,
         host,
         port,
         path,

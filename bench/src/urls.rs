@@ -13,7 +13,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
-use crate::args::Config;
+use crate::args::{Config, H2};
 use crate::request;
 pub use crate::url::{parse_url, Url};
 
@@ -28,6 +28,10 @@ pub struct Target {
     pub head: bool,
     /// Request body bytes.
     pub body_len: u64,
+    /// With --h2/--h2c: the request's HPACK header block, built once.
+    pub h2_block: Vec<u8>,
+    /// With --h2/--h2c: the request body, sent in DATA frames.
+    pub body: Vec<u8>,
 }
 
 /// A line of a URL file: the URL and, for `POST`, its body.
@@ -105,7 +109,35 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
             None => (cfg.method.as_str(), cfg.body.as_deref()),
         };
         let request = request::build(cfg, &line.url, method, body);
+        let mut h2_block = Vec::new();
+        if let Some(mode) = cfg.h2 {
+            match (mode, line.url.tls) {
+                (H2::Tls, false) => {
+                    return Err(
+                        "--h2 is HTTP/2 over TLS: give https:// URLs (--h2c for http://)".into(),
+                    )
+                }
+                (H2::Cleartext, true) => {
+                    return Err(
+                        "--h2c is HTTP/2 without TLS: give http:// URLs (--h2 for https://)".into(),
+                    )
+                }
+                _ => {}
+            }
+            // The peer's initial stream window, which this client does not
+            // wait beyond.
+            if body.map_or(0, <[u8]>::len) > 65_535 {
+                return Err("--h2/--h2c: request bodies over 65535 bytes are not supported".into());
+            }
+            h2_block = request::build_h2(cfg, &line.url, method, body);
+        }
         targets.push(Target {
+            h2_block,
+            body: if cfg.h2.is_some() {
+                body.map(<[u8]>::to_vec).unwrap_or_default()
+            } else {
+                Vec::new()
+            },
             url: line.url,
             addr,
             request,
@@ -156,12 +188,20 @@ mod tests {
                 "{s}"
             );
         }
+        let u = parse_url("https://h/x").unwrap();
+        assert_eq!((u.tls, u.port, u.authority.as_str()), (true, 443, "h"));
+        let u = parse_url("https://h:8443/").unwrap();
+        assert_eq!(
+            (u.tls, u.port, u.authority.as_str()),
+            (true, 8443, "h:8443")
+        );
+        assert!(!parse_url("http://h/").unwrap().tls);
         for bad in [
-            "https://h/",
             "ftp://h/",
             "http://:80/",
             "http://h:0/",
             "http://h:99999/",
+            "https://h:0/",
             "http://[::1/",
             "http://h/a b",
         ] {

@@ -28,7 +28,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::args::{Backend, Config};
+use crate::args::{Backend, Config, H2};
 use crate::cores::{Core, Shared};
 use crate::rate::{split, Tickets};
 use crate::stats::Stats;
@@ -84,6 +84,20 @@ pub fn run(
     let cores = cfg.cores.min(cfg.concurrency).min(shared.progress.len());
     let cpus: Vec<usize> = if cfg.pin { allowed_cpus() } else { Vec::new() };
     let max_request = targets.iter().map(|t| t.request.len()).max().unwrap_or(0);
+    let tls_opts = crate::tls::TlsOptions {
+        insecure: cfg.insecure,
+        cacert: cfg.cacert.clone(),
+        alpn: match cfg.h2 {
+            Some(H2::Tls) => vec![b"h2".to_vec()],
+            _ => Vec::new(),
+        },
+    };
+    // Checked here, once, so a bad --cacert stops the run before it starts.
+    let roots = if targets.iter().any(|t| t.url.tls) {
+        Some(crate::tls::roots(&tls_opts)?)
+    } else {
+        None
+    };
     let (tx, rx) = mpsc::channel::<(usize, Msg)>();
     let mut starts = Vec::with_capacity(cores);
     let mut threads = Vec::with_capacity(cores);
@@ -96,6 +110,7 @@ pub fn run(
         let phase = i as f64 / cores as f64;
         let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
         let (cfg, targets, shared, tx) = (cfg.clone(), targets.clone(), shared.clone(), tx.clone());
+        let (tls_opts, roots) = (tls_opts.clone(), roots.clone());
         let t = std::thread::Builder::new()
             .name(format!("bench-core{i}"))
             .spawn(move || -> Stats {
@@ -108,7 +123,10 @@ pub fn run(
                     start_rx.recv().ok()
                 };
                 let main = move |start: Instant| {
+                    // One client config per core: its session cache is this core's.
+                    let tls = roots.map(|r| crate::tls::client_config(&tls_opts, &r));
                     let core = Rc::new(Core {
+                        tls,
                         index: i,
                         tickets: Tickets::new(requests, start, cfg.duration, rate, phase),
                         cfg,
@@ -191,7 +209,13 @@ pub fn run(
 
 async fn core_main(core: Rc<Core>, conns: usize) -> Stats {
     let handles: Vec<_> = (0..conns)
-        .map(|_| monoio::spawn(crate::conn::run(core.clone())))
+        .map(|_| {
+            if core.cfg.h2.is_some() {
+                monoio::spawn(crate::h2conn::run(core.clone()))
+            } else {
+                monoio::spawn(crate::conn::run(core.clone()))
+            }
+        })
         .collect();
     for h in handles {
         h.await;

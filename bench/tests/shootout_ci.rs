@@ -1,5 +1,6 @@
 //! The tiny shootout CI runs: `ringside-bench shootout bench/shootouts/ci.toml`
-//! (ringside against nginx, static 26 B, 2 s), so the command keeps
+//! (ringside against nginx, static 26 B over HTTP/1.1 and over HTTP/2 with
+//! TLS, 2 s each), so the command keeps
 //! working end to end: both servers start, are measured, and stop, and the
 //! JSON, the report and the charts are written. nginx missing is a failure
 //! here (scripts/test.sh installs it), never a skip.
@@ -36,7 +37,7 @@ fn the_ci_shootout_runs_end_to_end() {
         serde_json::from_slice(&std::fs::read(out_dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(json["servers"], serde_json::json!(["ringside", "nginx"]));
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2, "{json}");
+    assert_eq!(cells.len(), 4, "two scenarios, two servers: {json}");
     for c in cells {
         let s = &c["samples"][0];
         assert!(
@@ -48,7 +49,9 @@ fn the_ci_shootout_runs_end_to_end() {
 
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(
-        report.contains("static 26 B") && report.contains('×'),
+        report.contains("static 26 B")
+            && report.contains("static 26 B (h2, 4 streams)")
+            && report.contains('×'),
         "{report}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);

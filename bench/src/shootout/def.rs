@@ -373,7 +373,8 @@ streams = 4
     fn the_shipped_shootouts_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shootouts");
         let ci = Definition::load(&dir.join("ci.toml"), 2).unwrap();
-        assert!(ci.scenarios.iter().all(|s| s.protocol == Protocol::Http));
+        let protocols: Vec<Protocol> = ci.scenarios.iter().map(|s| s.protocol).collect();
+        assert_eq!(protocols, [Protocol::Http, Protocol::H2]);
         let seeds = Definition::load(&dir.join("seeds.toml"), 2).unwrap();
         let over: Vec<String> = seeds
             .scenarios

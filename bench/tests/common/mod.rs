@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod nginx;
+
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
