@@ -18,8 +18,11 @@
 //! - `-C` is repeatable (ab's help says so, but ab 2.3 keeps only the last).
 //! - `-E`, `-Z`, `-f` and `-I` are checked as ab checks them (`-E` must
 //!   name a readable file, as ab loads it even for http; `-f` one of ab's
-//!   protocol names; `-Z` OpenSSL cipher-list characters only); over https
-//!   rustls offers TLS 1.3 and 1.2 with its own suites whatever they say.
+//!   protocol names; `-Z` OpenSSL cipher-list characters only). Over https
+//!   `-f` picks TLS1.2 or TLS1.3 (rustls has none older: the others are
+//!   refused there) and `-Z` the suites by their OpenSSL names, in its
+//!   order; without `-Z` AES-128-GCM is offered first (see `crate::tls`).
+//!   `-E` and `-I` change nothing.
 //! - https: the certificate is verified (system roots, or `--cacert`),
 //!   where ab never verifies; `--insecure` skips it.
 //! - `--h2` and `--h2c` speak HTTP/2, which ab does not; `--streams N`

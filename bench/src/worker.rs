@@ -91,9 +91,12 @@ pub fn run(
             Some(H2::Tls) => vec![b"h2".to_vec()],
             _ => Vec::new(),
         },
+        protocol: cfg.tls_protocol.clone(),
+        ciphers: cfg.tls_ciphers.clone(),
     };
     // Checked here, once, so a bad --cacert stops the run before it starts.
     let roots = if targets.iter().any(|t| t.url.tls) {
+        crate::tls::check(&tls_opts)?;
         Some(crate::tls::roots(&tls_opts)?)
     } else {
         None
