@@ -523,7 +523,7 @@ impl Core {
                         head: false,
                         body_len: 0,
                         // siege's parser runs over HTTP/1.x only.
-                        h2_block: Vec::new(),
+                        h2: Default::default(),
                         body: Vec::new(),
                     })
                     .collect();

@@ -6,7 +6,11 @@
 //! acks and window updates owed; then one read, as big as the buffer, whose
 //! frames are parsed in place. Each request's header block was
 //! HPACK-encoded once per URL ([`crate::request::build_h2`]), so a request
-//! costs a 9-byte frame head and a copy. Responses are decoded with the
+//! costs a 9-byte frame head and a copy: with one URL the connection's
+//! first request indexes its fields in the server's table and the later
+//! ones are a few bytes of indices, as h2load's are (unless the server's
+//! SETTINGS make that table too small: then a size update, and literals
+//! from there on). Responses are decoded with the
 //! server's own HPACK decoder (its dynamic table must track the server's),
 //! keeping only `:status` (and `server`, once, for the report).
 //!
@@ -124,7 +128,7 @@ pub async fn run(core: Rc<Core>) {
     let max_out = core
         .targets
         .iter()
-        .map(|t| 9 + t.h2_block.len() + t.body.len() + 9 * t.body.len().div_ceil(MAX_FRAME))
+        .map(|t| 9 + 8 + t.h2.plain.len() + t.body.len() + 9 * t.body.len().div_ceil(MAX_FRAME))
         .max()
         .unwrap_or(0);
     let mut rbuf: Vec<u8> = Vec::with_capacity(RECV_BUF);
@@ -170,6 +174,13 @@ pub async fn run(core: Rc<Core>) {
         let mut decoder = Decoder::new(4096);
         let mut next_id: u32 = 1;
         let mut peer_max = u32::MAX as usize;
+        // This connection's HPACK state as the server decodes it: whether
+        // the first request's fields are in its table, and, should its
+        // SETTINGS make the table too small for them, the size update the
+        // next block must start with, after which every block is plain.
+        let mut indexed = false;
+        let mut plain_only = false;
+        let mut size_update: Option<usize> = None;
         let mut goaway: Option<u32> = None;
         let mut moved = false;
         let mut conn_unacked: u64 = 0;
@@ -200,14 +211,28 @@ pub async fn run(core: Rc<Core>) {
                     break;
                 }
                 let end = if tg.body.is_empty() { END_STREAM } else { 0 };
+                let mut update = [0u8; 8];
+                let update = match size_update.take() {
+                    Some(n) => hpack_size_update(&mut update, n),
+                    None => &update[..0],
+                };
+                let block = if plain_only {
+                    &tg.h2.plain
+                } else if indexed {
+                    &tg.h2.again
+                } else {
+                    indexed = true;
+                    &tg.h2.first
+                };
                 frame_head(
                     &mut wbuf,
-                    tg.h2_block.len(),
+                    update.len() + block.len(),
                     HEADERS,
                     END_HEADERS | end,
                     next_id,
                 );
-                wbuf.extend_from_slice(&tg.h2_block);
+                wbuf.extend_from_slice(update);
+                wbuf.extend_from_slice(block);
                 let chunks = tg.body.chunks(MAX_FRAME);
                 let n = chunks.len();
                 for (i, c) in chunks.enumerate() {
@@ -400,8 +425,17 @@ pub async fn run(core: Rc<Core>) {
                     }
                     SETTINGS if flags & ACK == 0 => {
                         for e in p.chunks_exact(6) {
-                            if u16::from_be_bytes([e[0], e[1]]) == 0x3 {
-                                peer_max = u32_at(e, 2) as usize;
+                            match u16::from_be_bytes([e[0], e[1]]) {
+                                0x3 => peer_max = u32_at(e, 2) as usize,
+                                // HEADER_TABLE_SIZE below what the first
+                                // block indexes: say so, then index nothing.
+                                0x1 if !plain_only
+                                    && (u32_at(e, 2) as usize) < max_table(&core) =>
+                                {
+                                    plain_only = true;
+                                    size_update = Some(u32_at(e, 2) as usize);
+                                }
+                                _ => {}
                             }
                         }
                         frame_head(&mut wbuf, 0, SETTINGS, ACK, 0);
@@ -469,4 +503,29 @@ pub async fn run(core: Rc<Core>) {
         slots.clear();
         drop(stream);
     }
+}
+
+/// The most any URL's first block puts in the server's HPACK table.
+fn max_table(core: &Core) -> usize {
+    core.targets.iter().map(|t| t.h2.table).max().unwrap_or(0)
+}
+
+/// A dynamic table size update to `n` (RFC 7541 §6.3), in `buf`.
+fn hpack_size_update(buf: &mut [u8; 8], n: usize) -> &[u8] {
+    let mut v = Vec::with_capacity(8);
+    // A 5-bit prefix: at most 6 bytes for a u32.
+    let max = 31usize;
+    if n < max {
+        v.push(0x20 | n as u8);
+    } else {
+        v.push(0x20 | max as u8);
+        let mut rest = n - max;
+        while rest >= 128 {
+            v.push((rest % 128) as u8 | 0x80);
+            rest /= 128;
+        }
+        v.push(rest as u8);
+    }
+    buf[..v.len()].copy_from_slice(&v);
+    &buf[..v.len()]
 }

@@ -123,30 +123,104 @@ fn finish(mut h: String, body: Option<&[u8]>) -> Vec<u8> {
     out
 }
 
-/// The HTTP/2 request's header block (RFC 9113 §8.3), HPACK-encoded once
-/// per URL: every field a literal *without indexing* (RFC 7541 §6.2.2) or
-/// an exact static-table entry, so the block never touches the dynamic
-/// table and the same bytes serve every request on every connection. The
-/// fields are ab's, as in [`build`], less the connection-specific ones
-/// HTTP/2 forbids (Connection and its kin); Host becomes `:authority`.
-pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> Vec<u8> {
-    let mut b = Vec::with_capacity(256);
-    match method {
-        "GET" => b.push(0x80 | 2),
-        "POST" => b.push(0x80 | 3),
-        m => literal(&mut b, 2, b"", m.as_bytes()),
+/// The HTTP/2 request's header blocks (RFC 9113 §8.3), HPACK-encoded once
+/// per URL. The fields are ab's, as in [`build`], less the
+/// connection-specific ones HTTP/2 forbids (Connection and its kin); Host
+/// becomes `:authority`.
+///
+/// Three forms: every field a literal *without indexing* (RFC 7541
+/// §6.2.2), good on any connection at any time; and, for a run of one
+/// URL, the first request on a connection with its literals *indexed*
+/// into the server's dynamic table, then every later one as a few bytes
+/// of indices into it, as h2load and browsers send them: the server
+/// decodes a few bytes per request rather than every literal again.
+#[derive(Clone, Debug, Default)]
+pub struct H2Blocks {
+    pub plain: Vec<u8>,
+    pub first: Vec<u8>,
+    pub again: Vec<u8>,
+    /// What `first` puts in the server's table (RFC 7541 §4.1), in bytes.
+    pub table: usize,
+}
+
+/// A header block in the making: fields as exact static entries, or
+/// literals each form encodes its own way.
+#[derive(Default)]
+struct Parts {
+    parts: Vec<Part>,
+}
+
+enum Part {
+    Raw(u8),
+    /// A literal: its static name index (0: the name is given), its name
+    /// (for the table's accounting) and its value.
+    Field(usize, Vec<u8>, Vec<u8>),
+}
+
+impl Parts {
+    fn raw(&mut self, byte: u8) {
+        self.parts.push(Part::Raw(byte));
     }
-    b.push(0x80 | if url.tls { 7 } else { 6 });
+
+    fn field(&mut self, index: usize, name: &[u8], value: &[u8]) {
+        self.parts
+            .push(Part::Field(index, name.to_vec(), value.to_vec()));
+    }
+
+    fn blocks(self) -> H2Blocks {
+        let fields = self
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::Field(..)))
+            .count();
+        let (mut plain, mut first, mut again) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut table, mut nth) = (0, 0);
+        for p in &self.parts {
+            match p {
+                Part::Raw(b) => {
+                    plain.push(*b);
+                    first.push(*b);
+                    again.push(*b);
+                }
+                Part::Field(index, name, value) => {
+                    let given: &[u8] = if *index == 0 { name } else { b"" };
+                    literal(&mut plain, *index, given, value);
+                    literal_indexed(&mut first, *index, given, value);
+                    // The newest entry is 62; this one is `fields - 1 - nth`
+                    // entries older once all are in.
+                    put_int(&mut again, 7, 0x80, 62 + fields - 1 - nth);
+                    table += name.len() + value.len() + 32;
+                    nth += 1;
+                }
+            }
+        }
+        H2Blocks {
+            plain,
+            first,
+            again,
+            table,
+        }
+    }
+}
+
+pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> H2Blocks {
+    let mut b = Parts::default();
+    match method {
+        "GET" => b.raw(0x80 | 2),
+        "POST" => b.raw(0x80 | 3),
+        m => b.field(2, b":method", m.as_bytes()),
+    }
+    b.raw(0x80 | if url.tls { 7 } else { 6 });
     let host = cfg
         .headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
         .map_or(url.authority.as_str(), |(_, v)| v.as_str());
-    literal(&mut b, 1, b"", host.as_bytes());
+    b.field(1, b":authority", host.as_bytes());
     if url.path == "/" {
-        b.push(0x80 | 4);
+        b.raw(0x80 | 4);
     } else {
-        literal(&mut b, 4, b"", url.path.as_bytes());
+        b.field(4, b":path", url.path.as_bytes());
     }
     let overridden = |name: &str| {
         cfg.headers
@@ -154,17 +228,17 @@ pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> V
             .any(|(n, _)| n.eq_ignore_ascii_case(name))
     };
     if !overridden("user-agent") {
-        literal(&mut b, 58, b"", USER_AGENT.as_bytes());
+        b.field(58, b"user-agent", USER_AGENT.as_bytes());
     }
     if !overridden("accept") {
-        literal(&mut b, 19, b"", b"*/*");
+        b.field(19, b"accept", b"*/*");
     }
     for c in &cfg.cookies {
-        literal(&mut b, 32, b"", c.as_bytes());
+        b.field(32, b"cookie", c.as_bytes());
     }
     if let Some(a) = &cfg.auth {
         let v = format!("Basic {}", base64(a.as_bytes()));
-        literal(&mut b, 23, b"", v.as_bytes());
+        b.field(23, b"authorization", v.as_bytes());
     }
     for (n, v) in &cfg.headers {
         let name = n.to_ascii_lowercase();
@@ -179,19 +253,30 @@ pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> V
         ) {
             continue;
         }
-        literal(&mut b, 0, name.as_bytes(), v.as_bytes());
+        b.field(0, name.as_bytes(), v.as_bytes());
     }
     if let Some(body) = body {
-        literal(&mut b, 28, b"", body.len().to_string().as_bytes());
+        b.field(28, b"content-length", body.len().to_string().as_bytes());
         if !overridden("content-type") {
-            literal(&mut b, 31, b"", cfg.content_type.as_bytes());
+            b.field(31, b"content-type", cfg.content_type.as_bytes());
         }
     }
-    b
+    b.blocks()
 }
 
 /// A literal field without indexing: the name by its static index, or
 /// (index 0) spelled out; strings raw, not Huffman-coded.
+/// A literal with incremental indexing (RFC 7541 §6.2.1).
+fn literal_indexed(b: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
+    put_int(b, 6, 0x40, index);
+    if index == 0 {
+        put_int(b, 7, 0x00, name.len());
+        b.extend_from_slice(name);
+    }
+    put_int(b, 7, 0x00, value.len());
+    b.extend_from_slice(value);
+}
+
 fn literal(b: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
     put_int(b, 4, 0x00, index);
     if index == 0 {
@@ -351,10 +436,10 @@ mod tests {
         v.push("https://h:8443/p?q");
         let cfg = args::parse(v).unwrap();
         let url = parse_url(cfg.url.as_deref().unwrap()).unwrap();
-        let block = build_h2(&cfg, &url, "GET", None);
-        let mut fields = Vec::new();
-        crate::hpack::Decoder::new(4096)
-            .decode(&block, &mut |n, v| {
+        let blocks = build_h2(&cfg, &url, "GET", None);
+        let decode = |dec: &mut crate::hpack::Decoder, block: &[u8]| {
+            let mut fields = Vec::new();
+            dec.decode(block, &mut |n, v| {
                 fields.push((
                     String::from_utf8(n.to_vec()).unwrap(),
                     String::from_utf8(v.to_vec()).unwrap(),
@@ -362,6 +447,22 @@ mod tests {
                 true
             })
             .unwrap();
+            fields
+        };
+        let fields = decode(&mut crate::hpack::Decoder::new(4096), &blocks.plain);
+        // On one connection: the first block fills the table, and the
+        // later ones, a byte a field, say the same.
+        let mut dec = crate::hpack::Decoder::new(4096);
+        assert_eq!(decode(&mut dec, &blocks.first), fields);
+        assert_eq!(decode(&mut dec, &blocks.again), fields);
+        assert_eq!(decode(&mut dec, &blocks.again), fields);
+        assert!(blocks.again.len() < 12, "{} bytes", blocks.again.len());
+        let sizes: usize = fields
+            .iter()
+            .filter(|(n, _)| n != ":method" && n != ":scheme")
+            .map(|(n, v)| n.len() + v.len() + 32)
+            .sum();
+        assert_eq!(blocks.table, sizes);
         let want = [
             (":method", "GET".to_string()),
             (":scheme", "https".into()),

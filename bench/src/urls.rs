@@ -28,8 +28,12 @@ pub struct Target {
     pub head: bool,
     /// Request body bytes.
     pub body_len: u64,
-    /// With --h2/--h2c: the request's HPACK header block, built once.
-    pub h2_block: Vec<u8>,
+    /// With --h2/--h2c: the request's HPACK header blocks, built once:
+    /// every field a literal (`plain`), or the first request on a
+    /// connection indexing them and the later ones indices (see
+    /// [`request::build_h2`]; for one URL only, as other URLs' entries
+    /// would move the indices).
+    pub h2: request::H2Blocks,
     /// With --h2/--h2c: the request body, sent in DATA frames.
     pub body: Vec<u8>,
 }
@@ -109,7 +113,7 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
             None => (cfg.method.as_str(), cfg.body.as_deref()),
         };
         let request = request::build(cfg, &line.url, method, body);
-        let mut h2_block = Vec::new();
+        let mut h2 = request::H2Blocks::default();
         if let Some(mode) = cfg.h2 {
             match (mode, line.url.tls) {
                 (H2::Tls, false) => {
@@ -129,10 +133,10 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
             if body.map_or(0, <[u8]>::len) > 65_535 {
                 return Err("--h2/--h2c: request bodies over 65535 bytes are not supported".into());
             }
-            h2_block = request::build_h2(cfg, &line.url, method, body);
+            h2 = request::build_h2(cfg, &line.url, method, body);
         }
         targets.push(Target {
-            h2_block,
+            h2,
             body: if cfg.h2.is_some() {
                 body.map(<[u8]>::to_vec).unwrap_or_default()
             } else {
@@ -144,6 +148,13 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
             head: method.eq_ignore_ascii_case("HEAD"),
             body_len: body.map_or(0, |b| b.len() as u64),
         });
+    }
+    if targets.len() > 1 {
+        for t in &mut targets {
+            t.h2.first = t.h2.plain.clone();
+            t.h2.again = t.h2.plain.clone();
+            t.h2.table = 0;
+        }
     }
     Ok(targets)
 }
