@@ -184,8 +184,8 @@ impl Parts {
                 }
                 Part::Field(index, name, value) => {
                     let given: &[u8] = if *index == 0 { name } else { b"" };
-                    literal(&mut plain, *index, given, value);
-                    literal_indexed(&mut first, *index, given, value);
+                    literal(&mut plain, false, *index, given, value);
+                    literal(&mut first, true, *index, given, value);
                     // The newest entry is 62; this one is `fields - 1 - nth`
                     // entries older once all are in.
                     put_int(&mut again, 7, 0x80, 62 + fields - 1 - nth);
@@ -264,21 +264,15 @@ pub fn build_h2(cfg: &Config, url: &Url, method: &str, body: Option<&[u8]>) -> H
     b.blocks()
 }
 
-/// A literal field without indexing: the name by its static index, or
-/// (index 0) spelled out; strings raw, not Huffman-coded.
-/// A literal with incremental indexing (RFC 7541 §6.2.1).
-fn literal_indexed(b: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
-    put_int(b, 6, 0x40, index);
-    if index == 0 {
-        put_int(b, 7, 0x00, name.len());
-        b.extend_from_slice(name);
+/// A literal field, without indexing (RFC 7541 §6.2.2) or with incremental
+/// indexing (§6.2.1): the name by its static index, or (index 0) spelled
+/// out; strings raw, not Huffman-coded.
+fn literal(b: &mut Vec<u8>, indexed: bool, index: usize, name: &[u8], value: &[u8]) {
+    if indexed {
+        put_int(b, 6, 0x40, index);
+    } else {
+        put_int(b, 4, 0x00, index);
     }
-    put_int(b, 7, 0x00, value.len());
-    b.extend_from_slice(value);
-}
-
-fn literal(b: &mut Vec<u8>, index: usize, name: &[u8], value: &[u8]) {
-    put_int(b, 4, 0x00, index);
     if index == 0 {
         put_int(b, 7, 0x00, name.len());
         b.extend_from_slice(name);
