@@ -223,10 +223,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte,
                             done: t_read,
                         };
-                        if core.cfg.siege_parser && t.part == 0 {
-                            core.fetch_assets(&t, done, &mut parser, &mut again);
-                        }
-                        core.record(&t, done, &times, &mut parser.server);
+                        core.record_h1(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         if !(done.keep_alive && core.cfg.keepalive) {
@@ -286,10 +283,7 @@ pub async fn run(core: Rc<Core>) {
                             first_byte: t_first.take().unwrap_or(t_read),
                             done: t_read,
                         };
-                        if core.cfg.siege_parser && t.part == 0 {
-                            core.fetch_assets(&t, done, &mut parser, &mut again);
-                        }
-                        core.record(&t, done, &times, &mut parser.server);
+                        core.record_h1(&t, done, &times, &mut parser, &mut again);
                         answered += 1;
                         open.served += 1;
                         close_after = true;
@@ -497,7 +491,7 @@ impl Core {
     /// Under `--siege`, after a page: learns its assets from the first
     /// body captured, then queues them to be fetched next, as siege does
     /// after each page it gets with a status below 300.
-    pub(crate) fn fetch_assets(
+    fn fetch_assets(
         &self,
         t: &Ticket,
         done: Done,
@@ -541,6 +535,22 @@ impl Core {
                 part,
             });
         }
+    }
+
+    /// An HTTP/1 response: under `--siege` a page's assets are queued
+    /// first, then it is counted.
+    fn record_h1(
+        &self,
+        t: &Ticket,
+        done: Done,
+        times: &Times,
+        parser: &mut ResponseParser,
+        again: &mut VecDeque<Ticket>,
+    ) {
+        if self.cfg.siege_parser && t.part == 0 {
+            self.fetch_assets(t, done, parser, again);
+        }
+        self.record(t, done, times, &mut parser.server);
     }
 
     /// Counts one complete response.

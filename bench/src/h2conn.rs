@@ -35,6 +35,7 @@ use crate::conn::{broke, connect, Break, Times};
 use crate::cores::Core;
 use crate::hpack::Decoder;
 use crate::rate::Ticket;
+use crate::request::put_int;
 use crate::response::Done;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -211,11 +212,12 @@ pub async fn run(core: Rc<Core>) {
                     break;
                 }
                 let end = if tg.body.is_empty() { END_STREAM } else { 0 };
-                let mut update = [0u8; 8];
-                let update = match size_update.take() {
-                    Some(n) => hpack_size_update(&mut update, n),
-                    None => &update[..0],
-                };
+                // A dynamic table size update (RFC 7541 §6.3), at most once
+                // a connection: no allocation otherwise.
+                let mut update = Vec::new();
+                if let Some(n) = size_update.take() {
+                    put_int(&mut update, 5, 0x20, n);
+                }
                 let block = if plain_only {
                     &tg.h2.plain
                 } else if indexed {
@@ -231,7 +233,7 @@ pub async fn run(core: Rc<Core>) {
                     END_HEADERS | end,
                     next_id,
                 );
-                wbuf.extend_from_slice(update);
+                wbuf.extend_from_slice(&update);
                 wbuf.extend_from_slice(block);
                 let chunks = tg.body.chunks(MAX_FRAME);
                 let n = chunks.len();
@@ -508,24 +510,4 @@ pub async fn run(core: Rc<Core>) {
 /// The most any URL's first block puts in the server's HPACK table.
 fn max_table(core: &Core) -> usize {
     core.targets.iter().map(|t| t.h2.table).max().unwrap_or(0)
-}
-
-/// A dynamic table size update to `n` (RFC 7541 §6.3), in `buf`.
-fn hpack_size_update(buf: &mut [u8; 8], n: usize) -> &[u8] {
-    let mut v = Vec::with_capacity(8);
-    // A 5-bit prefix: at most 6 bytes for a u32.
-    let max = 31usize;
-    if n < max {
-        v.push(0x20 | n as u8);
-    } else {
-        v.push(0x20 | max as u8);
-        let mut rest = n - max;
-        while rest >= 128 {
-            v.push((rest % 128) as u8 | 0x80);
-            rest /= 128;
-        }
-        v.push(rest as u8);
-    }
-    buf[..v.len()].copy_from_slice(&v);
-    &buf[..v.len()]
 }

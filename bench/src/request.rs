@@ -282,7 +282,7 @@ fn literal(b: &mut Vec<u8>, indexed: bool, index: usize, name: &[u8], value: &[u
 }
 
 /// An HPACK integer with an `n`-bit prefix (RFC 7541 §5.1).
-fn put_int(b: &mut Vec<u8>, n: u32, flags: u8, v: usize) {
+pub(crate) fn put_int(b: &mut Vec<u8>, n: u32, flags: u8, v: usize) {
     let max = (1usize << n) - 1;
     if v < max {
         b.push(flags | v as u8);

@@ -204,19 +204,14 @@ pub fn front_command(
             }
             a
         }
-        "nginx" if protocol != Protocol::Http => {
-            vars.extend(tls::nginx_vars(protocol, listen.tls, behind)?);
-            let conf = fill(&t("nginx-h2.conf"), dir, "nginx.conf", &vars)?;
-            vec![
-                bin(&["nginx"])?,
-                "-c".into(),
-                path(&conf),
-                "-p".into(),
-                prefix.clone(),
-            ]
-        }
         "nginx" => {
-            let conf = fill(&t(&format!("nginx-{kind}.conf")), dir, "nginx.conf", &vars)?;
+            let template = if protocol == Protocol::Http {
+                format!("nginx-{kind}.conf")
+            } else {
+                vars.extend(tls::nginx_vars(protocol, listen.tls, behind)?);
+                "nginx-h2.conf".into()
+            };
+            let conf = fill(&t(&template), dir, "nginx.conf", &vars)?;
             vec![
                 bin(&["nginx"])?,
                 "-c".into(),

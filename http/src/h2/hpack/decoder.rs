@@ -109,7 +109,10 @@ impl Decoder {
                 let name = self.name_of(block, &mut at, i)?;
                 let value = self.string(block, &mut at, Str::Value)?;
                 if on {
-                    let (n, v) = (self.slice(block, &name), self.slice(block, &value));
+                    let (n, v) = (
+                        slice(&self.name, &self.value, block, &name),
+                        slice(&self.name, &self.value, block, &value),
+                    );
                     on = field(n, v);
                 }
                 fields = true;
@@ -148,10 +151,6 @@ impl Decoder {
         dst.clear();
         huffman::decode(&block[start..end], dst)?;
         Ok(into)
-    }
-
-    fn slice<'s>(&'s self, block: &'s [u8], s: &Str) -> &'s [u8] {
-        slice(&self.name, &self.value, block, s)
     }
 }
 
