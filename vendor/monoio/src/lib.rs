@@ -45,6 +45,8 @@ pub use driver::Driver;
 pub use driver::IoUringDriver;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
 pub use driver::coalesce;
+#[cfg(all(target_os = "linux", feature = "iouring"))]
+pub use driver::multishot;
 #[cfg(feature = "legacy")]
 pub use driver::LegacyDriver;
 #[cfg(feature = "macros")]

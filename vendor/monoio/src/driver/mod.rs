@@ -36,6 +36,8 @@ pub use self::uring::IoUringDriver;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
 pub use self::uring::coalesce;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
+pub use self::uring::multishot;
+#[cfg(all(target_os = "linux", feature = "iouring"))]
 use self::uring::UringInner;
 
 /// Unpark a runtime of another thread.

@@ -29,11 +29,28 @@ pub(crate) struct Send<T> {
     fd: SharedFd,
 
     pub(crate) buf: T,
+
+    /// ringside: MSG_DONTWAIT, so a full socket answers EAGAIN at once
+    /// instead of the ring waiting on it (see `TcpStream::send_nowait`).
+    nowait: bool,
 }
 
 impl<T: IoBuf> Op<Send<T>> {
     pub(crate) fn send(fd: SharedFd, buf: T) -> io::Result<Self> {
-        Op::submit_with(Send { fd, buf })
+        Op::submit_with(Send {
+            fd,
+            buf,
+            nowait: false,
+        })
+    }
+
+    /// ringside: a send that takes what the socket takes now.
+    pub(crate) fn send_nowait(fd: SharedFd, buf: T) -> io::Result<Self> {
+        Op::submit_with(Send {
+            fd,
+            buf,
+            nowait: true,
+        })
     }
 
     #[allow(unused)]
@@ -41,6 +58,7 @@ impl<T: IoBuf> Op<Send<T>> {
         Send {
             fd: fd.clone(),
             buf,
+            nowait: false,
         }
     }
 
@@ -74,6 +92,11 @@ impl<T: IoBuf> OpAble for Send<T> {
         #[cfg(not(feature = "zero-copy"))]
         #[allow(deprecated)]
         let flags = libc::MSG_NOSIGNAL as libc::c_int;
+        let flags = if self.nowait {
+            flags | libc::MSG_DONTWAIT
+        } else {
+            flags
+        };
 
         opcode::Send::new(
             types::Fd(self.fd.raw_fd()),

@@ -22,6 +22,10 @@ pub(crate) enum Lifecycle {
 
     /// The operation has completed.
     Completed(io::Result<u32>, u32),
+
+    /// ringside: a multishot receive, completed many times (its own
+    /// handling: see `multishot.rs`).
+    Multi(Box<super::multishot::MultiState>),
 }
 
 impl<'a> Ref<'a, Lifecycle> {
@@ -43,7 +47,9 @@ impl<'a> Ref<'a, Lifecycle> {
             Lifecycle::Ignored(..) => {
                 self.remove();
             }
-            Lifecycle::Completed(..) => unsafe { std::hint::unreachable_unchecked() },
+            Lifecycle::Completed(..) | Lifecycle::Multi(_) => unsafe {
+                std::hint::unreachable_unchecked()
+            },
         }
     }
 
@@ -86,7 +92,9 @@ impl<'a> Ref<'a, Lifecycle> {
             Lifecycle::Completed(..) => {
                 self.remove();
             }
-            Lifecycle::Ignored(..) => unsafe { std::hint::unreachable_unchecked() },
+            Lifecycle::Ignored(..) | Lifecycle::Multi(_) => unsafe {
+                std::hint::unreachable_unchecked()
+            },
         }
         true
     }

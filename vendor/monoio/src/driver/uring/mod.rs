@@ -26,6 +26,7 @@ use crate::utils::slab::Slab;
 
 pub mod coalesce;
 mod lifecycle;
+pub mod multishot;
 #[cfg(feature = "sync")]
 mod waker;
 #[cfg(feature = "sync")]
@@ -83,6 +84,13 @@ pub(crate) struct UringInner {
 
     // Uring support ext_arg
     ext_arg: bool,
+
+    /// ringside: the provided buffer ring of multishot receives, made at the
+    /// first (see multishot.rs). After `uring`: dropped after the ring is.
+    bufs: Option<multishot::BufRing>,
+    /// ringside: multishot receives to cancel once the completion queue is
+    /// read.
+    multi_cancels: Vec<usize>,
 }
 
 // When dropping the driver, all in-flight operations must have completed. This
@@ -113,6 +121,8 @@ impl IoUringDriver {
             ops: Ops::new(),
             ext_arg: uring.params().is_feature_ext_arg(),
             uring,
+            bufs: None,
+            multi_cancels: Vec::new(),
         }));
 
         Ok(IoUringDriver {
@@ -147,6 +157,8 @@ impl IoUringDriver {
             ops: Ops::new(),
             ext_arg: uring.params().is_feature_ext_arg(),
             uring,
+            bufs: None,
+            multi_cancels: Vec::new(),
             shared_waker: std::sync::Arc::new(waker::EventWaker::new(waker)),
             eventfd_installed: false,
             waker_receiver,
@@ -402,8 +414,22 @@ impl UringInner {
                     self.poll.tick(Some(Duration::ZERO))?;
                 }
                 _ if index >= MIN_REVERSED_USERDATA => (),
-                _ => self.ops.complete(index as _, resultify(&cqe), cqe.flags()),
+                _ => {
+                    if !multishot::complete(
+                        &mut self.ops,
+                        &mut self.bufs,
+                        &mut self.multi_cancels,
+                        index as _,
+                        cqe.result(),
+                        cqe.flags(),
+                    ) {
+                        self.ops.complete(index as _, resultify(&cqe), cqe.flags())
+                    }
+                }
             }
+        }
+        while let Some(index) = self.multi_cancels.pop() {
+            multishot::push_cancel(self, index);
         }
         Ok(())
     }

@@ -245,6 +245,17 @@ impl TcpStream {
         op.wait().await
     }
 
+    /// ringside: sends what the socket takes now of `buf` through the ring
+    /// (with the loop's next `io_uring_enter`, no system call of its own):
+    /// the count sent, or EAGAIN when it took nothing.
+    pub async fn send_nowait<T: IoBuf>(&self, buf: T) -> BufResult<usize, T> {
+        let op = match Op::send_nowait(self.fd.clone(), buf) {
+            Ok(op) => op,
+            Err(_) => unreachable!("submit_with never fails"),
+        };
+        op.write().await
+    }
+
     /// Wait for write readiness.
     /// Note: Do not use it before every io. It is different from other runtimes!
     ///
