@@ -116,3 +116,11 @@ if [ ! -x "$httpwg/bin/httpwg" ]; then
 fi
 
 cargo test --workspace --all-targets "$@"
+
+# The HTTP suites again on the readiness path (POLL_ADD, then recv(2) and
+# send(2)) that io_uring workers take where the kernel has no buffer rings,
+# and that RINGSIDE_URING_RECV=poll asks for; the run above took multishot
+# receives and ring sends.
+RINGSIDE_URING_RECV=poll cargo test -p ringside --test static_semantics \
+    --test proxy_semantics --test h1_security_framing --test slow_clients \
+    --test h2_interop --test proxy_faults --test uring_recv_ring

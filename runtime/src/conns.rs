@@ -162,6 +162,7 @@ pub(crate) async fn sweeper() {
         tick.as_mut().await;
         let now = Instant::now();
         sweep(now);
+        crate::stats::publish_ring();
         tick.as_mut().reset(now + SWEEP_EVERY);
     }
 }

@@ -62,6 +62,7 @@ pub mod fs;
 pub mod link;
 mod meter;
 pub mod net;
+pub mod recv_multi;
 pub mod reload;
 pub mod shutdown;
 pub mod splice;

@@ -171,7 +171,24 @@ impl Link {
     /// a large or slow write goes through the engine, boxed, so its future
     /// is not part of every connection's.
     pub async fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<()> {
-        if self.try_flush(wbuf, false)? {
+        if self.stream.ring_sends() {
+            if wbuf.is_empty() {
+                return Ok(());
+            }
+            // Through the ring: carried by the loop's next io_uring_enter
+            // with every other connection's, no system call of its own.
+            let (r, mut sent) = self.stream.send_ring(std::mem::take(wbuf)).await;
+            match r {
+                Ok(n) => bytes::Buf::advance(&mut sent, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            *wbuf = sent;
+            if wbuf.is_empty() {
+                wbuf.clear();
+                return Ok(());
+            }
+        } else if self.try_flush(wbuf, false)? {
             return Ok(());
         }
         Box::pin(self.flush_wait(wbuf)).await

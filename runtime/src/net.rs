@@ -27,6 +27,9 @@ const MSG_MORE: libc::c_int = libc::MSG_MORE;
 const MSG_MORE: libc::c_int = 0;
 
 pub struct TcpStream {
+    /// Before `inner`: a receive still armed is cancelled before the
+    /// socket closes.
+    multi: crate::recv_multi::Multi,
     inner: Inner,
     /// The TLS session, once one is started (see [`crate::tls`]).
     tls: Option<Box<Session>>,
@@ -75,7 +78,11 @@ impl TcpStream {
                 GlommioStream::wrap(unsafe { glommio::net::TcpStream::from_raw_fd(std.into_raw_fd()) })
             },
         );
-        Ok(TcpStream { inner, tls: None })
+        Ok(TcpStream {
+            multi: Default::default(),
+            inner,
+            tls: None,
+        })
     }
 
     /// Connects to `addr` on this worker's engine.
@@ -84,7 +91,11 @@ impl TcpStream {
             monoio => Inner::Monoio(monoio::net::TcpStream::connect_addr(addr).await?),
             glommio => GlommioStream::wrap(glommio::net::TcpStream::connect(addr).await.map_err(io::Error::from)?),
         );
-        let s = TcpStream { inner, tls: None };
+        let s = TcpStream {
+            multi: Default::default(),
+            inner,
+            tls: None,
+        };
         s.set_nodelay(true)?;
         Ok(s)
     }
@@ -142,6 +153,9 @@ impl TcpStream {
         if self.tls.as_ref().is_some_and(|t| t.buffered()) {
             return Ok(());
         }
+        if self.multi.readable().await {
+            return Ok(());
+        }
         match &self.inner {
             // Not relaxed: on the readiness driver a relaxed wait trusts a
             // stale readiness bit (our recv's EAGAIN never clears it), and
@@ -177,6 +191,9 @@ impl TcpStream {
     pub fn try_read(&self, buf: &mut BytesMut) -> io::Result<usize> {
         if let Some(t) = &self.tls {
             return t.try_read(self.as_raw_fd(), buf);
+        }
+        if let Some(r) = self.multi.try_read(buf) {
+            return r;
         }
         #[cfg(rt_glommio)]
         #[allow(irrefutable_let_patterns)] // irrefutable in glommio-only builds
@@ -229,6 +246,10 @@ impl TcpStream {
     }
 
     fn raw_recv(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+        debug_assert!(
+            !self.multi.is_on(),
+            "a raw read would reorder a multishot's bytes"
+        );
         #[cfg(rt_glommio)]
         #[allow(irrefutable_let_patterns)] // irrefutable in glommio-only builds
         if let Inner::Glommio(_) = &self.inner {
@@ -305,6 +326,37 @@ impl TcpStream {
         Ok(())
     }
 
+    /// Receives from now on with one multishot receive into this core's
+    /// buffer ring, where the worker has them (io_uring with buffer rings;
+    /// see [`crate::recv_multi`]); a no-op elsewhere, over TLS (which reads
+    /// the socket itself), or once done. Only for a plain client
+    /// connection, and only after anything read beneath it by
+    /// [`TcpStream::peek_raw`].
+    pub fn receive_multishot(&mut self) {
+        if self.tls.is_none() && !self.multi.is_on() {
+            self.multi = crate::recv_multi::Multi::new(self.as_raw_fd());
+        }
+    }
+
+    /// Whether sends go through the ring ([`TcpStream::send_ring`]): on a
+    /// stream that receives through it, unless `RINGSIDE_URING_SEND=direct`.
+    #[inline]
+    pub fn ring_sends(&self) -> bool {
+        self.multi.is_on() && crate::recv_multi::ring_sends()
+    }
+
+    /// Sends what the socket takes now of `buf` with the loop's next
+    /// `io_uring_enter`: the count sent, `WouldBlock` when it took nothing.
+    /// Only where [`TcpStream::ring_sends`].
+    pub async fn send_ring(&self, buf: BytesMut) -> (io::Result<usize>, BytesMut) {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.send_nowait(buf).await,
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => (Err(io::ErrorKind::Unsupported.into()), buf),
+        }
+    }
+
     /// Reads at least one byte (or EOF) into `buf`'s spare capacity, the
     /// buffer lent to the engine meanwhile: on io_uring one recv, where
     /// `readable` + `try_read` is a poll and a syscall. For a socket in the
@@ -314,7 +366,7 @@ impl TcpStream {
         if buf.capacity() == buf.len() {
             buf.reserve(4096);
         }
-        if self.tls.is_some() {
+        if self.tls.is_some() || self.multi.is_on() {
             let r = self.read(&mut buf).await;
             return (r, buf);
         }
@@ -630,6 +682,7 @@ impl TcpListener {
                 let (s, peer) = l.accept().await?;
                 Ok((
                     TcpStream {
+                        multi: Default::default(),
                         inner: Inner::Monoio(s),
                         tls: None,
                     },
@@ -642,6 +695,7 @@ impl TcpListener {
                 let peer = s.peer_addr().map_err(io::Error::from)?;
                 Ok((
                     TcpStream {
+                        multi: Default::default(),
                         inner: GlommioStream::wrap(s),
                         tls: None,
                     },

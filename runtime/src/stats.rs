@@ -21,6 +21,8 @@ pub struct WorkerStats {
     spare_pipes: AtomicU64,
     cached_files: AtomicU64,
     buffer_bytes: AtomicU64,
+    /// The receive ring's figures (see [`WorkerStats::recv_ring`]).
+    ring: [AtomicU64; 4],
 }
 
 impl WorkerStats {
@@ -57,6 +59,14 @@ impl WorkerStats {
     /// design, not leaked.
     pub fn buffer_bytes(&self) -> u64 {
         self.buffer_bytes.load(Relaxed)
+    }
+
+    /// The multishot receive ring (`recv_multi`): buffers in it (0: none,
+    /// receives the plain way), buffers held now, receives ended by an
+    /// empty ring, and receives paused for a connection holding too many,
+    /// as of the worker's last sweep (every 100 ms).
+    pub fn recv_ring(&self) -> [u64; 4] {
+        [0, 1, 2, 3].map(|i| self.ring[i].load(Relaxed))
     }
 
     /// Client TLS handshakes: (full, resumed, failed) since start.
@@ -133,6 +143,16 @@ pub(crate) fn tls_handshake(r: &std::io::Result<()>, stream: &crate::net::TcpStr
 #[cfg_attr(not(rt_monoio), allow(dead_code))]
 pub(crate) fn spare_pipes(n: usize) {
     bump(|s| s.spare_pipes.store(n as u64, Relaxed));
+}
+
+/// Publishes this worker's receive ring figures.
+pub(crate) fn publish_ring() {
+    let now = crate::recv_multi::ring_stats();
+    bump(|s| {
+        for (a, v) in s.ring.iter().zip(now) {
+            a.store(v, Relaxed);
+        }
+    });
 }
 
 /// A static cache on this thread's worker opened (`delta` > 0) or let go

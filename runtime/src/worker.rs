@@ -548,7 +548,10 @@ fn run_engine<Fut: std::future::Future<Output = ()>>(
                 }
                 r => r?,
             };
-            rt.block_on(fut);
+            rt.block_on(async {
+                crate::recv_multi::start();
+                fut.await
+            });
             Ok(())
         }
         #[cfg(any(feature = "epoll", feature = "kqueue", feature = "devpoll"))]

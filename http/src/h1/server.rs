@@ -131,6 +131,9 @@ pub(crate) fn serve<H: Handler>(
         if link.stream.is_tls() && Box::pin(handshake(&link)).await.is_err() {
             return;
         }
+        // Plain connections receive through the ring from here on (TLS
+        // reads the socket itself).
+        link.stream.receive_multishot();
         // Counted from the address the client came from (after a PROXY
         // header), uncounted when this connection ends.
         let limit = link.cfg.limits.max_client_connections;
@@ -191,25 +194,22 @@ pub(crate) fn serve<H: Handler>(
             let (handler, cfg) = current.get();
             link.cfg = cfg;
             if over {
-                let next = Box::pin(refuse_over_limit(&mut link, a, &*handler)).await;
-                let _ = link.flush(&mut a.wbuf).await;
-                break next;
+                break Box::pin(async {
+                    let next = refuse_over_limit(&mut link, a, &*handler).await;
+                    let _ = link.flush(&mut a.wbuf).await;
+                    next
+                })
+                .await;
             }
             // On the heap: a request's future (head, exchange, the
             // handler's own) is most of this one's size, and every idle
             // connection would hold that room for good. In a block the
             // core reuses, so no request allocates for it.
-            match Recycled::new(one_request(&mut link, a, &*handler)).await {
-                Next::KeepAlive => {
-                    let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
-                    if flush_now && link.flush(&mut a.wbuf).await.is_err() {
-                        break Next::Close;
-                    }
-                }
-                other => {
-                    let _ = link.flush(&mut a.wbuf).await;
-                    break other;
-                }
+            // The flush too: its send through the ring would otherwise
+            // sit in every connection's future.
+            match Recycled::new(request_and_flush(&mut link, a, &*handler)).await {
+                Next::KeepAlive => {}
+                other => break other,
             }
         };
         if let Next::Linger = next {
@@ -274,6 +274,25 @@ async fn handshake(link: &Link) -> io::Result<()> {
         tracing::debug!(error = %e, "TLS handshake failed");
     }
     r
+}
+
+/// [`one_request`], then its response sent: at once when nothing more
+/// came in, else batched with the next pipelined one's (up to
+/// `DISCARD_MAX` bytes). `Next::Close` when the send fails.
+async fn request_and_flush<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
+    match one_request(link, a, handler).await {
+        Next::KeepAlive => {
+            let flush_now = a.rbuf.is_empty() || a.wbuf.len() >= DISCARD_MAX as usize;
+            if flush_now && link.flush(&mut a.wbuf).await.is_err() {
+                return Next::Close;
+            }
+            Next::KeepAlive
+        }
+        other => {
+            let _ = link.flush(&mut a.wbuf).await;
+            other
+        }
+    }
 }
 
 /// Reads one head, runs the handler and settles the body. Responses are

@@ -75,4 +75,21 @@ pub(super) fn render(reg: &Registry, cores: &[Arc<CoreStats>], out: &mut String)
             );
         }
     }
+    let ring: [(&str, &str, &str); 4] = [
+        ("ringside_recv_ring_buffers", "gauge", "Buffers in a worker's io_uring receive ring (0: it receives the plain way: another backend, RINGSIDE_URING_RECV=poll, or a kernel without buffer rings)."),
+        ("ringside_recv_ring_buffers_held", "gauge", "Ring buffers filled and not yet taken by their connection (idle connections hold none)."),
+        ("ringside_recv_ring_dry_total", "counter", "Receives ended because the ring was empty; each connection then read once the plain way (bytes wait in the socket, none are lost)."),
+        ("ringside_recv_ring_paused_total", "counter", "Receives paused because their connection held too many unread buffers (it resumes when it reads)."),
+    ];
+    for (i, (name, kind, help)) in ring.iter().enumerate() {
+        family(out, name, kind, help);
+        for c in cores {
+            let _ = writeln!(
+                out,
+                "{name}{{worker=\"{}\"}} {}",
+                c.worker,
+                c.conns.recv_ring()[i]
+            );
+        }
+    }
 }
