@@ -194,6 +194,9 @@ pub struct Flags {
     /// I/O engine: auto (io_uring, or epoll when the kernel refuses it), io-uring, epoll
     #[arg(long, value_name = "NAME", default_value = "auto")]
     pub backend: String,
+    /// io_uring, closed loop: wait up to this long for half of a core's connections to have news before handling any (0: wake for each; see README)
+    #[arg(long = "batch-wait", value_name = "DURATION", default_value = "50us")]
+    pub batch_wait: String,
     /// Progress display on stderr: auto (a live bar on a terminal, ab's lines otherwise), lines, bar, none
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub progress: String,
@@ -313,6 +316,8 @@ pub struct Config {
     pub url_file: Option<PathBuf>,
     pub url: Option<String>,
     pub backend: Backend,
+    /// Longest coalesced wait of a closed-loop core on io_uring (zero: off).
+    pub batch_wait: Duration,
     pub progress: ProgressMode,
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
@@ -321,10 +326,12 @@ pub struct Config {
     pub streams: usize,
 }
 
-/// Reads `10s`, `500ms`, `2m`, `1h` or plain (fractional) seconds.
+/// Reads `10s`, `500ms`, `50us`, `2m`, `1h` or plain (fractional) seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)
     } else if let Some(n) = s.strip_suffix('s') {
         (n, 1.0)
@@ -458,6 +465,16 @@ impl TryFrom<Flags> for Config {
                 ))
             }
         };
+        let batch_wait = match f.batch_wait.trim() {
+            "0" => Duration::ZERO,
+            w => parse_duration(w).map_err(|e| format!("--batch-wait: {e} (or 0: off)"))?,
+        };
+        if batch_wait > Duration::from_millis(10) {
+            return Err(format!(
+                "--batch-wait: at most 10ms (it delays what a core sees), got {}",
+                f.batch_wait
+            ));
+        }
         let progress = match f.progress.as_str() {
             "auto" => ProgressMode::Auto,
             "lines" => ProgressMode::Lines,
@@ -577,6 +594,7 @@ impl TryFrom<Flags> for Config {
             url_file: f.url_file,
             url: f.url,
             backend,
+            batch_wait,
             progress,
             insecure: f.insecure,
             cacert: f.cacert,
@@ -667,6 +685,18 @@ mod tests {
             ("1h", 3_600_000),
         ] {
             assert_eq!(parse_duration(s).unwrap(), Duration::from_millis(ms), "{s}");
+        }
+        assert_eq!(parse_duration("50us").unwrap(), Duration::from_micros(50));
+        for (flag, want) in [("0", 0), ("50us", 50), ("2ms", 2000)] {
+            let c = cfg(&["--batch-wait", flag, "http://h/"]).unwrap();
+            assert_eq!(c.batch_wait, Duration::from_micros(want), "{flag}");
+        }
+        assert_eq!(
+            cfg(&["http://h/"]).unwrap().batch_wait,
+            Duration::from_micros(50)
+        );
+        for bad in ["20ms", "soon", "-1"] {
+            assert!(cfg(&["--batch-wait", bad, "http://h/"]).is_err(), "{bad}");
         }
         for bad in ["", "0", "-1s", "abc", "10x"] {
             assert!(parse_duration(bad).is_err(), "{bad}");

@@ -121,6 +121,10 @@ fn ten_reloads_under_load_fail_no_request() {
         + r.metric("ringside_accepted_connections_total{worker=\"1\"}")
         < 200.0
     {
+        assert!(
+            !static_load.is_finished() && !proxy_load.is_finished(),
+            "a load ended before it was under way (its report says why)"
+        );
         thread::sleep(std::time::Duration::from_millis(5));
     }
     for i in 1..=10u64 {
