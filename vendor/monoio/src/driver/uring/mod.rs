@@ -429,7 +429,11 @@ impl UringInner {
             }
         }
         while let Some(index) = self.multi_cancels.pop() {
-            multishot::push_cancel(self, index);
+            // A receive that ended later in this batch may be gone, and its
+            // index reused, by the time the cancel runs: only if still on.
+            if multishot::still_cancelling(&mut self.ops, index) {
+                multishot::push_cancel(self, index);
+            }
         }
         Ok(())
     }

@@ -222,6 +222,14 @@ pub(crate) fn complete(
     true
 }
 
+/// Whether op `index` is a receive still armed with a cancel wanted.
+pub(crate) fn still_cancelling(ops: &mut super::Ops, index: usize) -> bool {
+    match ops.slab.get(index) {
+        Some(mut r) => matches!(&mut *r, Lifecycle::Multi(st) if st.armed && st.cancelling),
+        None => false,
+    }
+}
+
 /// Pushes an AsyncCancel for op `index`, submitting first if the queue is
 /// full.
 pub(crate) fn push_cancel(inner: &mut UringInner, index: usize) {
