@@ -8,7 +8,10 @@
 //!
 //! `respond` parses nothing: it counts the `\r\n\r\n` ends of request heads
 //! in what it reads (wrk sends no bodies) and writes one fixed response for
-//! each. `relay` is a proxy without HTTP: per client connection one
+//! each. It receives as ringside does on io_uring: one multishot RECV per
+//! connection into a provided buffer ring, and sends through the ring
+//! without waiting (`RINGSIDE_FLOOR_RECV=recv`: a RECV with its own buffer
+//! per read and a waiting SEND, the floor before ringside had that path). `relay` is a proxy without HTTP: per client connection one
 //! upstream connection, kept, and bytes copied as they come. Both run one
 //! thread on io_uring with the ring setup ringside uses (single issuer,
 //! deferred task work). Whatever a real server spends above these is its
@@ -45,6 +48,10 @@ fn main() {
         .uring_builder(urb)
         .build()
         .unwrap_or_else(|e| fail(&format!("io_uring: {e}")));
+    let multishot = std::env::var("RINGSIDE_FLOOR_RECV").map_or(true, |v| v != "recv");
+    if multishot {
+        monoio::multishot::enable(monoio::multishot::Config::default());
+    }
     rt.block_on(async move {
         let l = TcpListener::bind(listen).unwrap_or_else(|e| fail(&format!("bind: {e}")));
         println!("listening on {}", l.local_addr().unwrap());
@@ -54,6 +61,9 @@ fn main() {
             };
             let _ = s.set_nodelay(true);
             match upstream {
+                None if multishot => {
+                    monoio::spawn(respond_multishot(s));
+                }
                 None => {
                     monoio::spawn(respond(s));
                 }
@@ -70,11 +80,69 @@ fn fail(msg: &str) -> ! {
     std::process::exit(2)
 }
 
+/// Counts the ends of request heads in `bytes`; `matched` is how far into a
+/// "\r\n\r\n" the previous bytes ended.
+fn heads(bytes: &[u8], matched: &mut u8) -> usize {
+    let mut n = 0;
+    for &c in bytes {
+        *matched = match (*matched, c) {
+            (0 | 2, b'\r') => *matched + 1,
+            (1 | 3, b'\n') => *matched + 1,
+            (_, b'\r') => 1,
+            _ => 0,
+        };
+        if *matched == 4 {
+            n += 1;
+            *matched = 0;
+        }
+    }
+    n
+}
+
+async fn respond_multishot(mut s: TcpStream) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Some(m) = monoio::multishot::RecvMulti::new(s.as_raw_fd()) else {
+        return respond(s).await;
+    };
+    let mut out = Vec::with_capacity(RESPONSE.len() * 4);
+    let mut matched = 0u8;
+    loop {
+        // A receive the ring ran dry under, or one paused, re-arms here.
+        m.arm();
+        std::future::poll_fn(|cx| m.poll_ready(cx)).await;
+        let mut answers = 0;
+        match m.try_read(|chunk| answers += heads(chunk, &mut matched)) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+        for _ in 0..answers {
+            out.extend_from_slice(RESPONSE);
+        }
+        if out.is_empty() {
+            continue;
+        }
+        let (r, o) = s.send_nowait(out).await;
+        let sent = match r {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+            Err(e) => return Err(e),
+        };
+        out = o;
+        if sent < out.len() {
+            let rest = out.split_off(sent);
+            let (r, _) = s.write_all(rest).await;
+            r?;
+        }
+        out.clear();
+    }
+}
+
 async fn respond(mut s: TcpStream) -> io::Result<()> {
     let mut buf = vec![0u8; BUF];
     let mut out = Vec::with_capacity(RESPONSE.len() * 4);
-    // How far into a "\r\n\r\n" the previous read ended.
-    let mut matched = 0;
+    let mut matched = 0u8;
     loop {
         let (r, b) = s.read(buf).await;
         buf = b;
@@ -82,17 +150,8 @@ async fn respond(mut s: TcpStream) -> io::Result<()> {
         if n == 0 {
             return Ok(());
         }
-        for &c in &buf[..n] {
-            matched = match (matched, c) {
-                (0 | 2, b'\r') => matched + 1,
-                (1 | 3, b'\n') => matched + 1,
-                (_, b'\r') => 1,
-                _ => 0,
-            };
-            if matched == 4 {
-                out.extend_from_slice(RESPONSE);
-                matched = 0;
-            }
+        for _ in 0..heads(&buf[..n], &mut matched) {
+            out.extend_from_slice(RESPONSE);
         }
         if !out.is_empty() {
             let (r, o) = s.write_all(out).await;
