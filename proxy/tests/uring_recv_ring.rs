@@ -56,24 +56,27 @@ fn assert_ran_short_and_all_came_back(srv: &mut Ringside) {
     );
 }
 
-fn tiny_ring_proxy(origin: &Origin) -> Ringside {
+/// One io_uring worker proxying to `origin`, with its admin listener and
+/// the environment `env`.
+fn proxy(origin: &Origin, env: &[(&str, &str)]) -> Ringside {
     let up = origin.addr.to_string();
-    Ringside::start_with(
-        Command::new(common::BIN)
-            .env("RINGSIDE_URING_RING", "4x256")
-            // Whatever the suite runs under (scripts/test.sh runs it again
-            // with RINGSIDE_URING_RECV=poll).
-            .env("RINGSIDE_URING_RECV", "multishot")
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                "1",
-                "--backend",
-                "io-uring",
-            ])
-            .args(["--admin", "127.0.0.1:0"])
-            .args(["--upstream", &up]),
+    let mut cmd = Command::new(common::BIN);
+    cmd.envs(env.iter().copied());
+    cmd.args(["--listen", "127.0.0.1:0", "--workers", "1"])
+        .args(["--backend", "io-uring", "--admin", "127.0.0.1:0"])
+        .args(["--upstream", &up]);
+    Ringside::start_with(&mut cmd)
+}
+
+fn tiny_ring_proxy(origin: &Origin) -> Ringside {
+    // RINGSIDE_URING_RECV whatever the suite runs under (scripts/test.sh
+    // runs it again with RINGSIDE_URING_RECV=poll).
+    proxy(
+        origin,
+        &[
+            ("RINGSIDE_URING_RING", "4x256"),
+            ("RINGSIDE_URING_RECV", "multishot"),
+        ],
     )
 }
 
@@ -152,20 +155,7 @@ fn pipelined_requests_and_a_large_body_arrive_whole_and_in_order() {
 #[test]
 fn with_the_ring_turned_off_the_worker_says_so_and_serves_the_same() {
     let origin = Origin::start("plain");
-    let up = origin.addr.to_string();
-    let mut srv = Ringside::start_with(
-        Command::new(common::BIN)
-            .env("RINGSIDE_URING_RECV", "poll")
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                "1",
-                "--backend",
-                "io-uring",
-            ])
-            .args(["--admin", "127.0.0.1:0", "--upstream", &up]),
-    );
+    let mut srv = proxy(&origin, &[("RINGSIDE_URING_RECV", "poll")]);
     let mut c = Conn::open(srv.addr);
     for j in 0..5 {
         let r = c.get(&format!("/q{j}/headers"));

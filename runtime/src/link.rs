@@ -185,7 +185,6 @@ impl Link {
             }
             *wbuf = sent;
             if wbuf.is_empty() {
-                wbuf.clear();
                 return Ok(());
             }
         } else if self.try_flush(wbuf, false)? {

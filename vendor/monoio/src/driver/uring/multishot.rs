@@ -261,42 +261,48 @@ pub fn disable() {
     CONFIG.with(|c| c.set(None));
 }
 
+/// This thread's io_uring driver, when it runs one.
+fn current_uring() -> Option<Rc<UnsafeCell<UringInner>>> {
+    if !CURRENT.is_set() {
+        return None;
+    }
+    CURRENT.with(|inner| match inner {
+        Inner::Uring(this) => Some(this.clone()),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    })
+}
+
+/// Makes the driver's ring as `cfg` says unless it has one; a ring the
+/// kernel refuses turns the feature off for the thread.
+fn ensure_ring(this: &Rc<UnsafeCell<UringInner>>, cfg: Config) -> io::Result<()> {
+    // SAFETY: single-threaded; no other borrow of the driver is live.
+    let inner = unsafe { &mut *this.get() };
+    if inner.bufs.is_none() {
+        match BufRing::new(&inner.uring, cfg) {
+            Ok(b) => inner.bufs = Some(b),
+            Err(e) => {
+                disable();
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Makes this thread's ring now (inside the runtime) instead of at the
 /// first receive, so that the owner can say at start whether it has one.
-/// An error (a kernel without buffer rings) turns the feature off.
+/// An error (not enabled, not io_uring, a kernel without buffer rings)
+/// leaves the feature off.
 pub fn prepare() -> io::Result<()> {
     let Some(cfg) = CONFIG.with(|c| c.get()) else {
         return Err(io::Error::new(io::ErrorKind::Unsupported, "not enabled"));
     };
-    if !CURRENT.is_set() {
-        return Err(io::Error::new(io::ErrorKind::Unsupported, "outside a runtime"));
-    }
-    CURRENT.with(|inner| match inner {
-        Inner::Uring(this) => {
-            // SAFETY: single-threaded; no other borrow of the driver is live.
-            let inner = unsafe { &mut *this.get() };
-            if inner.bufs.is_none() {
-                match BufRing::new(&inner.uring, cfg) {
-                    Ok(b) => inner.bufs = Some(b),
-                    Err(e) => {
-                        disable();
-                        return Err(e);
-                    }
-                }
-            }
-            Ok(())
-        }
-        #[allow(unreachable_patterns)]
-        _ => {
-            disable();
-            Err(io::Error::new(io::ErrorKind::Unsupported, "not io_uring"))
-        }
-    })
-}
-
-/// Whether streams made now get a multishot receive.
-pub fn enabled() -> bool {
-    CONFIG.with(|c| c.get()).is_some()
+    let Some(this) = current_uring() else {
+        disable();
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "not io_uring"));
+    };
+    ensure_ring(&this, cfg)
 }
 
 /// What this thread's ring holds and has been through.
@@ -315,22 +321,16 @@ pub struct RingStats {
 
 /// This thread's ring figures (all 0 without one).
 pub fn stats() -> RingStats {
-    if !CURRENT.is_set() {
+    let Some(this) = current_uring() else {
         return RingStats::default();
-    }
-    CURRENT.with(|inner| match inner {
-        Inner::Uring(this) => {
-            // SAFETY: single-threaded; no other borrow of the driver is live.
-            let inner = unsafe { &*this.get() };
-            inner.bufs.as_ref().map_or(RingStats::default(), |b| RingStats {
-                entries: u64::from(b.mask) + 1,
-                out: b.out as u64,
-                dry: b.dry,
-                paused: b.paused,
-            })
-        }
-        #[allow(unreachable_patterns)]
-        _ => RingStats::default(),
+    };
+    // SAFETY: single-threaded; no other borrow of the driver is live.
+    let inner = unsafe { &*this.get() };
+    inner.bufs.as_ref().map_or(RingStats::default(), |b| RingStats {
+        entries: u64::from(b.mask) + 1,
+        out: b.out as u64,
+        dry: b.dry,
+        paused: b.paused,
     })
 }
 
@@ -353,42 +353,27 @@ impl RecvMulti {
     /// refuses turns the feature off for the thread.
     pub fn new(fd: RawFd) -> Option<RecvMulti> {
         let cfg = CONFIG.with(|c| c.get())?;
-        if !CURRENT.is_set() {
-            return None;
-        }
-        CURRENT.with(|inner| match inner {
-            Inner::Uring(this) => {
-                // SAFETY: single-threaded; no other borrow of the driver is
-                // live while this runs.
-                let inner = unsafe { &mut *this.get() };
-                if inner.bufs.is_none() {
-                    match BufRing::new(&inner.uring, cfg) {
-                        Ok(b) => inner.bufs = Some(b),
-                        Err(_) => {
-                            disable();
-                            return None;
-                        }
-                    }
-                }
-                let mut st = Box::new(MultiState {
-                    queue: VecDeque::new(),
-                    waker: None,
-                    armed: false,
-                    cancelling: false,
-                    orphan: false,
-                });
-                let ptr: *mut MultiState = &mut *st;
-                let index = inner.ops.slab.insert(Lifecycle::Multi(st));
-                Some(RecvMulti {
-                    driver: this.clone(),
-                    st: ptr,
-                    index,
-                    fd,
-                    starved: std::cell::Cell::new(false),
-                })
-            }
-            #[allow(unreachable_patterns)]
-            _ => None,
+        let this = current_uring()?;
+        ensure_ring(&this, cfg).ok()?;
+        let mut st = Box::new(MultiState {
+            queue: VecDeque::new(),
+            waker: None,
+            armed: false,
+            cancelling: false,
+            orphan: false,
+        });
+        let ptr: *mut MultiState = &mut *st;
+        // SAFETY: single-threaded; no other borrow of the driver is live.
+        let index = unsafe { &mut *this.get() }
+            .ops
+            .slab
+            .insert(Lifecycle::Multi(st));
+        Some(RecvMulti {
+            driver: this,
+            st: ptr,
+            index,
+            fd,
+            starved: std::cell::Cell::new(false),
         })
     }
 
