@@ -141,10 +141,18 @@ impl TcpStream {
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        socket2::SockRef::from(self)
-            .local_addr()?
-            .as_socket()
-            .ok_or_else(|| io::Error::other("not an inet socket"))
+        match &self.inner {
+            // Cached after the first call, as the peer's: FastCGI's
+            // SERVER_ADDR asks for it on every request, and each ask was a
+            // `getsockname(2)`.
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.local_addr(),
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => socket2::SockRef::from(self)
+                .local_addr()?
+                .as_socket()
+                .ok_or_else(|| io::Error::other("not an inet socket")),
+        }
     }
 
     /// Waits until the socket has bytes (or EOF, or an error) to read,
@@ -329,12 +337,32 @@ impl TcpStream {
     /// Receives from now on with one multishot receive into this core's
     /// buffer ring, where the worker has them (io_uring with buffer rings;
     /// see [`crate::recv_multi`]); a no-op elsewhere, over TLS (which reads
-    /// the socket itself), or once done. Only for a plain client
-    /// connection, and only after anything read beneath it by
-    /// [`TcpStream::peek_raw`].
+    /// the socket itself), or once done. For a plain client connection
+    /// only after anything read beneath it by [`TcpStream::peek_raw`]; for
+    /// an upstream one, a splice from it must
+    /// [`TcpStream::release_receive`] first.
     pub fn receive_multishot(&mut self) {
         if self.tls.is_none() && !self.multi.is_on() {
             self.multi = crate::recv_multi::Multi::new(self.as_raw_fd());
+        }
+    }
+
+    /// Readies the socket for a reader outside this type (a splice):
+    /// stops its multishot receive, if it has one, appending to `buf` the
+    /// bytes that receive took, which come before anything read after.
+    /// False when an end or an error is still to be read the usual way.
+    pub async fn release_receive(&self, buf: &mut BytesMut) -> bool {
+        self.multi.release(buf).await
+    }
+
+    /// [`TcpStream::readable`] for a reader outside this type (a splice),
+    /// which must not arm the multishot receive: a readiness wait.
+    pub async fn readable_raw(&self) -> io::Result<()> {
+        match &self.inner {
+            #[cfg(rt_monoio)]
+            Inner::Monoio(s) => s.readable(false).await,
+            #[cfg(rt_glommio)]
+            Inner::Glommio(_) => self.readable().await,
         }
     }
 
@@ -479,6 +507,11 @@ impl TcpStream {
     pub fn idle_usable(&self) -> bool {
         if let Some(t) = &self.tls {
             return t.idle_usable(self.as_raw_fd());
+        }
+        // An armed receive would have posted the end or the bytes: no
+        // system call needed.
+        if let Some(clean) = self.multi.clean() {
+            return clean;
         }
         let mut b = 0u8;
         // SAFETY: a one-byte peek into a local.

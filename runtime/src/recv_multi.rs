@@ -65,6 +65,30 @@ impl Multi {
         None
     }
 
+    /// For a pooled idle connection: whether nothing came on it, when the
+    /// receive knows (it is armed, or holds what came); `None` when the
+    /// caller must ask the socket.
+    pub(crate) fn clean(&self) -> Option<bool> {
+        #[cfg(feature = "io-uring")]
+        if let Some(m) = &self.inner {
+            return m.clean();
+        }
+        None
+    }
+
+    /// Stops the receive so that another reader (a splice) may take the
+    /// socket, appending to `buf` what it took meanwhile. False when an
+    /// end or an error waits in it: read that the usual way first. The
+    /// next wait for bytes arms it again.
+    pub(crate) async fn release(&self, buf: &mut BytesMut) -> bool {
+        #[cfg(feature = "io-uring")]
+        if let Some(m) = &self.inner {
+            return std::future::poll_fn(|cx| m.poll_stop(cx, |c| buf.extend_from_slice(c))).await;
+        }
+        let _ = buf;
+        true
+    }
+
     /// Waits for bytes (or the end) through the receive, arming it if it
     /// is not; false when the caller should wait the plain way instead
     /// (no receive, or the ring ran dry under it once).

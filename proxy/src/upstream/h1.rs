@@ -167,7 +167,10 @@ impl H1<'_> {
             BodyKind::Stream => ReqBody::Chunked,
         };
         let mut out = Buf::take();
-        if let (Some(v), Ok(client), Ok(to)) = (send_proxy, ex.peer(), ex.local_addr()) {
+        // The addresses only where a header wants them: each is a system
+        // call (it was one per proxied request, PROXY protocol or not).
+        let addrs = send_proxy.and_then(|v| Some((v, ex.peer().ok()?, ex.local_addr().ok()?)));
+        if let Some((v, client, to)) = addrs {
             // First on the connection: it opened for this request alone.
             let mut h = Vec::with_capacity(64);
             let v2 = v == crate::upstream::settings::ProxyVersion::V2;
@@ -352,25 +355,42 @@ async fn relay_sized(
             return Ok(inb.is_empty());
         }
         if left >= SPLICE_FROM && ex.can_splice_from(&sock.stream) {
-            // The rest goes socket to socket without a copy.
-            sock.arm_read(idle);
-            let r = ex
-                .write_from_socket(&sock.stream, left, &|| sock.arm_read(idle))
-                .await;
-            sock.disarm();
-            return match r {
-                Ok(()) => Ok(!sock.has_pending()),
-                Err(_) if sock.expired() => Err(timed_out("response body stalled")),
-                // The upstream ended the body short (its failure), or the
-                // client went away or stalled: not the server's fault, so
-                // never counted against it (it would mark healthy servers
-                // down). The error says which.
-                Err(e) => Err(e),
-            };
+            // The socket's multishot receive stops first: what it took is
+            // relayed before the splice, an end it saw by the read below.
+            let released = sock.stream.release_receive(&mut inb.0).await;
+            if !inb.is_empty() {
+                continue;
+            }
+            if released {
+                return splice_rest(ex, sock, left, idle).await;
+            }
         }
         inb.clear();
         ex.flush().await?;
         read_body_piece(sock, inb, idle).await?;
+    }
+}
+
+/// Moves the rest of a sized body socket to socket without a copy.
+async fn splice_rest(
+    ex: &mut Exchange<'_>,
+    sock: &mut UpSock,
+    left: u64,
+    idle: Duration,
+) -> Result<bool, Error> {
+    sock.arm_read(idle);
+    let r = ex
+        .write_from_socket(&sock.stream, left, &|| sock.arm_read(idle))
+        .await;
+    sock.disarm();
+    match r {
+        Ok(()) => Ok(!sock.has_pending()),
+        Err(_) if sock.expired() => Err(timed_out("response body stalled")),
+        // The upstream ended the body short (its failure), or the client
+        // went away or stalled: not the server's fault, so never counted
+        // against it (it would mark healthy servers down). The error says
+        // which.
+        Err(e) => Err(e),
     }
 }
 

@@ -445,6 +445,58 @@ impl RecvMulti {
         Poll::Pending
     }
 
+    /// Whether a pooled socket is still clean, as far as the receive
+    /// knows: `Some(true)` while it is armed with nothing received,
+    /// `Some(false)` when something (bytes, an end, an error) came;
+    /// `None` when it is not armed (the caller must ask the socket).
+    pub fn clean(&self) -> Option<bool> {
+        let st = self.st();
+        // A pause's end says nothing about the peer.
+        while st.queue.front().is_some_and(|&(res, _)| res == -libc::ECANCELED) {
+            st.queue.pop_front();
+        }
+        if !st.queue.is_empty() {
+            return Some(false);
+        }
+        st.armed.then_some(true)
+    }
+
+    /// Stops the receive so that the socket may be read another way (a
+    /// splice): cancels it, hands what it took meanwhile to `sink` and
+    /// waits for its last completion. `Ready(true)` when nothing of it is
+    /// left; `Ready(false)` when an end or an error waits, for
+    /// [`RecvMulti::try_read`].
+    pub fn poll_stop(&self, cx: &mut Context<'_>, mut sink: impl FnMut(&[u8])) -> Poll<bool> {
+        let st = self.st();
+        let inner = self.inner();
+        while let Some(&(res, flags)) = st.queue.front() {
+            if res <= 0 && res != -libc::ECANCELED && res != -libc::ENOBUFS {
+                return Poll::Ready(false);
+            }
+            st.queue.pop_front();
+            if let (Some(bid), Some(b)) = (cqueue::buffer_select(flags), inner.bufs.as_mut()) {
+                if res > 0 {
+                    sink(b.bytes(bid, res as usize));
+                }
+                b.recycle(bid);
+            }
+        }
+        if !st.armed {
+            return Poll::Ready(true);
+        }
+        if !st.cancelling {
+            // The entry lives while this handle does, so the cancel cannot
+            // reach another op.
+            st.cancelling = true;
+            push_cancel(inner, self.index);
+        }
+        match &st.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => st.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
     /// Hands what was received to `sink`, chunk by chunk, giving each
     /// buffer back. `Ok(n)`: n bytes, `Ok(0)`: the peer's end;
     /// `WouldBlock`: nothing (see [`RecvMulti::idle`]); another error: the
