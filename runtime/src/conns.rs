@@ -160,7 +160,7 @@ pub(crate) async fn sweeper() {
     let mut tick = std::pin::pin!(crate::task::sleep(SWEEP_EVERY));
     loop {
         tick.as_mut().await;
-        let now = Instant::now();
+        let now = crate::clock::now();
         sweep(now);
         crate::stats::publish_ring();
         tick.as_mut().reset(now + SWEEP_EVERY);

@@ -53,6 +53,7 @@ pub mod backend;
 pub mod capacity;
 pub mod cgroup;
 pub mod cidr;
+pub mod clock;
 pub mod coalesce;
 pub mod config;
 pub mod conns;

@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn evicts_least_recently_used_by_bytes() {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut c = Cache::new(3 * (1000 + 256 + 1), 2000, 0, Duration::from_secs(1));
         c.insert(b"a", entry(1000, now)).unwrap();
         c.insert(b"b", entry(1000, now)).unwrap();
@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn too_large_is_not_cached_and_staleness_follows_the_interval() {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut c = Cache::new(1 << 20, 100, 0, Duration::from_millis(500));
         assert!(c.insert(b"big", entry(101, now)).is_none());
         let i = c.insert(b"small", entry(10, now)).unwrap();
@@ -353,7 +353,7 @@ mod tests {
 
     #[test]
     fn replacing_a_key_keeps_accounting_right() {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut c = Cache::new(1 << 20, 1 << 20, 0, Duration::from_secs(1));
         c.insert(b"k", entry(10, now)).unwrap();
         c.insert(b"k", entry(20, now)).unwrap();
@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn descriptors_are_bounded_apart_from_bytes() {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut c = Cache::new(1 << 20, 100, 2, Duration::from_secs(1));
         c.insert(b"f1", open_entry(now)).unwrap();
         c.insert(b"small", entry(10, now)).unwrap();
@@ -396,7 +396,7 @@ mod tests {
 
     #[test]
     fn no_descriptors_when_max_open_is_zero() {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut c = Cache::new(1 << 20, 100, 0, Duration::from_secs(1));
         assert!(c.insert(b"f", open_entry(now)).is_none());
         assert_eq!((c.open, c.len()), (0, 0));

@@ -158,7 +158,7 @@ impl StaticFiles {
             Some(Err(PathError::Hidden)) => return status(ex, 404),
             Some(Err(PathError::Invalid)) | None => return status(ex, 400),
         }
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut cache = self.cache.borrow_mut();
         let hit = match cache.lookup(&scratch, now) {
             Lookup::Fresh(i) => Some(i),

@@ -15,7 +15,6 @@
 
 use std::io;
 use std::rc::Rc;
-use std::time::Instant;
 
 use bytes::BytesMut;
 use ringside_runtime::link::Link;
@@ -167,7 +166,9 @@ pub(crate) fn serve<H: Handler>(
                     t.keepalive_idle
                 };
                 link.set_idle(true);
-                let ready = link.readable_until(Instant::now() + idle).await;
+                let ready = link
+                    .readable_until(ringside_runtime::clock::now() + idle)
+                    .await;
                 link.set_idle(false);
                 if ready.is_err() || link.expired() || link.draining() {
                     break Next::Close;
@@ -235,7 +236,7 @@ enum Sniff {
 /// preface or cannot be (h2c by prior knowledge, RFC 9113 §3.3); what was
 /// read stays in `rbuf` for whichever protocol it is.
 async fn sniff_preface(link: &Link, rbuf: &mut BytesMut) -> Sniff {
-    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let deadline = ringside_runtime::clock::now() + link.cfg.timeouts.header_read;
     let preface = crate::h2::PREFACE;
     loop {
         let n = rbuf.len().min(preface.len());
@@ -268,7 +269,7 @@ async fn sniff_preface(link: &Link, rbuf: &mut BytesMut) -> Sniff {
 /// Runs the client connection's TLS handshake within the header timeout
 /// (a client stalling mid-handshake is a slowloris too).
 async fn handshake(link: &Link) -> io::Result<()> {
-    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let deadline = ringside_runtime::clock::now() + link.cfg.timeouts.header_read;
     let r = link.handshake(deadline).await;
     if let Err(e) = &r {
         tracing::debug!(error = %e, "TLS handshake failed");
@@ -318,7 +319,7 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     let is_path = head.method != Method::Connect && head.target(&head_bytes) != b"*";
     let normal = paths.set(&head_bytes, raw, is_path, handler.encoded_slash());
     link.sending.set(Default::default());
-    let started = Instant::now();
+    let started = ringside_runtime::clock::now();
     let wire = Wire::H1(H1Wire::new(link, head, rbuf, wbuf));
     let mut ex = Exchange::new(wire, head, &head_bytes, paths);
     let next = match normal {
@@ -431,7 +432,7 @@ async fn discard_body(ex: &mut Exchange<'_>) -> Next {
 /// Reads until a complete head is parsed into `a.head`. `Err(Some(e))`:
 /// refuse the request with `e`; `Err(None)`: the client closed.
 async fn read_head(link: &mut Link, a: &mut Active) -> Result<(), Option<Error>> {
-    let deadline = Instant::now() + link.cfg.timeouts.header_read;
+    let deadline = ringside_runtime::clock::now() + link.cfg.timeouts.header_read;
     loop {
         match parse_head_into(&a.rbuf, &link.cfg.limits, &mut a.head) {
             Ok(true) => return Ok(()),

@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::time::Instant;
 
 use ringside_http::{Error, Kind};
 use ringside_runtime::net::TcpStream;
@@ -40,7 +39,7 @@ pub async fn acquire(
         Grant::Gone => return Err(Error::new(Kind::NoServer, "the server left the upstream")),
         Grant::Wait(w) => w,
     };
-    let deadline = Instant::now() + timeout;
+    let deadline = ringside_runtime::clock::now() + timeout;
     match waiter.wait(deadline).await {
         Waited::Conn(s) => {
             up.borrow().count_reused(chosen);

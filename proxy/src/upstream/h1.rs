@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Buf as _;
 use ringside_http::h1::chunked::{write_chunk_header, LAST_CHUNK};
@@ -194,7 +194,7 @@ impl H1<'_> {
         let was_head = ex.method() == Method::Head;
         let mut inb = Buf::take();
         let mut head = Pooled::<ResponseHead>::take();
-        let deadline = Instant::now() + timeouts.response_head;
+        let deadline = ringside_runtime::clock::now() + timeouts.response_head;
         let mut received = false;
         let stale = || Error::new(Kind::Stale, "pooled connection was closed");
         loop {
@@ -438,7 +438,10 @@ async fn relay_until_close(
             inb.clear();
         }
         ex.flush().await?;
-        match sock.read_some(inb, Instant::now() + idle).await {
+        match sock
+            .read_some(inb, ringside_runtime::clock::now() + idle)
+            .await
+        {
             Ok(0) => return ex.finish().await,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -451,7 +454,10 @@ async fn relay_until_close(
 
 /// Reads more of a body; EOF here means the upstream cut the body short.
 async fn read_body_piece(sock: &mut UpSock, inb: &mut Buf, idle: Duration) -> Result<(), Error> {
-    match sock.read_some(inb, Instant::now() + idle).await {
+    match sock
+        .read_some(inb, ringside_runtime::clock::now() + idle)
+        .await
+    {
         Ok(0) => Err(closed("upstream closed mid-body")),
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(timed_out("response body stalled")),

@@ -41,7 +41,7 @@ impl Pool {
     /// cope with a stale one (a replayable request is retried on a fresh
     /// connection), and saves a syscall per request.
     pub fn take(&mut self, idle_timeout: Duration, check: bool) -> (Option<TcpStream>, usize) {
-        let now = Instant::now();
+        let now = ringside_runtime::clock::now();
         let mut dropped = 0;
         while let Some(c) = self.idle.pop() {
             if now.duration_since(c.since) < idle_timeout && (!check || still_open(&c.stream)) {
@@ -65,7 +65,7 @@ impl Pool {
         }
         self.idle.push(IdleConn {
             stream,
-            since: Instant::now(),
+            since: ringside_runtime::clock::now(),
         });
         None
     }

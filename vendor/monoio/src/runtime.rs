@@ -178,11 +178,14 @@ impl<D> Runtime<D> {
                             break;
                         }
 
-                        // Cold path
+                        // Cold path (ringside: another round, another time)
+                        crate::time::new_turn();
                         let _ = self.driver.submit();
                     }
 
                     // Wait and Process CQ(the error is ignored for not debug mode)
+                    // (ringside: the time after the wait is a new turn's)
+                    crate::time::new_turn();
                     #[cfg(not(all(debug_assertions, feature = "debug")))]
                     let _ = self.driver.park();
 

@@ -106,6 +106,10 @@ mod interval;
 pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
 
 mod timeout;
+// ringside: the loop turn's cached time.
+mod turn;
+pub(crate) use turn::new_turn;
+pub use turn::turn_now;
 // Re-export for convenience
 #[doc(no_inline)]
 pub use std::time::Duration;

@@ -207,7 +207,9 @@ where
             }
         }
 
-        // Process pending timers after waking up
+        // Process pending timers after waking up (ringside: with the
+        // woken turn's time, which the turn's tasks then share).
+        crate::time::new_turn();
         self.handle.process();
 
         Ok(())
@@ -217,7 +219,9 @@ where
 impl Handle {
     /// Runs timer related logic, and returns the next wakeup time
     pub(self) fn process(&self) {
-        let now = self.time_source().now();
+        let now = self
+            .time_source()
+            .instant_to_tick(crate::time::turn_now().into());
 
         self.process_at_time(now)
     }
