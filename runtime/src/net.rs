@@ -347,12 +347,12 @@ impl TcpStream {
         }
     }
 
-    /// Readies the socket for a reader outside this type (a splice):
-    /// stops its multishot receive, if it has one, appending to `buf` the
-    /// bytes that receive took, which come before anything read after.
-    /// False when an end or an error is still to be read the usual way.
-    pub async fn release_receive(&self, buf: &mut BytesMut) -> bool {
-        self.multi.release(buf).await
+    /// Readies the socket for a reader outside this type (a splice) by
+    /// stopping its multishot receive, if it has one. False while bytes
+    /// (or an end) that receive took wait: read them the usual way first
+    /// (that does not re-arm it), then ask again.
+    pub async fn release_receive(&self) -> bool {
+        self.multi.release().await
     }
 
     /// [`TcpStream::readable`] for a reader outside this type (a splice),

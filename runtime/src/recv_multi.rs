@@ -56,7 +56,14 @@ impl Multi {
     pub(crate) fn try_read(&self, buf: &mut BytesMut) -> Option<io::Result<usize>> {
         #[cfg(feature = "io-uring")]
         if let Some(m) = &self.inner {
-            return match m.try_read(|chunk| buf.extend_from_slice(chunk)) {
+            // Into the spare room, as recv(2) reads: a pooled buffer that
+            // grew with every queued chunk would go back to its pool grown
+            // (the soak saw the upstream buffers' pool swell).
+            if buf.capacity() == buf.len() {
+                buf.reserve(4096);
+            }
+            let room = buf.capacity() - buf.len();
+            return match m.try_read(room, |chunk| buf.extend_from_slice(chunk)) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && m.idle() => None,
                 r => Some(r),
             };
@@ -77,15 +84,13 @@ impl Multi {
     }
 
     /// Stops the receive so that another reader (a splice) may take the
-    /// socket, appending to `buf` what it took meanwhile. False when an
-    /// end or an error waits in it: read that the usual way first. The
-    /// next wait for bytes arms it again.
-    pub(crate) async fn release(&self, buf: &mut BytesMut) -> bool {
+    /// socket. False while bytes (or an end) it took wait: read them the
+    /// usual way (which does not re-arm it), then ask again.
+    pub(crate) async fn release(&self) -> bool {
         #[cfg(feature = "io-uring")]
         if let Some(m) = &self.inner {
-            return std::future::poll_fn(|cx| m.poll_stop(cx, |c| buf.extend_from_slice(c))).await;
+            return std::future::poll_fn(|cx| m.poll_stop(cx)).await;
         }
-        let _ = buf;
         true
     }
 

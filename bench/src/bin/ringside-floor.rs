@@ -111,7 +111,7 @@ async fn respond_multishot(mut s: TcpStream) -> io::Result<()> {
         m.arm();
         std::future::poll_fn(|cx| m.poll_ready(cx)).await;
         let mut answers = 0;
-        match m.try_read(|chunk| answers += heads(chunk, &mut matched)) {
+        match m.try_read(0, |chunk| answers += heads(chunk, &mut matched)) {
             Ok(0) => return Ok(()),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,

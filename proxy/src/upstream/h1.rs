@@ -354,16 +354,13 @@ async fn relay_sized(
         if left == 0 {
             return Ok(inb.is_empty());
         }
-        if left >= SPLICE_FROM && ex.can_splice_from(&sock.stream) {
-            // The socket's multishot receive stops first: what it took is
-            // relayed before the splice, an end it saw by the read below.
-            let released = sock.stream.release_receive(&mut inb.0).await;
-            if !inb.is_empty() {
-                continue;
-            }
-            if released {
-                return splice_rest(ex, sock, left, idle).await;
-            }
+        // The socket's multishot receive stops first; what it took before
+        // it stopped is read and relayed the usual way, then the splice.
+        if left >= SPLICE_FROM
+            && ex.can_splice_from(&sock.stream)
+            && sock.stream.release_receive().await
+        {
+            return splice_rest(ex, sock, left, idle).await;
         }
         inb.clear();
         ex.flush().await?;

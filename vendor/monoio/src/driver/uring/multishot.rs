@@ -162,6 +162,8 @@ impl Drop for BufRing {
 /// One multishot receive's state, in the driver's op slab.
 pub(crate) struct MultiState {
     queue: VecDeque<(i32, u32)>,
+    /// Bytes of the front completion's buffer already handed out.
+    taken: usize,
     waker: Option<Waker>,
     /// A RECV is in the kernel (its last completion, without MORE, has not
     /// come yet).
@@ -357,6 +359,7 @@ impl RecvMulti {
         ensure_ring(&this, cfg).ok()?;
         let mut st = Box::new(MultiState {
             queue: VecDeque::new(),
+            taken: 0,
             waker: None,
             armed: false,
             cancelling: false,
@@ -462,33 +465,34 @@ impl RecvMulti {
     }
 
     /// Stops the receive so that the socket may be read another way (a
-    /// splice): cancels it, hands what it took meanwhile to `sink` and
-    /// waits for its last completion. `Ready(true)` when nothing of it is
-    /// left; `Ready(false)` when an end or an error waits, for
-    /// [`RecvMulti::try_read`].
-    pub fn poll_stop(&self, cx: &mut Context<'_>, mut sink: impl FnMut(&[u8])) -> Poll<bool> {
+    /// splice): cancels it and waits for its last completion.
+    /// `Ready(true)` when nothing of it is left; `Ready(false)` when bytes,
+    /// an end or an error it took wait in its queue: read them with
+    /// [`RecvMulti::try_read`] first (which does not re-arm it), then ask
+    /// again. Nothing is moved here, so no reader's buffer grows by what
+    /// queued before the cancel landed (up to the whole ring).
+    pub fn poll_stop(&self, cx: &mut Context<'_>) -> Poll<bool> {
         let st = self.st();
-        let inner = self.inner();
-        while let Some(&(res, flags)) = st.queue.front() {
-            if res <= 0 && res != -libc::ECANCELED && res != -libc::ENOBUFS {
-                return Poll::Ready(false);
-            }
-            st.queue.pop_front();
-            if let (Some(bid), Some(b)) = (cqueue::buffer_select(flags), inner.bufs.as_mut()) {
-                if res > 0 {
-                    sink(b.bytes(bid, res as usize));
-                }
-                b.recycle(bid);
-            }
-        }
         if !st.armed {
-            return Poll::Ready(true);
+            let inner = self.inner();
+            // Ends that say nothing of the socket: a pause, an empty ring
+            // (whose bytes are still in the socket).
+            while let Some(&(res, flags)) = st.queue.front() {
+                if res != -libc::ECANCELED && res != -libc::ENOBUFS {
+                    break;
+                }
+                st.queue.pop_front();
+                if let (Some(bid), Some(b)) = (cqueue::buffer_select(flags), inner.bufs.as_mut()) {
+                    b.recycle(bid);
+                }
+            }
+            return Poll::Ready(st.queue.is_empty());
         }
         if !st.cancelling {
             // The entry lives while this handle does, so the cancel cannot
             // reach another op.
             st.cancelling = true;
-            push_cancel(inner, self.index);
+            push_cancel(self.inner(), self.index);
         }
         match &st.waker {
             Some(w) if w.will_wake(cx.waker()) => {}
@@ -498,10 +502,13 @@ impl RecvMulti {
     }
 
     /// Hands what was received to `sink`, chunk by chunk, giving each
-    /// buffer back. `Ok(n)`: n bytes, `Ok(0)`: the peer's end;
-    /// `WouldBlock`: nothing (see [`RecvMulti::idle`]); another error: the
-    /// receive failed as `recv(2)` would have.
-    pub fn try_read(&self, mut sink: impl FnMut(&[u8])) -> io::Result<usize> {
+    /// buffer back once all of it was taken, up to `limit` bytes (as
+    /// `recv(2)` fills a buffer's spare room and no more, so a reader's
+    /// buffer does not grow with what queued; `0`: no limit).
+    /// `Ok(n)`: n bytes, `Ok(0)`: the peer's end; `WouldBlock`: nothing
+    /// (see [`RecvMulti::idle`]); another error: the receive failed as
+    /// `recv(2)` would have.
+    pub fn try_read(&self, limit: usize, mut sink: impl FnMut(&[u8])) -> io::Result<usize> {
         let st = self.st();
         let inner = self.inner();
         let mut n = 0usize;
@@ -509,16 +516,30 @@ impl RecvMulti {
             if res <= 0 && n > 0 {
                 break; // an end or an error after data: the next call's
             }
-            st.queue.pop_front();
             let bid = cqueue::buffer_select(flags);
             if res > 0 {
-                if let (Some(bid), Some(b)) = (bid, inner.bufs.as_mut()) {
-                    sink(b.bytes(bid, res as usize));
-                    b.recycle(bid);
+                let room = if limit == 0 { usize::MAX } else { limit - n };
+                if room == 0 {
+                    break;
                 }
-                n += res as usize;
+                let (Some(bid), Some(b)) = (bid, inner.bufs.as_mut()) else {
+                    st.queue.pop_front();
+                    continue;
+                };
+                let chunk = &b.bytes(bid, res as usize)[st.taken..];
+                let take = chunk.len().min(room);
+                sink(&chunk[..take]);
+                n += take;
+                if take < chunk.len() {
+                    st.taken += take;
+                    break; // the rest of this buffer is the next call's
+                }
+                st.taken = 0;
+                st.queue.pop_front();
+                b.recycle(bid);
                 continue;
             }
+            st.queue.pop_front();
             if let (Some(bid), Some(b)) = (bid, inner.bufs.as_mut()) {
                 b.recycle(bid);
             }
