@@ -120,10 +120,16 @@ pub enum Workers {
 pub enum Affinity {
     /// No pinning: the scheduler decides.
     Off,
-    /// Worker `i` is pinned to the `i`-th CPU the process may run on;
-    /// none is pinned where a cgroup CPU quota is worth fewer CPUs than
-    /// that (the CPUs are then shared with others).
+    /// Pinned as [`Affinity::On`] where the CPUs were handed to this
+    /// process (its affinity mask is narrower than the machine's online
+    /// CPUs: `taskset`, systemd's `CPUAffinity=`, a Kubernetes static CPU
+    /// manager's exclusive cores) and no cgroup CPU quota is worth fewer;
+    /// otherwise not pinned, as the CPUs are shared with other work (see
+    /// `worker::place`).
     Auto,
+    /// Worker `i` is pinned to the `i`-th CPU the process may run on,
+    /// whoever else runs there.
+    On,
     /// Worker `i` is pinned to `cpus[i % cpus.len()]`.
     Cpus(Vec<usize>),
 }

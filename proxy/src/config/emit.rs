@@ -96,7 +96,8 @@ impl Config {
         writeln!(out, "workers = {workers}")?;
         let affinity = match &r.affinity {
             Affinity::Off => "false".to_owned(),
-            Affinity::Auto => "true".to_owned(),
+            Affinity::Auto => "\"auto\"".to_owned(),
+            Affinity::On => "true".to_owned(),
             Affinity::Cpus(cpus) => {
                 let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
                 format!("[{}]", list.join(", "))

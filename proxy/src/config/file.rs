@@ -401,7 +401,7 @@ pub const SERVER_EXPECTED: &str =
 /// What `via =` must look like, for error messages.
 pub const VIA_EXPECTED: &str = "a pseudonym like \"ringside\", or false for no Via header";
 /// What `cpu_affinity =` must look like, for error messages.
-pub const AFFINITY_EXPECTED: &str = "true, false or a list of CPU numbers like [0, 2, 4]";
+pub const AFFINITY_EXPECTED: &str = "\"auto\", true, false or a list of CPU numbers like [0, 2, 4]";
 
 /// `workers = "auto" | N`, as written; `N` is range-checked later.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -427,6 +427,8 @@ pub enum DurationValue {
 /// `cpu_affinity = true | false | [0, 2, 4]`, as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AffinityValue {
+    /// `"auto"`: pinned where the CPUs are the process's own.
+    Auto,
     /// `true` pins worker `i` to the `i`-th CPU the process may use.
     Enabled(bool),
     Cpus(Vec<Spanned<i64>>),
@@ -605,7 +607,10 @@ impl<'de> Visitor<'de> for AffinityVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<AffinityValue, E> {
-        Err(wrong(AFFINITY_EXPECTED, format_args!("{v:?}")))
+        match v {
+            "auto" => Ok(AffinityValue::Auto),
+            _ => Err(wrong(AFFINITY_EXPECTED, format_args!("{v:?}"))),
+        }
     }
 }
 

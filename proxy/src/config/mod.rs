@@ -18,7 +18,7 @@
 //! [runtime]
 //! workers = "auto"          # or a positive integer; auto: one per CPU, capped by
 //!                           # the cgroup CPU quota (a Kubernetes CPU limit)
-//! cpu_affinity = true       # true | false | [0, 2, 4]
+//! cpu_affinity = "auto"     # "auto" | true | false | [0, 2, 4]
 //! backend = "auto"          # "auto" | "io-uring" | "epoll" | "kqueue" | "devpoll" | "glommio"
 //! ring_entries = 1024
 //!

@@ -228,8 +228,8 @@ fn validation_errors() {
          "ringside.toml:2:17: [runtime] coalesce_wait: expected a duration like \"500ms\", \"10s\", \"2m\", \"1h\" or integer seconds, got \"soon\""),
         ("[runtime]\ncpu_affinity = []\n",
          "ringside.toml:2:16: [runtime] cpu_affinity: expected at least one CPU (false turns pinning off)"),
-        ("[runtime]\ncpu_affinity = \"auto\"\n",
-         "ringside.toml:2:16: [runtime] cpu_affinity: expected true, false or a list of CPU numbers like [0, 2, 4], got \"auto\""),
+        ("[runtime]\ncpu_affinity = \"on\"\n",
+         "ringside.toml:2:16: [runtime] cpu_affinity: expected \"auto\", true, false or a list of CPU numbers like [0, 2, 4], got \"on\""),
         ("[runtime]\ncpu_affinity = [-1]\n",
          "ringside.toml:2:17: [runtime] cpu_affinity: expected a CPU number, got -1"),
         ("[server]\nlisten = []\n",
@@ -387,6 +387,13 @@ fn cpu_lists() {
     }
     assert_eq!(
         parse("[runtime]\ncpu_affinity = true\n")
+            .unwrap()
+            .runtime
+            .affinity,
+        Affinity::On
+    );
+    assert_eq!(
+        parse("[runtime]\ncpu_affinity = \"auto\"\n")
             .unwrap()
             .runtime
             .affinity,
@@ -590,7 +597,7 @@ fn to_toml_writes_every_key() {
     let want = format!(
         r#"[runtime]
 workers = "auto"
-cpu_affinity = true
+cpu_affinity = "auto"
 backend = "auto"
 ring_entries = 1024
 coalesce_wait = "100us"

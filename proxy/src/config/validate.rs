@@ -158,7 +158,8 @@ impl Cx<'_> {
     fn affinity(&self, v: &Spanned<AffinityValue>) -> Result<Affinity, ConfigError> {
         const KEY: &str = "[runtime] cpu_affinity";
         Ok(match v.get_ref() {
-            AffinityValue::Enabled(true) => Affinity::Auto,
+            AffinityValue::Auto => Affinity::Auto,
+            AffinityValue::Enabled(true) => Affinity::On,
             AffinityValue::Enabled(false) => Affinity::Off,
             AffinityValue::Cpus(list) => {
                 if list.is_empty() {
