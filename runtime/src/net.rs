@@ -337,32 +337,12 @@ impl TcpStream {
     /// Receives from now on with one multishot receive into this core's
     /// buffer ring, where the worker has them (io_uring with buffer rings;
     /// see [`crate::recv_multi`]); a no-op elsewhere, over TLS (which reads
-    /// the socket itself), or once done. For a plain client connection
-    /// only after anything read beneath it by [`TcpStream::peek_raw`]; for
-    /// an upstream one, a splice from it must
-    /// [`TcpStream::release_receive`] first.
+    /// the socket itself), or once done. Only for a plain client
+    /// connection, and only after anything read beneath it by
+    /// [`TcpStream::peek_raw`].
     pub fn receive_multishot(&mut self) {
         if self.tls.is_none() && !self.multi.is_on() {
             self.multi = crate::recv_multi::Multi::new(self.as_raw_fd());
-        }
-    }
-
-    /// Readies the socket for a reader outside this type (a splice) by
-    /// stopping its multishot receive, if it has one. False while bytes
-    /// (or an end) that receive took wait: read them the usual way first
-    /// (that does not re-arm it), then ask again.
-    pub async fn release_receive(&self) -> bool {
-        self.multi.release().await
-    }
-
-    /// [`TcpStream::readable`] for a reader outside this type (a splice),
-    /// which must not arm the multishot receive: a readiness wait.
-    pub async fn readable_raw(&self) -> io::Result<()> {
-        match &self.inner {
-            #[cfg(rt_monoio)]
-            Inner::Monoio(s) => s.readable(false).await,
-            #[cfg(rt_glommio)]
-            Inner::Glommio(_) => self.readable().await,
         }
     }
 
@@ -507,11 +487,6 @@ impl TcpStream {
     pub fn idle_usable(&self) -> bool {
         if let Some(t) = &self.tls {
             return t.idle_usable(self.as_raw_fd());
-        }
-        // An armed receive would have posted the end or the bytes: no
-        // system call needed.
-        if let Some(clean) = self.multi.clean() {
-            return clean;
         }
         let mut b = 0u8;
         // SAFETY: a one-byte peek into a local.

@@ -72,28 +72,6 @@ impl Multi {
         None
     }
 
-    /// For a pooled idle connection: whether nothing came on it, when the
-    /// receive knows (it is armed, or holds what came); `None` when the
-    /// caller must ask the socket.
-    pub(crate) fn clean(&self) -> Option<bool> {
-        #[cfg(feature = "io-uring")]
-        if let Some(m) = &self.inner {
-            return m.clean();
-        }
-        None
-    }
-
-    /// Stops the receive so that another reader (a splice) may take the
-    /// socket. False while bytes (or an end) it took wait: read them the
-    /// usual way (which does not re-arm it), then ask again.
-    pub(crate) async fn release(&self) -> bool {
-        #[cfg(feature = "io-uring")]
-        if let Some(m) = &self.inner {
-            return std::future::poll_fn(|cx| m.poll_stop(cx)).await;
-        }
-        true
-    }
-
     /// Waits for bytes (or the end) through the receive, arming it if it
     /// is not; false when the caller should wait the plain way instead
     /// (no receive, or the ring ran dry under it once).

@@ -104,7 +104,7 @@ async fn move_through(
                 let e = io::Error::last_os_error();
                 match e.kind() {
                     io::ErrorKind::WouldBlock if in_pipe == 0 => {
-                        from.readable_raw().await?;
+                        from.readable().await?;
                         continue;
                     }
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {}

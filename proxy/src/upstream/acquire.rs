@@ -100,10 +100,6 @@ pub(crate) async fn connect(chosen: &Chosen, up: &RefCell<Local>) -> Result<TcpS
             s.start_tls_client(cfg, name).map_err(tls_failed)?;
             s.handshake().await.map_err(tls_failed)?;
         }
-        // On io_uring, plain upstream connections receive like client ones:
-        // no SQE per response read, and a pooled one's liveness is known
-        // without a `recv(2)` (see `pool::still_open`).
-        s.receive_multishot();
         Ok::<_, Error>(s)
     };
     match task::timeout(limit, Box::pin(connecting)).await {

@@ -354,12 +354,7 @@ async fn relay_sized(
         if left == 0 {
             return Ok(inb.is_empty());
         }
-        // The socket's multishot receive stops first; what it took before
-        // it stopped is read and relayed the usual way, then the splice.
-        if left >= SPLICE_FROM
-            && ex.can_splice_from(&sock.stream)
-            && sock.stream.release_receive().await
-        {
+        if left >= SPLICE_FROM && ex.can_splice_from(&sock.stream) {
             return splice_rest(ex, sock, left, idle).await;
         }
         inb.clear();

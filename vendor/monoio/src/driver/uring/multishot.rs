@@ -448,59 +448,6 @@ impl RecvMulti {
         Poll::Pending
     }
 
-    /// Whether a pooled socket is still clean, as far as the receive
-    /// knows: `Some(true)` while it is armed with nothing received,
-    /// `Some(false)` when something (bytes, an end, an error) came;
-    /// `None` when it is not armed (the caller must ask the socket).
-    pub fn clean(&self) -> Option<bool> {
-        let st = self.st();
-        // A pause's end says nothing about the peer.
-        while st.queue.front().is_some_and(|&(res, _)| res == -libc::ECANCELED) {
-            st.queue.pop_front();
-        }
-        if !st.queue.is_empty() {
-            return Some(false);
-        }
-        st.armed.then_some(true)
-    }
-
-    /// Stops the receive so that the socket may be read another way (a
-    /// splice): cancels it and waits for its last completion.
-    /// `Ready(true)` when nothing of it is left; `Ready(false)` when bytes,
-    /// an end or an error it took wait in its queue: read them with
-    /// [`RecvMulti::try_read`] first (which does not re-arm it), then ask
-    /// again. Nothing is moved here, so no reader's buffer grows by what
-    /// queued before the cancel landed (up to the whole ring).
-    pub fn poll_stop(&self, cx: &mut Context<'_>) -> Poll<bool> {
-        let st = self.st();
-        if !st.armed {
-            let inner = self.inner();
-            // Ends that say nothing of the socket: a pause, an empty ring
-            // (whose bytes are still in the socket).
-            while let Some(&(res, flags)) = st.queue.front() {
-                if res != -libc::ECANCELED && res != -libc::ENOBUFS {
-                    break;
-                }
-                st.queue.pop_front();
-                if let (Some(bid), Some(b)) = (cqueue::buffer_select(flags), inner.bufs.as_mut()) {
-                    b.recycle(bid);
-                }
-            }
-            return Poll::Ready(st.queue.is_empty());
-        }
-        if !st.cancelling {
-            // The entry lives while this handle does, so the cancel cannot
-            // reach another op.
-            st.cancelling = true;
-            push_cancel(self.inner(), self.index);
-        }
-        match &st.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => st.waker = Some(cx.waker().clone()),
-        }
-        Poll::Pending
-    }
-
     /// Hands what was received to `sink`, chunk by chunk, giving each
     /// buffer back once all of it was taken, up to `limit` bytes (as
     /// `recv(2)` fills a buffer's spare room and no more, so a reader's
