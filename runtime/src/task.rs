@@ -98,6 +98,41 @@ pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Outpu
     .await
 }
 
+/// [`timeout_at`] on a timer that the caller keeps in `timer`: the first
+/// wait that has to wait makes it, later ones move its deadline. A loop of
+/// waits (a response relayed piece by piece) then makes one timer, where
+/// each [`timeout_at`] makes and drops its own (an allocation and a timer
+/// wheel entry each).
+pub async fn timeout_at_with<F: Future>(
+    timer: &std::cell::Cell<Option<Sleep>>,
+    deadline: Instant,
+    fut: F,
+) -> Result<F::Output, Elapsed> {
+    let mut fut = std::pin::pin!(fut);
+    let mut set = false;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        let mut t = match timer.take() {
+            Some(mut t) if !set => {
+                Pin::new(&mut t).reset(deadline);
+                t
+            }
+            Some(t) => t,
+            None => sleep_until(deadline),
+        };
+        set = true;
+        let r = Pin::new(&mut t).poll(cx);
+        timer.set(Some(t));
+        match r {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
 pub async fn timeout<F: Future>(d: Duration, fut: F) -> Result<F::Output, Elapsed> {
     timeout_at(Instant::now() + d, fut).await
 }
@@ -137,4 +172,35 @@ pub async fn yield_now() {
         }
     })
     .await
+}
+
+#[cfg(all(test, feature = "io-uring"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_timer_fires_then_moves_to_the_next_deadline() {
+        crate::backend::set_current(crate::backend::Backend::IoUring);
+        let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+            .enable_timer()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let timer = std::cell::Cell::new(None);
+            let soon = Instant::now() + Duration::from_millis(10);
+            let r = timeout_at_with(&timer, soon, std::future::pending::<()>()).await;
+            assert_eq!(r, Err(Elapsed));
+            // The same timer, moved: a fired timer must not end this wait.
+            let later = Instant::now() + Duration::from_secs(30);
+            let slow = async {
+                sleep(Duration::from_millis(20)).await;
+                7
+            };
+            assert_eq!(timeout_at_with(&timer, later, slow).await, Ok(7));
+            // And it still fires at a deadline moved back in.
+            let soon = Instant::now() + Duration::from_millis(10);
+            let r = timeout_at_with(&timer, soon, std::future::pending::<()>()).await;
+            assert_eq!(r, Err(Elapsed));
+        });
+    }
 }

@@ -154,6 +154,7 @@ impl H2<'_> {
             wants_trailers,
             retry_status: may_retry,
             retry,
+            timer: std::cell::Cell::new(None),
         };
         // A stream the server never processed (REFUSED_STREAM, or past
         // its GOAWAY's last stream) goes again on another connection, as
@@ -474,6 +475,8 @@ struct Relay<'a> {
     wants_trailers: bool,
     retry_status: bool,
     retry: super::settings::RetryPolicy,
+    /// The deadline's timer, kept across the waits of this exchange.
+    timer: std::cell::Cell<Option<task::Sleep>>,
 }
 
 impl Relay<'_> {
@@ -504,7 +507,7 @@ impl Relay<'_> {
                     .map(|d| d.map_or(Event::End, Event::Data)),
             }
         };
-        match task::timeout_at(deadline, wait).await {
+        match task::timeout_at_with(&self.timer, deadline, wait).await {
             Ok(r) => r.map_err(|e| stream_error(e, responded)),
             Err(_) if self.phase == Phase::Head => Err(Error::new(
                 Kind::UpstreamTimeout,
