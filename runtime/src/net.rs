@@ -219,9 +219,7 @@ impl TcpStream {
     }
 
     fn recv_into(&self, buf: &mut BytesMut) -> io::Result<usize> {
-        if buf.capacity() == buf.len() {
-            buf.reserve(4096);
-        }
+        make_room(buf);
         let spare = buf.spare_capacity_mut();
         // SAFETY: recv writes at most spare.len() bytes into the spare part.
         let n = unsafe {
@@ -371,9 +369,7 @@ impl TcpStream {
     /// middle of an exchange (an upstream response); an idle socket should
     /// wait with [`TcpStream::readable`], which pins no buffer.
     pub async fn read_owned(&mut self, mut buf: BytesMut) -> (io::Result<usize>, BytesMut) {
-        if buf.capacity() == buf.len() {
-            buf.reserve(4096);
-        }
+        make_room(&mut buf);
         if self.tls.is_some() || self.multi.is_on() {
             let r = self.read(&mut buf).await;
             return (r, buf);
@@ -738,4 +734,14 @@ pub fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<std::net::Tc
     sock.bind(&addr.into())?;
     sock.listen(backlog)?;
     Ok(sock.into())
+}
+
+/// Gives a full read buffer room for at least one more read (4 KiB, the
+/// ring's buffer size), as every read path here does before reading into
+/// the spare room; says how much room there is.
+pub(crate) fn make_room(buf: &mut BytesMut) -> usize {
+    if buf.capacity() == buf.len() {
+        buf.reserve(4096);
+    }
+    buf.capacity() - buf.len()
 }

@@ -58,11 +58,8 @@ impl Multi {
         if let Some(m) = &self.inner {
             // Into the spare room, as recv(2) reads: a pooled buffer that
             // grew with every queued chunk would go back to its pool grown
-            // (the soak saw the upstream buffers' pool swell).
-            if buf.capacity() == buf.len() {
-                buf.reserve(4096);
-            }
-            let room = buf.capacity() - buf.len();
+            // (the soak saw it when upstream connections used the ring).
+            let room = crate::net::make_room(buf);
             return match m.try_read(room, |chunk| buf.extend_from_slice(chunk)) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && m.idle() => None,
                 r => Some(r),

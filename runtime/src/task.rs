@@ -83,19 +83,7 @@ pub struct Elapsed;
 /// connection (the next frame of a response already read) are ready at
 /// once. A ready future wins even past its deadline, as with [`select`].
 pub async fn timeout_at<F: Future>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
-    let mut fut = std::pin::pin!(fut);
-    let mut timer: Option<Sleep> = None;
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(v));
-        }
-        let t = timer.get_or_insert_with(|| sleep_until(deadline));
-        match Pin::new(t).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
+    timeout_at_with(&std::cell::Cell::new(None), deadline, fut).await
 }
 
 /// [`timeout_at`] on a timer that the caller keeps in `timer`: the first

@@ -213,9 +213,7 @@ impl Session {
             };
             let avail = state.plaintext_bytes_to_read();
             if avail > 0 {
-                if buf.capacity() == buf.len() {
-                    buf.reserve(4096);
-                }
+                crate::net::make_room(buf);
                 let take = avail.min(buf.capacity() - buf.len());
                 let start = buf.len();
                 buf.resize(start + take, 0);

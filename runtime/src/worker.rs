@@ -154,8 +154,8 @@ fn place(
     let unpinned = limit.is_some() && rt.affinity == Affinity::Auto;
     let shared = limit.is_none() && rt.affinity == Affinity::Auto && cpus.len() >= online;
     let pins = match &rt.affinity {
+        Affinity::Auto if unpinned || shared => vec![None; n],
         Affinity::Off => vec![None; n],
-        Affinity::Auto if cpus.is_empty() || unpinned || shared => vec![None; n],
         Affinity::Auto | Affinity::On if cpus.is_empty() => vec![None; n],
         Affinity::Auto | Affinity::On => (0..n).map(|i| Some(cpus[i % cpus.len()])).collect(),
         Affinity::Cpus(list) => {

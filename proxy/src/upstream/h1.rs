@@ -355,34 +355,25 @@ async fn relay_sized(
             return Ok(inb.is_empty());
         }
         if left >= SPLICE_FROM && ex.can_splice_from(&sock.stream) {
-            return splice_rest(ex, sock, left, idle).await;
+            // The rest goes socket to socket without a copy.
+            sock.arm_read(idle);
+            let r = ex
+                .write_from_socket(&sock.stream, left, &|| sock.arm_read(idle))
+                .await;
+            sock.disarm();
+            return match r {
+                Ok(()) => Ok(!sock.has_pending()),
+                Err(_) if sock.expired() => Err(timed_out("response body stalled")),
+                // The upstream ended the body short (its failure), or the
+                // client went away or stalled: not the server's fault, so
+                // never counted against it (it would mark healthy servers
+                // down). The error says which.
+                Err(e) => Err(e),
+            };
         }
         inb.clear();
         ex.flush().await?;
         read_body_piece(sock, inb, idle).await?;
-    }
-}
-
-/// Moves the rest of a sized body socket to socket without a copy.
-async fn splice_rest(
-    ex: &mut Exchange<'_>,
-    sock: &mut UpSock,
-    left: u64,
-    idle: Duration,
-) -> Result<bool, Error> {
-    sock.arm_read(idle);
-    let r = ex
-        .write_from_socket(&sock.stream, left, &|| sock.arm_read(idle))
-        .await;
-    sock.disarm();
-    match r {
-        Ok(()) => Ok(!sock.has_pending()),
-        Err(_) if sock.expired() => Err(timed_out("response body stalled")),
-        // The upstream ended the body short (its failure), or the client
-        // went away or stalled: not the server's fault, so never counted
-        // against it (it would mark healthy servers down). The error says
-        // which.
-        Err(e) => Err(e),
     }
 }
 
