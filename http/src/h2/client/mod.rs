@@ -18,6 +18,7 @@
 //! client holds the server back instead of filling memory.
 
 mod fields;
+mod opens;
 mod recv;
 mod state;
 mod stream;

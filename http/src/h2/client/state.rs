@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 
 use super::fields::FieldList;
+use super::opens::Opens;
 use super::ClientSettings;
 use crate::h2::frame::{self, setting, Reason, DEFAULT_WINDOW, MIN_FRAME_SIZE};
 use crate::h2::hpack::{Decoder, Encoder};
@@ -117,6 +118,7 @@ pub(super) struct CState {
     pub streams: HashMap<u32, CStream>,
     /// Opens waiting for the server to allow another stream.
     pub waiting_open: usize,
+    pub opens: Opens,
     pub next_id: u32,
     pub peer_max_streams: u32,
     pub peer_initial_window: i64,
@@ -130,7 +132,8 @@ pub(super) struct CState {
     pub partial: Option<Partial>,
     pub out: BytesMut,
     pub task: Option<Waker>,
-    /// Tasks waiting for room in the output, a window or a stream slot.
+    /// Tasks waiting for room in the output or a window, or for the
+    /// connection to be made.
     pub waiters: Vec<Waker>,
     /// The server's GOAWAY: the last stream it may process.
     pub goaway: Option<u32>,
@@ -167,6 +170,7 @@ impl CState {
             local,
             streams: HashMap::new(),
             waiting_open: 0,
+            opens: Opens::default(),
             next_id: 1,
             peer_max_streams: ASSUMED_STREAMS,
             peer_initial_window: DEFAULT_WINDOW,
@@ -232,6 +236,7 @@ impl CState {
             self.wake_task();
         }
         self.wake_waiters();
+        self.wake_opens();
     }
 
     /// `n` received bytes left the connection's window for good (read,
@@ -274,16 +279,24 @@ impl CState {
         }
     }
 
+    /// Opens waiting for a stream, one per slot free now.
+    pub fn wake_opens(&mut self) {
+        let free = (self.peer_max_streams as usize).saturating_sub(self.streams.len());
+        self.opens.wake(free);
+    }
+
     pub fn wake_all(&mut self) {
         for s in self.streams.values_mut() {
             s.wake();
         }
         self.wake_waiters();
+        self.opens.wake_all();
         self.wake_task();
     }
 
     pub fn retire(&mut self) {
         self.retired = true;
+        self.opens.wake_all();
         self.wake_task();
     }
 

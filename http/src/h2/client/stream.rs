@@ -10,6 +10,7 @@ use std::task::Poll;
 use bytes::Bytes;
 
 use super::fields::FieldList;
+use super::opens::OpenWait;
 use super::state::{CState, Lost, WRITE_HIGH};
 use super::ClientConn;
 use crate::h2::frame::{self, Reason};
@@ -59,9 +60,14 @@ impl ClientConn {
         head: impl FnOnce(&mut crate::h2::hpack::Encoder, &mut bytes::BytesMut),
         end: bool,
     ) -> Result<ClientStream, StreamError> {
-        let mut counted = false;
+        let mut wait = Waiting {
+            conn: self,
+            w: Rc::default(),
+            counted: false,
+        };
         let ready = poll_fn(|cx| {
             let mut st = self.st.borrow_mut();
+            let again = st.opens.polled(&wait.w);
             match st.failed {
                 // Never made: the failure is the connect's.
                 Some(l @ (Lost::Connect | Lost::ConnectTimeout | Lost::Http1)) => {
@@ -78,18 +84,17 @@ impl ClientConn {
             if st.has_slot() {
                 return Poll::Ready(Ok(()));
             }
-            if !counted {
-                counted = true;
+            if !wait.counted {
+                wait.counted = true;
                 st.waiting_open += 1;
             }
-            st.waiters.push(cx.waker().clone());
+            // Woken and beaten to the slot: first in line again.
+            st.opens.wait(&wait.w, cx.waker(), again);
             Poll::Pending
         })
         .await;
+        drop(wait);
         let mut st = self.st.borrow_mut();
-        if counted {
-            st.waiting_open -= 1;
-        }
         ready?;
         let id = st.open();
         let start = st.out.len();
@@ -108,6 +113,29 @@ impl ClientConn {
             conn: self.clone(),
             id,
         })
+    }
+}
+
+/// An open's place in line: on its end (opened, failed, or dropped
+/// while waiting) it leaves the count, and a wake it had and did not use
+/// goes to the next in line.
+struct Waiting<'a> {
+    conn: &'a ClientConn,
+    w: Rc<OpenWait>,
+    counted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let Ok(mut st) = self.conn.st.try_borrow_mut() else {
+            return;
+        };
+        if self.counted {
+            st.waiting_open -= 1;
+        }
+        if st.opens.polled(&self.w) {
+            st.wake_opens();
+        }
     }
 }
 
