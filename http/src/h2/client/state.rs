@@ -3,6 +3,7 @@
 //! output, with the wakers of whoever waits on them.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,29 @@ pub enum Lost {
     Closed,
     /// The server chose HTTP/1.1 by ALPN: nothing was sent.
     Http1,
+}
+
+/// Stream ids hashed by one multiply: the map is the connection's own and
+/// its keys the ids we chose, so SipHash's defence against chosen keys
+/// buys nothing, and it cost more than a request's HPACK.
+#[derive(Default)]
+pub(super) struct IdHash(u64);
+
+impl Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(u32::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        let h = (self.0 ^ u64::from(id)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 29);
+    }
 }
 
 pub(super) struct CStream {
@@ -115,7 +139,7 @@ pub(super) struct Partial {
 
 pub(super) struct CState {
     pub local: ClientSettings,
-    pub streams: HashMap<u32, CStream>,
+    pub streams: HashMap<u32, CStream, BuildHasherDefault<IdHash>>,
     /// Opens waiting for the server to allow another stream.
     pub waiting_open: usize,
     pub opens: Opens,
@@ -168,7 +192,7 @@ impl CState {
         let now = Instant::now();
         CState {
             local,
-            streams: HashMap::new(),
+            streams: HashMap::default(),
             waiting_open: 0,
             opens: Opens::default(),
             next_id: 1,
