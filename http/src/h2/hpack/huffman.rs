@@ -87,11 +87,38 @@ pub fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), HpackError> {
     let mut acc: u64 = 0;
     let mut have = 0u32;
     let mut at = 0;
+    // The shortest code has 5 bits.
+    dst.reserve(src.len() * 8 / 5 + 1);
     loop {
+        if have <= 32 && at + 4 <= src.len() {
+            let word = u32::from_be_bytes([src[at], src[at + 1], src[at + 2], src[at + 3]]);
+            acc |= u64::from(word) << (32 - have);
+            have += 32;
+            at += 4;
+        }
         while have <= 56 && at < src.len() {
             acc |= u64::from(src[at]) << (56 - have);
             have += 8;
             at += 1;
+        }
+        if have == 0 {
+            return Ok(());
+        }
+        // With a byte or more in hand, a code of up to 8 bits is whole:
+        // take them without refilling after each.
+        while have >= 8 {
+            let (sym, len) = c.fast[(acc >> 56) as usize];
+            if len == 0 {
+                break;
+            }
+            dst.push(sym);
+            acc <<= len;
+            have -= u32::from(len);
+        }
+        if have >= 32 || (have >= 8 && at >= src.len()) {
+            // A longer code is next: the slow way below.
+        } else if at < src.len() {
+            continue;
         }
         if have == 0 {
             return Ok(());

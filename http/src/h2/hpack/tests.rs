@@ -260,3 +260,30 @@ fn a_bomb_is_decoded_without_being_handed_on() {
     assert_eq!(handed, 1);
     assert_eq!(d.table_size(), 6 + 3997 + 32);
 }
+
+#[test]
+fn huffman_round_trips_strings_of_every_length_and_mix() {
+    // Short codes (digits, lower case), 8-bit ones and long ones (control
+    // bytes, up to 30 bits) at every offset within the 32-bit refills.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for len in 0..200 {
+        let s: Vec<u8> = (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                match seed % 4 {
+                    0 => b"0123456789"[(seed >> 8) as usize % 10],
+                    1 => b"abcdefghijklmnopqrstuvwxyz"[(seed >> 8) as usize % 26],
+                    2 => b"ABCXYZ&*,;"[(seed >> 8) as usize % 10],
+                    _ => (seed >> 8) as u8,
+                }
+            })
+            .collect();
+        let mut dst = BytesMut::new();
+        huffman::encode(&s, &mut dst);
+        let mut back = Vec::new();
+        huffman::decode(&dst, &mut back).unwrap();
+        assert_eq!(back, s, "length {len}");
+    }
+}
