@@ -300,9 +300,10 @@ def main():
             end_row, end_m = sampler.sample(time.monotonic() - t0, "after")
             fd_after = {k: end_row[f"fd_{k}"] for k in ("socket", "pipe", "file", "other")}
             fd_pass, fd_text = verdict.fd_check(fd_before, fd_after, pools_before, pools(end_m), conns_ok)
-            if fd_pass or look == 4:
+            if fd_pass:
                 break
-            time.sleep(0.2)
+            if look < 4:
+                time.sleep(0.2)
         if not fd_pass:
             listing_after = fd_listing(pid)
             socks = socket_table()

@@ -115,9 +115,9 @@ pub fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), HpackError> {
             acc <<= len;
             have -= u32::from(len);
         }
-        if have >= 32 || (have >= 8 && at >= src.len()) {
-            // A longer code is next: the slow way below.
-        } else if at < src.len() {
+        // Refill first unless the bits in hand can hold any code (a
+        // longer one is next) or no more come.
+        if have < 32 && at < src.len() {
             continue;
         }
         if have == 0 {
