@@ -93,8 +93,9 @@ pub fn busy() -> usize {
     BUSY.with(Cell::get)
 }
 
-/// Marks a connection busy for as long as the guard lives.
-pub struct BusyGuard(());
+/// Marks a connection busy for as long as the guard lives; how long it
+/// was feeds the coalesced wait's average.
+pub struct BusyGuard(Option<std::time::Instant>);
 
 impl BusyGuard {
     pub(crate) fn new() -> BusyGuard {
@@ -103,12 +104,13 @@ impl BusyGuard {
             b.get()
         });
         crate::coalesce::busy_changed(n);
-        BusyGuard(())
+        BusyGuard(crate::coalesce::request_began())
     }
 }
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
+        crate::coalesce::request_ended(self.0);
         let n = BUSY.with(|b| {
             b.set(b.get() - 1);
             b.get()
