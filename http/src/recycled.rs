@@ -82,7 +82,14 @@ pub(crate) struct Recycled<F: Future> {
 }
 
 impl<F: Future> Recycled<F> {
+    #[cfg(test)]
     pub(crate) fn new(fut: F) -> Recycled<F> {
+        Recycled::with(|| fut)
+    }
+
+    /// The future `make` gives, made where it will live.
+    #[inline(always)]
+    pub(crate) fn with(make: impl FnOnce() -> F) -> Recycled<F> {
         let layout = Layout::new::<F>();
         let ptr = if layout.size() == 0 {
             NonNull::dangling()
@@ -90,7 +97,7 @@ impl<F: Future> Recycled<F> {
             take(layout).cast::<F>()
         };
         // SAFETY: `ptr` is valid for a write of `F` and suitably aligned.
-        unsafe { ptr.as_ptr().write(fut) };
+        unsafe { ptr.as_ptr().write(make()) };
         Recycled { ptr }
     }
 }

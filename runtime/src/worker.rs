@@ -525,7 +525,7 @@ async fn accept_loop<H: 'static, D: Driver<H>>(
                 // Settings read per connection: a reload's new
                 // certificates apply to the next handshake.
                 if let Some(link) = Link::accepted(stream, current.conn(), index) {
-                    task::spawn(driver.serve(link, current.clone()))
+                    task::spawn_with(|| driver.serve(link, current.clone()))
                 }
             }
             Err(e) => {

@@ -208,7 +208,7 @@ pub(crate) fn serve<H: Handler>(
             // core reuses, so no request allocates for it.
             // The flush too: its send through the ring would otherwise
             // sit in every connection's future.
-            match Recycled::new(request_and_flush(&mut link, a, &*handler)).await {
+            match Recycled::with(|| request_and_flush(&mut link, a, &*handler)).await {
                 Next::KeepAlive => {}
                 other => break other,
             }

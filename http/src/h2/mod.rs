@@ -184,7 +184,9 @@ pub(crate) async fn serve<H: Handler>(
             for opened in found.opened.drain(..) {
                 stats::add(|s| &s.streams, 1);
                 conn.stream_started();
-                ringside_runtime::task::spawn(stream::serve(conn.clone(), current.clone(), opened));
+                ringside_runtime::task::spawn_with(|| {
+                    stream::serve(conn.clone(), current.clone(), opened)
+                });
                 if conn.over_limit && !drained {
                     // One answer, then no more streams on it.
                     drained = true;

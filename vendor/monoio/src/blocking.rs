@@ -95,7 +95,7 @@ where
     R: Send + 'static,
 {
     let fut = BlockingFuture(Some(func));
-    let (task, join) = new_task(DEFAULT_THREAD_ID, fut, NoopScheduler);
+    let (task, join) = new_task(DEFAULT_THREAD_ID, || fut, NoopScheduler);
     crate::runtime::CURRENT.with(|inner| {
         let handle = &inner.blocking_handle;
         match handle {

@@ -373,9 +373,20 @@ where
     T: Future + 'static,
     T::Output: 'static,
 {
+    spawn_with(|| future)
+}
+
+/// Spawns the future `make` gives, made in the task's own memory (ringside:
+/// [`spawn`] takes a future already made, and so copies it in whole).
+#[inline(always)]
+pub fn spawn_with<T>(make: impl FnOnce() -> T) -> JoinHandle<T::Output>
+where
+    T: Future + 'static,
+    T::Output: 'static,
+{
     let (task, join) = new_task(
         crate::utils::thread_id::get_current_thread_id(),
-        future,
+        make,
         LocalScheduler,
     );
 
@@ -393,7 +404,7 @@ where
     use crate::task::new_task_holding;
     let (task, join) = new_task_holding(
         crate::utils::thread_id::get_current_thread_id(),
-        future,
+        || future,
         LocalScheduler,
     );
 

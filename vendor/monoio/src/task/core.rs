@@ -53,23 +53,31 @@ pub(crate) struct Trailer {
 impl<T: Future, S: Schedule> Cell<T, S> {
     /// Allocates a new task cell, containing the header, trailer, and core
     /// structures.
-    pub(crate) fn new(owner_id: usize, future: T, scheduler: S) -> Box<Cell<T, S>> {
-        Box::new(Cell {
-            header: Header {
+    ///
+    /// (ringside: the future `make` gives is made in the cell's own
+    /// memory, not made on the stack and copied in whole: a future's
+    /// size is its largest state's, and a request's is kilobytes.)
+    #[inline(always)]
+    pub(crate) fn new(owner_id: usize, make: impl FnOnce() -> T, scheduler: S) -> Box<Cell<T, S>> {
+        let mut cell = Box::<Cell<T, S>>::new_uninit();
+        let p = cell.as_mut_ptr();
+        // SAFETY: every field is written once, in place, before the cell
+        // is taken as initialised.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).header).write(Header {
                 state: State::new(),
                 vtable: raw::vtable::<T, S>(),
                 owner_id,
-            },
-            core: Core {
-                scheduler,
-                stage: CoreStage {
-                    stage: UnsafeCell::new(Stage::Running(future)),
-                },
-            },
-            trailer: Trailer {
+            });
+            std::ptr::addr_of_mut!((*p).core.scheduler).write(scheduler);
+            std::ptr::addr_of_mut!((*p).core.stage).write(CoreStage {
+                stage: UnsafeCell::new(Stage::Running(make())),
+            });
+            std::ptr::addr_of_mut!((*p).trailer).write(Trailer {
                 waker: UnsafeCell::new(None),
-            },
-        })
+            });
+            cell.assume_init()
+        }
     }
 }
 

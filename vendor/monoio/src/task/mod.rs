@@ -73,9 +73,10 @@ pub(crate) trait Schedule: Sized + 'static {
     }
 }
 
+#[inline(always)]
 pub(crate) fn new_task<T, S>(
     owner_id: usize,
-    task: T,
+    make: impl FnOnce() -> T,
     scheduler: S,
 ) -> (Task<S>, JoinHandle<T::Output>)
 where
@@ -83,19 +84,20 @@ where
     T: Future + 'static,
     T::Output: 'static,
 {
-    unsafe { new_task_holding(owner_id, task, scheduler) }
+    unsafe { new_task_holding(owner_id, make, scheduler) }
 }
 
+#[inline(always)]
 pub(crate) unsafe fn new_task_holding<T, S>(
     owner_id: usize,
-    task: T,
+    make: impl FnOnce() -> T,
     scheduler: S,
 ) -> (Task<S>, JoinHandle<T::Output>)
 where
     S: Schedule,
     T: Future,
 {
-    let raw = RawTask::new::<T, S>(owner_id, task, scheduler);
+    let raw = RawTask::new::<T, S>(owner_id, make, scheduler);
     let task = Task {
         raw,
         _p: PhantomData,

@@ -48,12 +48,13 @@ pub(super) fn vtable<T: Future, S: Schedule>() -> &'static Vtable {
 }
 
 impl RawTask {
-    pub(crate) fn new<T, S>(owner_id: usize, task: T, scheduler: S) -> RawTask
+    #[inline(always)]
+    pub(crate) fn new<T, S>(owner_id: usize, make: impl FnOnce() -> T, scheduler: S) -> RawTask
     where
         T: Future,
         S: Schedule,
     {
-        let ptr = Box::into_raw(Cell::new(owner_id, task, scheduler));
+        let ptr = Box::into_raw(Cell::new(owner_id, make, scheduler));
         let ptr = unsafe { NonNull::new_unchecked(ptr as *mut Header) };
 
         RawTask { ptr }
