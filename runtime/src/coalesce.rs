@@ -30,19 +30,22 @@
 //! Hence on by default at 100 us, which keeps most of the gain.
 //!
 //! Where requests take long on this core, the wait grows with them: to
-//! [`STRETCH`]th of their average time here (a moving average kept as
-//! they end), never past [`MAX_STRETCHED_US`]. A wait that short of the
-//! requests' own time cannot add much to it, and the batch it buys is
-//! larger. The case is many streams multiplexed on few connections (an
-//! HTTP/2 client and an HTTP/2 upstream, 1,000 requests in flight on 101
-//! connections): half of what is in progress never completes in one
-//! wait, so every park ran its full 100 us and each upstream read carried
-//! four responses. Measured (1 worker, `h2load -c100 -m10` to an nginx h2c
-//! origin, 3 rounds, server CPU per request): 100 us 10.1-12.3 us at
-//! 63-70k req/s; 400 us 8.6-11.0 at 65-72k; 800 us no better; 1.6 ms fewer
-//! requests (the wait then bounds the rate). Requests of 14 ms there make
-//! the stretched wait about 440 us. Requests shorter than 32 times
-//! `coalesce_wait` (3.2 ms by default) wait exactly as before.
+//! [`STRETCH`]th of the time a short one takes here (the lower quartile
+//! of their times, tracked as they end), never past [`MAX_STRETCHED_US`].
+//! A wait that short of the requests' own time cannot add much to it, and
+//! the batch it buys is larger. The quartile, not the mean: long-lived
+//! requests (WebSockets, long polls, gRPC streams) among short ones would
+//! stretch a mean, and with it every short request's waits. The case is
+//! many streams multiplexed on few connections (an HTTP/2 client and an
+//! HTTP/2 upstream, 1,000 requests in flight on 101 connections): half of
+//! what is in progress never completes in one wait, so every park ran its
+//! full 100 us and each upstream read carried four responses. Measured (1
+//! worker, `h2load -c100 -m10` to an nginx h2c origin, 3 rounds, server
+//! CPU per request): 100 us 10.1-12.3 us at 63-70k req/s; 400 us 8.6-11.0
+//! at 65-72k; 800 us no better; 1.6 ms fewer requests (the wait then
+//! bounds the rate). Requests of 14 ms there make the stretched wait about
+//! 440 us. Where a quarter of the requests take less than 32 times
+//! `coalesce_wait` (3.2 ms by default), waits are exactly as before.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -50,25 +53,30 @@ use std::time::{Duration, Instant};
 /// Requests in progress below which a worker parks for one event.
 pub const MIN_BUSY: usize = 4;
 
-/// The stretched wait is this fraction of the average request's time.
+/// The stretched wait is this fraction of a short request's time.
 pub const STRETCH: u32 = 32;
 
 /// The longest a stretched wait may be.
 pub const MAX_STRETCHED_US: u32 = 1_000;
 
-/// The moving average weighs each new request this fraction (1/2^N).
-const AVERAGE_SHIFT: u32 = 5;
+/// How far one request moves the quartile: up by this fraction, down by
+/// three times it, which settles where a quarter of the requests are
+/// shorter. Small, because requests end in batches of alike ones: at 1/32
+/// the quartile of a steady HTTP/2 benchmark swung between 5 and 20 ms;
+/// from 1 us it still reaches 14 ms within about 1,200 requests.
+const STEP: f32 = 1.0 / 128.0;
 
-/// Requests longer than this count as this long.
-const LONGEST_COUNTED_US: u64 = STRETCH as u64 * MAX_STRETCHED_US as u64;
+/// The quartile stays within 1 us and the time past which every wait is
+/// stretched its most.
+const LONGEST_COUNTED_US: f32 = (STRETCH * MAX_STRETCHED_US) as f32;
 
 thread_local! {
     /// Zero on backends other than io_uring: the hot path then stops at
     /// one thread-local read.
     static MAX_WAIT_US: Cell<u32> = const { Cell::new(0) };
-    /// The moving average of a request's time on this core, in
-    /// microseconds times 2^AVERAGE_SHIFT.
-    static AVERAGE: Cell<u64> = const { Cell::new(0) };
+    /// The lower quartile of the requests' times on this core, in
+    /// microseconds.
+    static QUARTILE: Cell<f32> = const { Cell::new(1.0) };
 }
 
 /// Sets this worker's longest coalesced wait (zero: off). Call after
@@ -83,22 +91,27 @@ pub(crate) fn configure(max_wait: Duration) {
     MAX_WAIT_US.with(|m| m.set(us));
 }
 
-/// The wait for `busy` requests in progress, when requests take
-/// `average_us` here: (completions, microseconds).
-pub fn policy(busy: usize, wait_us: u32, average_us: u32) -> (u32, u32) {
+/// The wait for `busy` requests in progress, when a quarter of the
+/// requests here take less than `short_us`: (completions, microseconds).
+pub fn policy(busy: usize, wait_us: u32, short_us: u32) -> (u32, u32) {
     if wait_us == 0 || busy < MIN_BUSY {
         return (1, 0);
     }
-    let stretched = (average_us / STRETCH).min(MAX_STRETCHED_US);
+    let stretched = (short_us / STRETCH).min(MAX_STRETCHED_US);
     (
         (busy / 2).min(u32::MAX as usize) as u32,
         wait_us.max(stretched),
     )
 }
 
-/// The moving average after a request of `took_us`.
-pub fn averaged(average: u64, took_us: u64) -> u64 {
-    average - (average >> AVERAGE_SHIFT) + took_us
+/// The quartile after a request of `took_us`.
+pub fn tracked(quartile: f32, took_us: f32) -> f32 {
+    let q = if took_us < quartile {
+        quartile * (1.0 - 3.0 * STEP)
+    } else {
+        quartile * (1.0 + STEP)
+    };
+    q.clamp(1.0, LONGEST_COUNTED_US)
 }
 
 /// When a request began, where waits are coalesced (else no clock is read).
@@ -112,11 +125,8 @@ pub(crate) fn request_began() -> Option<Instant> {
 pub(crate) fn request_ended(began: Option<Instant>) {
     if let Some(began) = began {
         let took = crate::clock::now().saturating_duration_since(began);
-        // A request past the longest stretch counts as that long: a
-        // long-lived stream (a WebSocket, a gRPC stream) moves the average
-        // by at most a millisecond, not its whole life.
-        let took_us = took.as_micros().min(LONGEST_COUNTED_US as u128) as u64;
-        AVERAGE.with(|a| a.set(averaged(a.get(), took_us)));
+        let took_us = took.as_secs_f32() * 1e6;
+        QUARTILE.with(|q| q.set(tracked(q.get(), took_us)));
     }
 }
 
@@ -125,8 +135,8 @@ pub(crate) fn request_ended(began: Option<Instant>) {
 pub(crate) fn busy_changed(busy: usize) {
     let max = MAX_WAIT_US.with(Cell::get);
     if max != 0 {
-        let average = AVERAGE.with(Cell::get) >> AVERAGE_SHIFT;
-        apply(policy(busy, max, average.min(u32::MAX as u64) as u32));
+        let short = QUARTILE.with(Cell::get) as u32;
+        apply(policy(busy, max, short));
     }
 }
 
@@ -168,34 +178,53 @@ mod tests {
     }
 
     #[test]
-    fn the_average_follows_request_times() {
-        let mut a = 0;
-        for _ in 0..400 {
-            a = averaged(a, 10_000);
+    fn the_quartile_settles_among_the_shortest_quarter() {
+        let mut q = 1.0;
+        // A request in four takes 1 ms, the rest 5 to 7 ms.
+        let times = [1_000.0, 5_000.0, 6_000.0, 7_000.0];
+        for t in times.iter().cycle().take(4_000) {
+            q = tracked(q, *t);
         }
-        assert!(
-            (a >> AVERAGE_SHIFT).abs_diff(10_000) <= 1,
-            "{}",
-            a >> AVERAGE_SHIFT
-        );
-        for _ in 0..400 {
-            a = averaged(a, 200);
+        assert!((1_000.0..=5_000.0 * (1.0 + STEP)).contains(&q), "{q}");
+        // All alike: it follows them, within a step or two.
+        for _ in 0..2_000 {
+            q = tracked(q, 14_000.0);
         }
-        assert!(
-            (a >> AVERAGE_SHIFT).abs_diff(200) <= 1,
-            "{}",
-            a >> AVERAGE_SHIFT
-        );
+        assert!((q / 14_000.0 - 1.0).abs() < 3.0 * STEP, "{q}");
+        for _ in 0..2_000 {
+            q = tracked(q, 200.0);
+        }
+        assert!((q / 200.0 - 1.0).abs() < 3.0 * STEP, "{q}");
     }
 
     #[test]
-    fn a_long_lived_stream_moves_the_average_by_its_bounded_share() {
-        AVERAGE.with(|a| a.set(200 << AVERAGE_SHIFT));
-        let hour_ago = std::time::Instant::now() - Duration::from_secs(3600);
-        request_ended(Some(hour_ago));
-        let after = AVERAGE.with(Cell::get) >> AVERAGE_SHIFT;
-        // 200 less its share, and the longest counted's share.
-        let expected = 200 - 200 / 32 + LONGEST_COUNTED_US / 32;
-        assert!(after.abs_diff(expected) <= 1, "{after} against {expected}");
+    fn long_lived_requests_among_short_ones_do_not_stretch_the_wait() {
+        // Half of the requests are hour-long streams, half take 1 ms.
+        let mut q = 1.0;
+        for i in 0..4_000 {
+            let t = if i % 2 == 0 { 3_600e6 } else { 1_000.0 };
+            q = tracked(q, t);
+        }
+        assert!(q < 1_500.0, "{q}");
+        assert_eq!(policy(100, 100, q as u32), (50, 100));
+        // All of them long: the most the wait stretches.
+        for _ in 0..2_000 {
+            q = tracked(q, 3_600e6);
+        }
+        assert_eq!(q, LONGEST_COUNTED_US);
+        assert_eq!(policy(100, 100, q as u32), (50, MAX_STRETCHED_US));
+    }
+
+    #[test]
+    fn an_ended_request_moves_this_cores_quartile() {
+        QUARTILE.with(|q| q.set(1_000.0));
+        request_ended(Some(std::time::Instant::now() - Duration::from_secs(3600)));
+        assert_eq!(QUARTILE.with(Cell::get), 1_000.0 * (1.0 + STEP));
+        request_ended(None);
+        assert_eq!(
+            QUARTILE.with(Cell::get),
+            1_000.0 * (1.0 + STEP),
+            "no clock, no change"
+        );
     }
 }
