@@ -10,14 +10,23 @@
 use std::net::SocketAddr;
 use std::process::Command;
 
-/// Set in the copy of a test that runs in its own network namespace.
+/// Set in the copy of a test that runs in its own network namespace: the
+/// namespace it was started from.
 const IN_NETNS: &str = "RINGSIDE_TEST_IN_NETNS";
+
+/// This process's network namespace, as the kernel names it.
+fn netns() -> String {
+    let link = std::fs::read_link("/proc/self/ns/net").expect("/proc/self/ns/net");
+    link.to_string_lossy().into_owned()
+}
 
 /// Whether this is the copy of a test that [`in_own_netns`] runs in a
 /// network namespace of its own, where the kernel's per-namespace counters
-/// (/proc/net/snmp) count this test's sockets only.
+/// (/proc/net/snmp) count this test's sockets only. The namespace itself
+/// is compared, not only the variable: one set by hand, or inherited into
+/// the starting namespace, does not pass.
 pub fn is_own_netns() -> bool {
-    std::env::var_os(IN_NETNS).is_some()
+    std::env::var_os(IN_NETNS).is_some_and(|from| from.to_string_lossy() != netns())
 }
 
 /// Runs the test `name` (of this test binary) again in a network
@@ -42,7 +51,7 @@ pub fn in_own_netns(name: &str) -> bool {
         ])
         .arg(exe)
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
-        .env(IN_NETNS, "1")
+        .env(IN_NETNS, netns())
         .status()
         .expect("unshare (util-linux) and ip (iproute2)");
     assert!(
