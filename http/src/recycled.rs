@@ -82,11 +82,6 @@ pub(crate) struct Recycled<F: Future> {
 }
 
 impl<F: Future> Recycled<F> {
-    #[cfg(test)]
-    pub(crate) fn new(fut: F) -> Recycled<F> {
-        Recycled::with(|| fut)
-    }
-
     /// The future `make` gives, made where it will live.
     #[inline(always)]
     pub(crate) fn with(make: impl FnOnce() -> F) -> Recycled<F> {
@@ -138,11 +133,11 @@ mod tests {
             let _held = d;
             [7u8; 300]
         };
-        let a = Recycled::new(make(dropped.clone()));
+        let a = Recycled::with(|| make(dropped.clone()));
         let first = a.ptr.cast::<u8>();
         drop(a);
         assert_eq!(Rc::strong_count(&dropped), 1, "the future was dropped");
-        let b = Recycled::new(make(dropped.clone()));
+        let b = Recycled::with(|| make(dropped.clone()));
         assert_eq!(b.ptr.cast::<u8>(), first, "the same block again");
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);

@@ -94,7 +94,7 @@ pub fn busy() -> usize {
 }
 
 /// Marks a connection busy for as long as the guard lives; how long it
-/// was feeds the coalesced wait's average.
+/// was feeds the quartile the coalesced wait stretches by.
 pub struct BusyGuard(Option<std::time::Instant>);
 
 impl BusyGuard {
