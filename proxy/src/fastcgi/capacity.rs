@@ -302,6 +302,9 @@ impl Waiter {
 
     /// Waits until handed a connection or an error, or until `deadline`.
     pub async fn wait(&self, deadline: Instant) -> Waited {
+        // What ends this wait is another request's end on this core (or
+        // an opener's), never a completion of this request's own.
+        let _queued = ringside_runtime::coalesce::Queued::new();
         let ready = std::future::poll_fn(|cx| {
             if let Some(c) = self.conn.borrow_mut().take() {
                 return Poll::Ready(Waited::Conn(c));

@@ -62,7 +62,7 @@ pub fn in_own_netns(name: &str) -> bool {
 }
 
 /// Runs a load tool to its end: what it printed, stdout then stderr.
-fn run(cmd: &mut Command, what: &str) -> String {
+pub fn run(cmd: &mut Command, what: &str) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);

@@ -63,7 +63,7 @@ impl ClientConn {
         let mut wait = Waiting {
             conn: self,
             w: Rc::default(),
-            counted: false,
+            counted: None,
         };
         let ready = poll_fn(|cx| {
             let mut st = self.st.borrow_mut();
@@ -84,8 +84,11 @@ impl ClientConn {
             if st.has_slot() {
                 return Poll::Ready(Ok(()));
             }
-            if !wait.counted {
-                wait.counted = true;
+            if wait.counted.is_none() {
+                // A stream's end on this connection ends the wait, not a
+                // completion of this request's own: the core's coalesced
+                // wait leaves it out.
+                wait.counted = Some(ringside_runtime::coalesce::Queued::new());
                 st.waiting_open += 1;
             }
             // Woken and beaten to the slot: first in line again.
@@ -122,7 +125,8 @@ impl ClientConn {
 struct Waiting<'a> {
     conn: &'a ClientConn,
     w: Rc<OpenWait>,
-    counted: bool,
+    /// In the connection's count of waiting opens, and queued on the core.
+    counted: Option<ringside_runtime::coalesce::Queued>,
 }
 
 impl Drop for Waiting<'_> {
@@ -130,7 +134,7 @@ impl Drop for Waiting<'_> {
         let Ok(mut st) = self.conn.st.try_borrow_mut() else {
             return;
         };
-        if self.counted {
+        if self.counted.is_some() {
             st.waiting_open -= 1;
         }
         if st.opens.polled(&self.w) {
