@@ -17,7 +17,7 @@ usage: cpu_per_request.py [--rounds 3] [--duration 10] [--connections 50]
                           [--file hello.txt] [--servers ringside,nginx,lighttpd]
                           [--ringside-args "..."] [--root DIR] [--proxy]
                           [--client wrk|ringside-bench]
-                          [--fastcgi [--fpm-children 16]]
+                          [--fastcgi [--fpm-children 16] [--fpm-pm static|dynamic]]
 
 A ringside server may be named ringside[:BACKEND][@SETUP][+VAR=VALUE] to
 compare backends (ringside:epoll), io_uring ring setups (ringside@defer,
@@ -41,7 +41,11 @@ and open new ones in the run. A proxy without a pool shows about one per
 request ("origin req/req" is the origin's requests per wrk request, ~1.000).
 
 --fastcgi measures FastCGI front ends: one php-fpm (deploy/bench/php-fpm.conf,
-pm = static with --fpm-children children, TCP on loopback) runs pinned to
+pm = static with --fpm-children children, or with --fpm-pm dynamic Debian's
+default www pool: pm = dynamic, start_servers 2, min_spare_servers 1,
+max_spare_servers 3, max_children --fpm-children (5 in Debian's; a queue
+forms behind a small pool, which is what users of a default install meet),
+TCP on loopback) runs pinned to
 CPU 1 beside wrk for the whole run, and each server under test (default
 ringside,nginx,nginx-nokeep,lighttpd) runs /hello.php (from
 proxy/tests/support/php unless --root) on it from CPU 0: ringside with
@@ -402,7 +406,12 @@ def fpm_exe():
     raise SystemExit("php-fpm is needed for --fastcgi (scripts/test.sh installs it)")
 
 
-def start_fpm(children):
+# Debian's default www pool (/etc/php/*/fpm/pool.d/www.conf) less its
+# max_children, which --fpm-children gives.
+DEBIAN_DYNAMIC = "pm = dynamic\npm.start_servers = 2\npm.min_spare_servers = 1\npm.max_spare_servers = 3\n"
+
+
+def start_fpm(children, pm="static"):
     """php-fpm pinned to CPU 1 beside wrk, ready when its master says so."""
     port = free_port()
     prefix = tempfile.mkdtemp(prefix="shootout-fpm-")
@@ -412,6 +421,10 @@ def start_fpm(children):
         "@CHILDREN@": str(children),
         "@USERLINES@": "user = root\ngroup = root" if root else "",
     })
+    if pm == "dynamic":
+        # The pool section is the file's last: a later line wins.
+        with open(conf, "a") as f:
+            f.write(DEBIAN_DYNAMIC)
     cmd = ["taskset", "-c", "1", fpm_exe(), "-F", "-y", conf] + (["-R"] if root else [])
     log = os.path.join(prefix, "php-fpm.log")
     with open(os.path.join(prefix, "stderr.log"), "wb") as err:
@@ -670,6 +683,8 @@ def main():
                    help="ask for gzip: an 11 KiB page, or proxied 11 KiB JSON, compressed at level 6")
     p.add_argument("--fpm-children", type=int, default=16,
                    help="php-fpm's pm.max_children with --fastcgi (default 16)")
+    p.add_argument("--fpm-pm", choices=("static", "dynamic"), default="static",
+                   help="php-fpm's pm: static, or dynamic as Debian's default pool (start 2, spares 1-3)")
     args = p.parse_args()
     global BASELINE, GZIP
     BASELINE = os.path.abspath(args.baseline) if args.baseline else None
@@ -719,7 +734,7 @@ def main():
             origin = start_origin()
             origin_port = origin[1]
         if args.fastcgi:
-            fpm = start_fpm(args.fpm_children)
+            fpm = start_fpm(args.fpm_children, args.fpm_pm)
         for rnd in range(1, args.rounds + 1):
             for name in servers:
                 if args.fastcgi:
@@ -762,7 +777,7 @@ def main():
             shutil.rmtree(made_root, ignore_errors=True)
     what = "proxied to an nginx origin on CPU 1" if args.proxy else f"/{args.file}"
     if args.fastcgi:
-        what = f"/{args.file} on php-fpm (pm.max_children {args.fpm_children}) on CPU 1"
+        what = f"/{args.file} on php-fpm (pm = {args.fpm_pm}, max_children {args.fpm_children}) on CPU 1"
     client = "wrk -t1" if args.client == "wrk" else "ringside-bench -k"
     print(f"\nmedians over {args.rounds} rounds, {what}, {client} -c{args.connections} -d{args.duration}s:")
     head = f"{'server':16s} {'req/s':>9s} {'cpu us/req':>11s} {'user':>7s} {'sys':>7s}"

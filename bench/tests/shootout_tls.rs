@@ -148,7 +148,7 @@ fn every_front_end_answers_over_its_protocol() {
     let tls = Tls::generate(&cert.0).unwrap();
     let root = docroot();
     let cpus = [0];
-    let origin = start_backend(Kind::Proxy, &cpus, &root.0, &paths).unwrap();
+    let origin = start_backend(Kind::Proxy, Default::default(), &cpus, &root.0, &paths).unwrap();
     let files = Behind::Files(root.0.clone());
     let mut failures: Vec<String> = Vec::new();
     let mut answered = 0;

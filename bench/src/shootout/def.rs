@@ -15,6 +15,8 @@
 //! file = "hello.txt"         # static: its name (the extension picks the type)
 //! protocol = "h2"            # client to front end: http (default) | https | h2 | h2c
 //! streams = 10               # h2 and h2c: concurrent streams per connection (default 10)
+//! fpm_pool = "debian"        # fastcgi: Debian's default www pool (pm = dynamic, 5
+//!                            # children, 2 at start), or "static16" (default)
 //! ```
 //!
 //! `https` is HTTP/1.1 over TLS, `h2` HTTP/2 over TLS (ALPN), `h2c`
@@ -75,6 +77,42 @@ impl Protocol {
     }
 }
 
+/// php-fpm's pool behind a FastCGI scenario.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FpmPool {
+    /// `pm = static` with `FPM_CHILDREN` children: enough that no front
+    /// end's kept connections queue requests.
+    #[default]
+    Static16,
+    /// Debian's default `www` pool: `pm = dynamic`, `max_children = 5`,
+    /// `start_servers = 2`, spares 1 to 3. What a default install runs,
+    /// and where requests queue in the front end.
+    Debian,
+}
+
+impl FpmPool {
+    /// `pm.max_children`.
+    pub fn children(self) -> usize {
+        match self {
+            FpmPool::Static16 => super::servers::FPM_CHILDREN,
+            FpmPool::Debian => 5,
+        }
+    }
+
+    /// Lines that follow the pool section of `deploy/bench/php-fpm.conf`
+    /// (`pm = static`; a later line wins).
+    pub fn extra_lines(self) -> &'static str {
+        match self {
+            FpmPool::Static16 => "",
+            FpmPool::Debian => {
+                "pm = dynamic\npm.start_servers = 2\npm.min_spare_servers = 1\n\
+                 pm.max_spare_servers = 3\n"
+            }
+        }
+    }
+}
+
 /// Streams per connection when an HTTP/2 scenario names none (h2load's
 /// `-m 10` in the HTTP/2 measurements).
 pub const DEFAULT_STREAMS: usize = 10;
@@ -92,6 +130,8 @@ pub struct Scenario {
     pub protocol: Protocol,
     #[serde(default)]
     pub streams: Option<usize>,
+    #[serde(default)]
+    pub fpm_pool: Option<FpmPool>,
 }
 
 impl Scenario {
@@ -102,6 +142,11 @@ impl Scenario {
         } else {
             1
         }
+    }
+
+    /// php-fpm's pool for a FastCGI scenario.
+    pub fn fpm_pool(&self) -> FpmPool {
+        self.fpm_pool.unwrap_or_default()
     }
 
     /// The name the results and the report use: with the protocol, so
@@ -222,6 +267,12 @@ impl Definition {
                     s.protocol.name()
                 ));
             }
+            if s.fpm_pool.is_some() && s.kind != Kind::Fastcgi {
+                return Err(format!(
+                    "scenario {:?}: fpm_pool is for fastcgi scenarios only",
+                    s.name
+                ));
+            }
             match s.streams {
                 Some(_) if !s.protocol.http2() => {
                     return Err(format!(
@@ -337,6 +388,20 @@ streams = 4
             ),
             (GOOD.replace("streams = 4", "streams = 0"), "at least 1"),
             (
+                GOOD.replace(
+                    "kind = \"proxy\"\nprotocol = \"https\"",
+                    "kind = \"proxy\"\nprotocol = \"https\"\nfpm_pool = \"debian\"",
+                ),
+                "fpm_pool is for fastcgi scenarios only",
+            ),
+            (
+                GOOD.replace(
+                    "kind = \"fastcgi\"",
+                    "kind = \"fastcgi\"\nfpm_pool = \"big\"",
+                ),
+                "unknown variant",
+            ),
+            (
                 GOOD.replace("protocol = \"h2c\"\nstreams = 4", "protocol = \"https\""),
                 "\"proxy (https)\" is given twice",
             ),
@@ -376,6 +441,19 @@ streams = 4
         let protocols: Vec<Protocol> = ci.scenarios.iter().map(|s| s.protocol).collect();
         assert_eq!(protocols, [Protocol::Http, Protocol::H2]);
         let seeds = Definition::load(&dir.join("seeds.toml"), 2).unwrap();
+        // The seeds' FastCGI rows: a default install's small pool, where
+        // requests queue in the front end, and one where none do.
+        let pools: Vec<FpmPool> = seeds
+            .scenarios
+            .iter()
+            .filter(|s| s.kind == Kind::Fastcgi)
+            .map(Scenario::fpm_pool)
+            .collect();
+        assert_eq!(pools, [FpmPool::Debian, FpmPool::Static16]);
+        assert_eq!(
+            (FpmPool::Debian.children(), FpmPool::Static16.children()),
+            (5, 16)
+        );
         let over: Vec<String> = seeds
             .scenarios
             .iter()

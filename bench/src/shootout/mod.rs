@@ -233,7 +233,13 @@ fn run_group(
             });
         }
     }
-    let backend = match start_backend(scenario.kind, client_cpus, files, paths) {
+    let backend = match start_backend(
+        scenario.kind,
+        scenario.fpm_pool(),
+        client_cpus,
+        files,
+        paths,
+    ) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("{label}: backend failed: {e}");

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::def::{Kind, Protocol};
+use super::def::{FpmPool, Kind, Protocol};
 use super::procs::{fill, find_binary, free_port, Proc, Scratch};
 use super::tls::{self, Tls};
 
@@ -297,6 +297,7 @@ pub struct Backend {
 /// the docroot for static scenarios.
 pub fn start_backend(
     kind: Kind,
+    pool: FpmPool,
     cpus: &[usize],
     files: &Path,
     paths: &Paths,
@@ -342,7 +343,7 @@ pub fn start_backend(
             let vars = [
                 ("PREFIX", prefix.clone()),
                 ("LISTEN", format!("127.0.0.1:{port}")),
-                ("CHILDREN", FPM_CHILDREN.to_string()),
+                ("CHILDREN", pool.children().to_string()),
                 (
                     "USERLINES",
                     if root {
@@ -358,6 +359,7 @@ pub fn start_backend(
                 "php-fpm.conf",
                 &vars,
             )?;
+            append(&conf, pool.extra_lines())?;
             let fpm = find_binary(&["php-fpm8.2", "php-fpm8.3", "php-fpm8.4", "php-fpm"])
                 .ok_or("php-fpm not installed: apt-get install php-fpm")?;
             let mut argv = vec![path(&fpm), "-F".into(), "-y".into(), path(&conf)];
@@ -383,4 +385,14 @@ pub fn request_path(kind: Kind, file: Option<&str>) -> String {
         Kind::Fastcgi => "/hello.php".into(),
         Kind::Ruby => "/hello".into(),
     }
+}
+
+/// Appends `lines` to the file at `path`.
+fn append(path: &Path, lines: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(lines.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
