@@ -62,7 +62,7 @@ pub(super) fn render(reg: &Registry, cores: &[Arc<CoreStats>], out: &mut String)
         out,
         "ringside_upstream_max_idle_connections",
         "gauge",
-        "The most idle connections to the server the pools keep, all cores (max_idle per core).",
+        "The idle connections to the server the pools keep, all cores (max_idle per core); more only while as many requests were in flight within the last two seconds.",
     );
     for up in reg.upstreams() {
         let max = up.cfg.pool.max_idle * cores.len();

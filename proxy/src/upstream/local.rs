@@ -40,6 +40,9 @@ pub struct Peer {
     /// `protocol = "auto"`: the server chose HTTP/1.1 by ALPN, so its
     /// requests go over HTTP/1.1 connections from `pool`.
     pub http1: bool,
+    /// The most tries in flight to the server at once on this core, since
+    /// the reaper's last sweep and in the sweep before.
+    peak: [u32; 2],
 }
 
 impl Drop for Peer {
@@ -193,6 +196,7 @@ impl Local {
         Peer {
             spec,
             pool: Pool::default(),
+            peak: [0; 2],
             policy,
             fails: 0,
             first_fail: Instant::now(),
@@ -266,7 +270,9 @@ impl Local {
     fn enter(&mut self, c: &Chosen) -> Option<usize> {
         let i = self.find(c)?;
         self.in_flight[i] += 1;
-        self.peers[i].stats.active.add(1);
+        let p = &mut self.peers[i];
+        p.peak[0] = p.peak[0].max(self.in_flight[i]);
+        p.stats.active.add(1);
         Some(i)
     }
 
@@ -315,7 +321,7 @@ impl Local {
     pub fn release(&mut self, c: &Chosen, keep: Option<TcpStream>, failure: Option<&Error>) {
         let Some(i) = self.find(c) else { return };
         self.in_flight[i] = self.in_flight[i].saturating_sub(1);
-        let max = self.pool_max();
+        let max = self.keep_idle(i);
         let p = &mut self.peers[i];
         p.stats.active.sub(1);
         let mut freed = false;
@@ -345,6 +351,26 @@ impl Local {
             0
         } else {
             self.shared.cfg.pool.max_idle
+        }
+    }
+
+    /// The most idle connections peer `i`'s pool keeps now: `max_idle`,
+    /// or as many as it takes to serve the most requests in flight to it
+    /// lately (since the reaper's sweep before last) where that is more.
+    /// Responses end in batches and the next requests come a turn later:
+    /// with 5,000 HTTP/2 streams proxied to an HTTP/1.1 server, a batch
+    /// left more than `max_idle` (1,024) idle for a moment, the surplus
+    /// closed, and the next batch opened them again (15,132 connections
+    /// opened for 90,000 requests, 0.38 system calls a request against
+    /// 0.15 at 1,000 streams). Once fewer requests are in flight, the
+    /// surplus over `max_idle` closes within two sweeps ([`Local::reap`]).
+    fn keep_idle(&self, i: usize) -> usize {
+        match self.pool_max() {
+            0 => 0,
+            max => {
+                let peak = self.peers[i].peak.into_iter().max().unwrap_or(0);
+                max.max(peak.saturating_sub(self.in_flight[i]) as usize)
+            }
         }
     }
 
@@ -419,14 +445,19 @@ impl Local {
             .warn(Reason::NoServer, e, &self.shared.cfg.name, None);
     }
 
-    /// Closes idle connections past their timeout or closed by the server.
+    /// Closes idle connections past their timeout or closed by the server,
+    /// and the oldest beyond what the pool keeps now.
     pub fn reap(&mut self, now: Instant) {
         let idle = self.shared.cfg.pool.idle_timeout;
-        for p in &mut self.peers {
+        for i in 0..self.peers.len() {
+            let p = &mut self.peers[i];
+            p.peak = [self.in_flight[i], p.peak[0]];
+            let keep = self.keep_idle(i);
+            let p = &mut self.peers[i];
             if p.down_until.is_some_and(|t| now >= t) {
                 p.stats.down.set(0);
             }
-            let closed = p.pool.reap(idle, now);
+            let closed = p.pool.reap(idle, now) + p.pool.trim(keep);
             p.idle_changed();
             h2::reap(&mut p.h2, now, &self.shared.cfg);
             p.stats.h2_conns.set(p.h2.len() as u64);

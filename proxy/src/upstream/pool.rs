@@ -70,6 +70,13 @@ impl Pool {
         None
     }
 
+    /// Closes the oldest connections beyond `max`; says how many.
+    pub fn trim(&mut self, max: usize) -> usize {
+        let surplus = self.idle.len().saturating_sub(max);
+        self.idle.drain(..surplus);
+        surplus
+    }
+
     /// Closes the connections idle longer than `idle_timeout` and those the
     /// server closed; says how many.
     pub fn reap(&mut self, idle_timeout: Duration, now: Instant) -> usize {
