@@ -17,6 +17,7 @@
 //! The engine (`ringside-runtime`) accepts connections and hands each, as a
 //! `Link`, to [`Http`], the driver the server was started with.
 
+mod authority;
 pub mod client_limit;
 pub mod compress;
 pub mod date;
@@ -31,6 +32,7 @@ mod linger;
 pub mod message;
 pub mod path;
 pub mod proxy_protocol;
+pub mod pseudo;
 mod recycled;
 pub mod semantics;
 pub mod status;
