@@ -532,6 +532,7 @@ mod tests {
                 }],
                 headers: ForwardHeaders::default(),
                 encoded_slash: Default::default(),
+                allow_trace: false,
             }
         );
         // Nothing else changes.
@@ -642,6 +643,7 @@ mod tests {
             }],
             headers: ForwardHeaders::default(),
             encoded_slash: Default::default(),
+            allow_trace: false,
         }
     }
 

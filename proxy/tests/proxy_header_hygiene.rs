@@ -4,6 +4,7 @@
 //! - the proxy's own X-Forwarded-Proto and -Host replace the client's;
 //! - an upgrade reaches the backend only for `websocket` and what the route
 //!   lists, never `h2c`;
+//! - TRACE is 405 unless `allow_trace`;
 //! - TRACE and OPTIONS with `Max-Forwards: 0` are answered here, other
 //!   values go on decremented (RFC 9110 §7.6.2); `OPTIONS *` has `Allow`;
 //! - a later HTTP/1 minor version is served as 1.1 (RFC 9110 §2.5);
@@ -78,6 +79,35 @@ fn client_fields_that_could_pose_as_the_proxys_are_not_passed_on() {
 }
 
 #[test]
+fn trace_is_refused_unless_allowed() {
+    let rec = Recorder::start();
+    let dir = TempDir::new("hyg-trace");
+    let rs = start(&dir, rec.port(), "", "");
+    for hops in ["", "Max-Forwards: 0\r\n", "Max-Forwards: 3\r\n"] {
+        let r = send(
+            &rs,
+            &format!(
+                "TRACE /t HTTP/1.1\r\nHost: t\r\n{hops}Cookie: c=1\r\nConnection: close\r\n\r\n"
+            ),
+        );
+        assert_eq!(r.status, 405, "{hops:?}: {}", r.head);
+        assert!(r.header("allow").unwrap().contains("GET"), "{}", r.head);
+        assert!(!r.text().contains("c=1"), "{hops:?}: reflected");
+    }
+    assert_eq!(rec.count(), 0, "TRACE reached the backend");
+    // Allowed, it goes on.
+    let rec = Recorder::start();
+    let dir = TempDir::new("hyg-trace-on");
+    let rs = start(&dir, rec.port(), "allow_trace = true", "");
+    let r = send(
+        &rs,
+        "TRACE /t HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(rec.requests()[0].method, "TRACE");
+}
+
+#[test]
 fn upgrades_go_on_only_for_protocols_the_route_allows() {
     let rec = Recorder::start();
     let dir = TempDir::new("hyg-upgrade");
@@ -115,7 +145,7 @@ fn upgrades_go_on_only_for_protocols_the_route_allows() {
 fn trace_and_options_stop_where_max_forwards_says() {
     let rec = Recorder::start();
     let dir = TempDir::new("hyg-hops");
-    let rs = start(&dir, rec.port(), "", "");
+    let rs = start(&dir, rec.port(), "allow_trace = true", "");
     let r = send(
         &rs,
         "TRACE /t HTTP/1.1\r\nHost: t\r\nMax-Forwards: 0\r\nCookie: secret=1\r\nX-A: b\r\nConnection: close\r\n\r\n",

@@ -331,6 +331,7 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
     }
     let slash = name_of(&ENCODED_SLASH, &p.encoded_slash);
     writeln!(out, "encoded_slash = {}", quote(slash))?;
+    writeln!(out, "allow_trace = {}", p.allow_trace)?;
     let underscores = name_of(&UNDERSCORES, &h.underscores);
     writeln!(out, "underscores_in_headers = {}", quote(underscores))?;
     for u in &p.upstreams {

@@ -68,6 +68,7 @@
 //! forwarded = false         # RFC 7239 Forwarded
 //! via = "ringside"          # pseudonym in Via; false or "" for none
 //! encoded_slash = "reject"  # "reject" (400) | "pass": %2F kept for the backend
+//! allow_trace = false       # TRACE: 405 | true: forwarded
 //! underscores_in_headers = "drop"  # "drop" | "pass" | "reject" (400)
 //!
 //! [upstream.app]            # name: [A-Za-z0-9_-]+

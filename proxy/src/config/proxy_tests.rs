@@ -194,6 +194,7 @@ strip_prefix = false
             underscores: Underscores::Drop,
         },
         encoded_slash: Default::default(),
+        allow_trace: false,
     };
     assert_eq!(config.proxy, want);
     // The static route is the static layer's alone.
@@ -601,6 +602,7 @@ x_forwarded = false
 forwarded = true
 via = false
 encoded_slash = "pass"
+allow_trace = true
 underscores_in_headers = "reject"
 
 [upstream."z-last"]

@@ -654,6 +654,7 @@ x_forwarded = true
 forwarded = false
 via = "ringside"
 encoded_slash = "reject"
+allow_trace = false
 underscores_in_headers = "drop"
 "#
     );
@@ -674,6 +675,7 @@ x_forwarded = true
 forwarded = false
 via = "ringside"
 encoded_slash = "reject"
+allow_trace = false
 underscores_in_headers = "drop"
 
 [upstream.app]

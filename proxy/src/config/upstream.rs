@@ -158,6 +158,7 @@ impl Cx<'_> {
                 EncodedSlash::Reject,
                 |v| named(&ENCODED_SLASH, v),
             )?,
+            allow_trace: f.proxy.allow_trace.as_ref().is_some_and(|v| *v.get_ref()),
         })
     }
 

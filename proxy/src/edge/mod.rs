@@ -68,6 +68,7 @@ pub struct Edge {
     /// By route tag: its basic auth, where it has one.
     auth: Vec<Option<auth::BasicAuth>>,
     encoded_slash: ringside_http::EncodedSlash,
+    allow_trace: bool,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -213,6 +214,7 @@ impl Edge {
             compression: Vec::new(),
             auth: Vec::new(),
             encoded_slash: proxy.encoded_slash,
+            allow_trace: proxy.allow_trace,
         })
     }
 
@@ -463,6 +465,9 @@ impl Handler for Edge {
                     b"401 Unauthorized\n",
                 );
             }
+        }
+        if ex.method() == Method::Trace && !self.allow_trace {
+            return own::trace_refused(ex, matches!(target, Target::Proxy(_)));
         }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));

@@ -16,6 +16,9 @@ pub struct ProxyConfig {
     /// unless passed on, for backends that need them (routing still
     /// decides on the path with them decoded).
     pub encoded_slash: ringside_http::EncodedSlash,
+    /// TRACE is served (forwarded, or reflected at `Max-Forwards: 0`);
+    /// otherwise it is answered 405.
+    pub allow_trace: bool,
 }
 
 /// `[upstream.NAME]`.
