@@ -1,7 +1,9 @@
 //! What the proxy passes on of a client's header fields, and the small
 //! points of HTTP it answers itself, as seen at a recording backend:
 //! - names with `_` are dropped by default (`underscores_in_headers`);
-//! - the proxy's own X-Forwarded-Proto and -Host replace the client's;
+//! - the proxy's own X-Forwarded-Proto and -Host replace the client's, its
+//!   X-Forwarded-For is appended to the client's, and a client's
+//!   `Forwarded` goes on only from `trusted_forwarders`;
 //! - an upgrade reaches the backend only for `websocket` and what the route
 //!   lists, never `h2c`;
 //! - TRACE is 405 unless `allow_trace`;
@@ -75,6 +77,37 @@ fn client_fields_that_could_pose_as_the_proxys_are_not_passed_on() {
             // A framing look-alike never goes on.
             assert!(got[0].header("content_length").is_empty());
         }
+    }
+}
+
+#[test]
+fn a_clients_forwarded_goes_on_only_from_a_trusted_address() {
+    const HEAD: &str = "GET /a HTTP/1.1\r\nHost: t\r\nForwarded: for=6.6.6.6\r\n\
+                        X-Forwarded-For: 5.5.5.5\r\nConnection: close\r\n\r\n";
+    #[rustfmt::skip]
+    let cases: &[(&str, &[&str])] = &[
+        // ([proxy] settings, the Forwarded the backend got)
+        ("", &[]),
+        ("forwarded = true", &["for=127.0.0.1;proto=http;host=t"]),
+        ("trusted_forwarders = [\"127.0.0.1\"]", &["for=6.6.6.6"]),
+        ("trusted_forwarders = [\"10.0.0.0/8\"]", &[]),
+        ("forwarded = true\ntrusted_forwarders = [\"127.0.0.0/8\"]",
+            &["for=6.6.6.6, for=127.0.0.1;proto=http;host=t"]),
+    ];
+    for (proxy, want) in cases {
+        let rec = Recorder::start();
+        let dir = TempDir::new("hyg-forwarded");
+        let rs = start(&dir, rec.port(), proxy, "");
+        assert_eq!(send(&rs, HEAD).status, 200, "{proxy}");
+        let got = &rec.requests()[0];
+        assert_eq!(got.header("forwarded"), *want, "{proxy}");
+        // X-Forwarded-For is appended to, whoever sent it: its last
+        // element is the proxy's word.
+        assert_eq!(
+            got.header("x-forwarded-for"),
+            ["5.5.5.5, 127.0.0.1"],
+            "{proxy}"
+        );
     }
 }
 

@@ -325,6 +325,12 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
     writeln!(out, "\n[proxy]")?;
     writeln!(out, "x_forwarded = {}", h.x_forwarded)?;
     writeln!(out, "forwarded = {}", h.forwarded)?;
+    let trusted: Vec<String> = h
+        .trusted_forwarders
+        .iter()
+        .map(|c| quote(&c.to_string()))
+        .collect();
+    writeln!(out, "trusted_forwarders = [{}]", trusted.join(", "))?;
     match &h.via {
         Some(via) => writeln!(out, "via = {}", quote(via))?,
         None => writeln!(out, "via = false")?,

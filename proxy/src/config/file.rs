@@ -220,6 +220,8 @@ pub struct BasicAuthSection {
 pub struct ProxySection {
     pub x_forwarded: Option<Spanned<bool>>,
     pub forwarded: Option<Spanned<bool>>,
+    /// Addresses and CIDR blocks whose `Forwarded` field is kept.
+    pub trusted_forwarders: Option<Spanned<Vec<Spanned<String>>>>,
     pub via: Option<Spanned<ViaValue>>,
     /// `"reject"` (the default) or `"pass"`.
     pub encoded_slash: Option<Spanned<String>>,

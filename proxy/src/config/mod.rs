@@ -66,6 +66,7 @@
 //! [proxy]
 //! x_forwarded = true        # X-Forwarded-For/-Proto/-Host
 //! forwarded = false         # RFC 7239 Forwarded
+//! trusted_forwarders = []   # clients whose own Forwarded is kept; others' is removed
 //! via = "ringside"          # pseudonym in Via; false or "" for none
 //! encoded_slash = "reject"  # "reject" (400) | "pass": %2F kept for the backend
 //! allow_trace = false       # TRACE: 405 | true: forwarded

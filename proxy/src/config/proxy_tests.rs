@@ -61,6 +61,7 @@ fn no_proxy_sections_is_the_default() {
         ForwardHeaders {
             x_forwarded: true,
             forwarded: false,
+            trusted_forwarders: Vec::new(),
             via: Some("ringside".into()),
             underscores: Underscores::Drop,
         }
@@ -190,6 +191,7 @@ strip_prefix = false
         headers: ForwardHeaders {
             x_forwarded: false,
             forwarded: true,
+            trusted_forwarders: Vec::new(),
             via: Some("edge-1".into()),
             underscores: Underscores::Drop,
         },
@@ -267,6 +269,7 @@ fn proxy_section_keys() {
             ForwardHeaders {
                 x_forwarded,
                 forwarded,
+                trusted_forwarders: Vec::new(),
                 via: via.map(str::to_owned),
                 underscores: Underscores::Drop,
             },
@@ -462,6 +465,7 @@ fn proxy_validation_errors() {
         (route("upstream = \"app\"\nupgrade = [\"X\", \"x\"]"), "8:17: [[route]] upgrade", "\"x\" is listed twice"),
         ("[proxy]\nencoded_slash = \"keep\"\n".into(), "2:17: [proxy] encoded_slash", "expected one of \"reject\", \"pass\", got \"keep\""),
         ("[proxy]\nunderscores_in_headers = \"on\"\n".into(), "2:26: [proxy] underscores_in_headers", "expected one of \"drop\", \"pass\", \"reject\""),
+        ("[proxy]\ntrusted_forwarders = [\"10.0.0.1/8\"]\n".into(), "2:23: [proxy] trusted_forwarders", "has bits set past its prefix length"),
     ];
     let mut failed = Vec::new();
     for (text, at, message) in &cases {
@@ -600,6 +604,7 @@ deny = ["198.51.100.0/24"]
 [proxy]
 x_forwarded = false
 forwarded = true
+trusted_forwarders = ["10.0.0.0/8", "::1"]
 via = false
 encoded_slash = "pass"
 allow_trace = true

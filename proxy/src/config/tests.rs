@@ -652,6 +652,7 @@ levels = {{ gzip = 6, br = 5, zstd = 3 }}
 [proxy]
 x_forwarded = true
 forwarded = false
+trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
 allow_trace = false
@@ -673,6 +674,7 @@ fn to_toml_writes_upstreams_and_proxy_routes() {
 [proxy]
 x_forwarded = true
 forwarded = false
+trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
 allow_trace = false

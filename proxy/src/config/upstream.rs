@@ -34,6 +34,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ringside_http::EncodedSlash;
+use ringside_runtime::cidr::Cidr;
 use toml::Spanned;
 
 use super::addr::{port_number, route_host, server_entry, server_text};
@@ -168,6 +169,7 @@ impl Cx<'_> {
         Ok(ForwardHeaders {
             x_forwarded: p.x_forwarded.as_ref().map_or(d.x_forwarded, |v| *v.get_ref()),
             forwarded: p.forwarded.as_ref().map_or(d.forwarded, |v| *v.get_ref()),
+            trusted_forwarders: self.trusted_forwarders(f)?,
             via: self.or(&p.via, "[proxy] via", d.via.clone(), |v| match v {
                 ViaValue::Enabled(false) => Ok(None),
                 ViaValue::Enabled(true) => Ok(d.via.clone()),
@@ -184,6 +186,15 @@ impl Cx<'_> {
                 |v| named(&UNDERSCORES, v),
             )?,
         })
+    }
+
+    /// `[proxy] trusted_forwarders`: addresses and CIDR blocks.
+    fn trusted_forwarders(&self, f: &FileConfig) -> Result<Vec<Cidr>, ConfigError> {
+        let mut out = Vec::new();
+        for entry in f.proxy.trusted_forwarders.iter().flat_map(|l| l.get_ref()) {
+            out.extend(self.check(entry, "[proxy] trusted_forwarders", |s| Cidr::parse(s))?);
+        }
+        Ok(out)
     }
 
     fn upstream(

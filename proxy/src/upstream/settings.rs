@@ -354,6 +354,10 @@ pub struct ForwardHeaders {
     pub x_forwarded: bool,
     /// RFC 7239 Forwarded.
     pub forwarded: bool,
+    /// The clients whose own `Forwarded` field is passed on (appended to
+    /// with `forwarded`); anyone else's is removed, since an upstream
+    /// could not tell it from one the proxy vouched for.
+    pub trusted_forwarders: Vec<ringside_runtime::cidr::Cidr>,
     /// The pseudonym in Via (`1.1 ringside`); `None` adds no Via.
     pub via: Option<String>,
     /// Request header names with `_`.
@@ -379,6 +383,7 @@ impl Default for ForwardHeaders {
         ForwardHeaders {
             x_forwarded: true,
             forwarded: false,
+            trusted_forwarders: Vec::new(),
             via: Some("ringside".into()),
             underscores: Underscores::Drop,
         }
