@@ -532,6 +532,7 @@ mod tests {
                 }],
                 headers: ForwardHeaders::default(),
                 encoded_slash: Default::default(),
+                path_parameters: Default::default(),
                 allow_trace: false,
             }
         );
@@ -643,6 +644,7 @@ mod tests {
             }],
             headers: ForwardHeaders::default(),
             encoded_slash: Default::default(),
+            path_parameters: Default::default(),
             allow_trace: false,
         }
     }

@@ -28,8 +28,8 @@ use super::rate::{write_limits, write_route_limit, RateConfig};
 use super::size::{format_duration, format_size};
 use super::tls::{min_version_text, unknown_name_text, TlsConfig};
 use super::upstream::{
-    balance_name, hash_key_text, name_of, proxy_host_text, ENCODED_SLASH, FORWARD_PATHS, RETRY_ON,
-    UNDERSCORES,
+    balance_name, hash_key_text, name_of, proxy_host_text, ENCODED_SLASH, FORWARD_PATHS,
+    PATH_PARAMETERS, RETRY_ON, UNDERSCORES,
 };
 use super::validate::backend_name;
 use super::Config;
@@ -337,6 +337,8 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
     }
     let slash = name_of(&ENCODED_SLASH, &p.encoded_slash);
     writeln!(out, "encoded_slash = {}", quote(slash))?;
+    let params = name_of(&PATH_PARAMETERS, &p.path_parameters);
+    writeln!(out, "path_parameters = {}", quote(params))?;
     writeln!(out, "allow_trace = {}", p.allow_trace)?;
     let underscores = name_of(&UNDERSCORES, &h.underscores);
     writeln!(out, "underscores_in_headers = {}", quote(underscores))?;

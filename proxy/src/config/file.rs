@@ -225,6 +225,8 @@ pub struct ProxySection {
     pub via: Option<Spanned<ViaValue>>,
     /// `"reject"` (the default) or `"pass"`.
     pub encoded_slash: Option<Spanned<String>>,
+    /// `"set_aside"` (the default) or `"reject"`.
+    pub path_parameters: Option<Spanned<String>>,
     /// TRACE served rather than answered 405.
     pub allow_trace: Option<Spanned<bool>>,
     /// `"drop"` (the default), `"pass"` or `"reject"`.

@@ -196,6 +196,7 @@ strip_prefix = false
             underscores: Underscores::Drop,
         },
         encoded_slash: Default::default(),
+        path_parameters: Default::default(),
         allow_trace: false,
     };
     assert_eq!(config.proxy, want);
@@ -465,6 +466,7 @@ fn proxy_validation_errors() {
         (route("upstream = \"app\"\nupgrade = [\"X\", \"x\"]"), "8:17: [[route]] upgrade", "\"x\" is listed twice"),
         ("[proxy]\nencoded_slash = \"keep\"\n".into(), "2:17: [proxy] encoded_slash", "expected one of \"reject\", \"pass\", got \"keep\""),
         ("[proxy]\nunderscores_in_headers = \"on\"\n".into(), "2:26: [proxy] underscores_in_headers", "expected one of \"drop\", \"pass\", \"reject\""),
+        ("[proxy]\npath_parameters = \"strip\"\n".into(), "2:19: [proxy] path_parameters", "expected one of \"set_aside\", \"reject\", got \"strip\""),
         ("[proxy]\ntrusted_forwarders = [\"10.0.0.1/8\"]\n".into(), "2:23: [proxy] trusted_forwarders", "has bits set past its prefix length"),
     ];
     let mut failed = Vec::new();
@@ -607,6 +609,7 @@ forwarded = true
 trusted_forwarders = ["10.0.0.0/8", "::1"]
 via = false
 encoded_slash = "pass"
+path_parameters = "reject"
 allow_trace = true
 underscores_in_headers = "reject"
 

@@ -655,6 +655,7 @@ forwarded = false
 trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
+path_parameters = "set_aside"
 allow_trace = false
 underscores_in_headers = "drop"
 "#
@@ -677,6 +678,7 @@ forwarded = false
 trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
+path_parameters = "set_aside"
 allow_trace = false
 underscores_in_headers = "drop"
 

@@ -33,7 +33,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ringside_http::EncodedSlash;
+use ringside_http::{EncodedSlash, PathParameters};
 use ringside_runtime::cidr::Cidr;
 use toml::Spanned;
 
@@ -65,6 +65,11 @@ pub const MAX_FALL_RISE: i64 = 100;
 pub const ENCODED_SLASH: [(&str, EncodedSlash); 2] = [
     ("reject", EncodedSlash::Reject),
     ("pass", EncodedSlash::Pass),
+];
+/// `[proxy] path_parameters` values.
+pub const PATH_PARAMETERS: [(&str, PathParameters); 2] = [
+    ("set_aside", PathParameters::SetAside),
+    ("reject", PathParameters::Reject),
 ];
 /// `[proxy] underscores_in_headers` values.
 pub const UNDERSCORES: [(&str, Underscores); 3] = [
@@ -158,6 +163,12 @@ impl Cx<'_> {
                 "[proxy] encoded_slash",
                 EncodedSlash::Reject,
                 |v| named(&ENCODED_SLASH, v),
+            )?,
+            path_parameters: self.or(
+                &f.proxy.path_parameters,
+                "[proxy] path_parameters",
+                PathParameters::SetAside,
+                |v| named(&PATH_PARAMETERS, v),
             )?,
             allow_trace: f.proxy.allow_trace.as_ref().is_some_and(|v| *v.get_ref()),
         })

@@ -68,6 +68,7 @@ pub struct Edge {
     /// By route tag: its basic auth, where it has one.
     auth: Vec<Option<auth::BasicAuth>>,
     encoded_slash: ringside_http::EncodedSlash,
+    path_parameters: ringside_http::PathParameters,
     allow_trace: bool,
 }
 
@@ -214,6 +215,7 @@ impl Edge {
             compression: Vec::new(),
             auth: Vec::new(),
             encoded_slash: proxy.encoded_slash,
+            path_parameters: proxy.path_parameters,
             allow_trace: proxy.allow_trace,
         })
     }
@@ -407,6 +409,10 @@ impl Handler for Edge {
 
     fn encoded_slash(&self) -> ringside_http::EncodedSlash {
         self.encoded_slash
+    }
+
+    fn path_parameters(&self) -> ringside_http::PathParameters {
+        self.path_parameters
     }
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {

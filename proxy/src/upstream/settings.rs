@@ -16,6 +16,9 @@ pub struct ProxyConfig {
     /// unless passed on, for backends that need them (routing still
     /// decides on the path with them decoded).
     pub encoded_slash: ringside_http::EncodedSlash,
+    /// What a path's segment parameters (`;x`) do: set aside for routing
+    /// (and a dot segment with them refused), or the path refused.
+    pub path_parameters: ringside_http::PathParameters,
     /// TRACE is served (forwarded, or reflected at `Max-Forwards: 0`);
     /// otherwise it is answered 405.
     pub allow_trace: bool,
