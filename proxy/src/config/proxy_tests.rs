@@ -458,6 +458,7 @@ fn proxy_validation_errors() {
         // Routes: paths as requests are matched, and what goes upstream.
         (format!("{TWO}[[route]]\nprefix = \"/%70rivate/\"\nupstream = \"app\"\n"), "6:10: [[route]] prefix", "normalized path, which is spelled \"/private/\"; write that"),
         ("[[route]]\nprefix = \"/a/../b/\"\n".into(), "2:10: [[route]] prefix", "spelled \"/b/\""),
+        ("[[route]]\nprefix = \"/a;v=1/\"\n".into(), "2:10: [[route]] prefix", "segment parameters (;...) set aside, so \"/a;v=1/\" would match none"),
         ("[[route]]\nprefix = \"/my files/\"\n".into(), "2:10: [[route]] prefix", "forbidden byte in path: expected a path as requests are matched"),
         (route("upstream = \"app\"\nforward_path = \"as-is\""), "8:16: [[route]] forward_path", "expected one of \"normalized\", \"raw\", got \"as-is\""),
         (route("forward_path = \"raw\""), "7:16: [[route]] forward_path", "only for a proxy route"),

@@ -909,6 +909,9 @@ pub fn route_prefix(p: &str) -> Result<String, String> {
     if !p.starts_with('/') {
         return Err(format!("expected a path starting with \"/\", got {p:?}"));
     }
+    if p.contains(';') {
+        return Err(format!("routes match paths with their segment parameters (;...) set aside, so {p:?} would match none; write it without them"));
+    }
     let mut normal = Vec::new();
     match ringside_http::path::normalize_into(p.as_bytes(), EncodedSlash::Reject, &mut normal) {
         Ok(false) => Ok(p.to_owned()),
