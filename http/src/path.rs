@@ -776,6 +776,11 @@ mod tests {
                 let result = if changed { &out[..] } else { &raw[..] };
                 assert!(result.len() <= raw.len());
                 assert_normal(result, mode, &raw);
+                let mut routed = result.to_vec();
+                if set_aside_parameters(&mut routed).is_ok() {
+                    assert!(!routed.contains(&b';'));
+                    assert_normal(&routed, mode, &raw);
+                }
                 if mode == EncodedSlash::Pass {
                     decoded.clear();
                     if decode_slashes_into(result, &mut decoded).is_ok() {
