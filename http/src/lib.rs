@@ -17,6 +17,7 @@
 //! The engine (`ringside-runtime`) accepts connections and hands each, as a
 //! `Link`, to [`Http`], the driver the server was started with.
 
+mod authority;
 pub mod client_limit;
 pub mod compress;
 pub mod date;
@@ -31,6 +32,7 @@ mod linger;
 pub mod message;
 pub mod path;
 pub mod proxy_protocol;
+pub mod pseudo;
 mod recycled;
 pub mod semantics;
 pub mod status;
@@ -43,7 +45,7 @@ pub use error::{Error, Kind, Side};
 pub use exchange::Exchange;
 pub use head::{BodyKind, Fields, Method, RequestHead, Span, Version};
 pub use message::{Body, HeaderLine};
-pub use path::EncodedSlash;
+pub use path::{EncodedSlash, PathParameters};
 pub use ringside_runtime::config::{Limits, DEFAULT_MAX_HEADERS};
 pub use upgraded::Upgraded;
 
@@ -97,6 +99,13 @@ pub trait Handler: 'static {
     #[inline]
     fn encoded_slash(&self) -> EncodedSlash {
         EncodedSlash::Reject
+    }
+
+    /// What a path's segment parameters (`;x`) do (see [`path`]): set
+    /// aside for routing unless refused.
+    #[inline]
+    fn path_parameters(&self) -> PathParameters {
+        PathParameters::SetAside
     }
 }
 

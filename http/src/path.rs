@@ -27,6 +27,17 @@
 //!   traversal probe, not a request for `/etc/passwd`; refusing is safer than
 //!   guessing, and no backend can then resolve it differently.
 //!
+//! **Segment parameters** (`;x`, RFC 3986 §3.3) stay in the path that is
+//! forwarded, but never decide a route: Tomcat, Jetty and Spring read
+//! `/private;x/y` as `/private/y` and `..;` as `..`, so a route chosen on
+//! the path as spelled could hand them a resource another route holds.
+//! [`PathParameters::SetAside`] (the default) routes on the path with each
+//! segment's parameters left out ([`set_aside_parameters`]); a `.` or `..`
+//! segment that carries parameters is refused, since servers that read
+//! them and servers that do not then climb to different places, and no
+//! route could hold the request for both. [`PathParameters::Reject`]
+//! refuses every path with a `;`.
+//!
 //! **Fast path.** Most paths are already normal, so one scan looks for anything
 //! that might need work (`%`, `\`, a forbidden byte, `/` followed by `/` or
 //! `.`); if there is none, [`normalize_into`] returns `Ok(false)` without
@@ -49,6 +60,16 @@ pub enum EncodedSlash {
     Pass,
 }
 
+/// What segment parameters (`;x`) in a path do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathParameters {
+    /// Routes match the path with them left out; they go upstream.
+    #[default]
+    SetAside,
+    /// A path with a `;` is refused with [`PathError::Parameters`].
+    Reject,
+}
+
 /// Why a path was refused (the server answers 400 to each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PathError {
@@ -68,6 +89,10 @@ pub enum PathError {
     BadUtf8,
     /// A `..` segment would rise above `/`.
     AboveRoot,
+    /// A `;` with [`PathParameters::Reject`].
+    Parameters,
+    /// A `.` or `..` segment with parameters (`..;x`).
+    DotParameters,
 }
 
 impl fmt::Display for PathError {
@@ -81,6 +106,8 @@ impl fmt::Display for PathError {
             PathError::BadByte => "forbidden byte in path",
             PathError::BadUtf8 => "path is not valid utf-8",
             PathError::AboveRoot => "path rises above the root",
+            PathError::Parameters => "path parameters (';')",
+            PathError::DotParameters => "a dot segment with parameters",
         })
     }
 }
@@ -140,8 +167,9 @@ pub fn has_encoded_slash(path: &[u8]) -> bool {
 pub struct Normalized {
     /// The normalized path, where it differs from the raw one.
     pub path: Vec<u8>,
-    /// The path with encoded slashes decoded, for routing, where it
-    /// differs from `path` (only with [`EncodedSlash::Pass`]).
+    /// The path routes match, where it differs from `path`: encoded
+    /// slashes decoded (with [`EncodedSlash::Pass`]) and segment
+    /// parameters set aside.
     pub route: Vec<u8>,
     /// The raw path, found once: a span of the head's buffer, empty for
     /// an absolute-form target without a path (whose path is `/`).
@@ -157,6 +185,7 @@ impl Normalized {
         raw: Span,
         is_path: bool,
         slash: EncodedSlash,
+        params: PathParameters,
     ) -> Result<(), PathError> {
         self.path.clear();
         self.route.clear();
@@ -177,6 +206,25 @@ impl Normalized {
             if has_encoded_slash(normal) {
                 decode_slashes_into(normal, &mut self.route)?;
             }
+        }
+        let routed = if self.route.is_empty() {
+            self.path(buf)
+        } else {
+            &self.route[..]
+        };
+        if routed.contains(&b';') {
+            if params == PathParameters::Reject {
+                return Err(PathError::Parameters);
+            }
+            if self.route.is_empty() {
+                let normal = if self.path.is_empty() {
+                    raw
+                } else {
+                    &self.path[..]
+                };
+                self.route.extend_from_slice(normal);
+            }
+            set_aside_parameters(&mut self.route)?;
         }
         Ok(())
     }
@@ -221,6 +269,53 @@ pub fn prefix_matches(path: &[u8], prefix: &[u8]) -> bool {
         Some(rest) => prefix.ends_with(b"/") || rest.is_empty() || rest[0] == b'/',
         None => prefix.len() > 1 && prefix.ends_with(b"/") && path == &prefix[..prefix.len() - 1],
     }
+}
+
+/// Leaves each segment's parameters (from its first `;`) out of `path`, a
+/// normalized path, in place, and merges the slashes of segments left
+/// empty: `/a;x/b;y=1/` becomes `/a/b/`, as a server that reads them
+/// (Tomcat, Jetty, Spring) routes it. A `.` or `..` segment with
+/// parameters is [`PathError::DotParameters`], `path` then unchanged.
+pub fn set_aside_parameters(path: &mut Vec<u8>) -> Result<(), PathError> {
+    let dot = |seg: &[u8]| {
+        let name = seg.split(|&b| b == b';').next().unwrap_or_default();
+        seg.contains(&b';') && matches!(name, b"." | b"..")
+    };
+    if path.split(|&b| b == b'/').any(dot) {
+        return Err(PathError::DotParameters);
+    }
+    let len = path.len();
+    // Written at `w`, read at `r`: a segment's name is never longer than
+    // the segment, and a separator is written only after a name was, in
+    // place of the one read.
+    let (mut w, mut r) = (1, 1);
+    let mut last_empty = false;
+    while r <= len {
+        let end = path[r..]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(len, |i| r + i);
+        let name = path[r..end]
+            .iter()
+            .position(|&b| b == b';')
+            .map_or(end, |i| r + i);
+        last_empty = name == r;
+        if !last_empty {
+            if path[w - 1] != b'/' {
+                path[w] = b'/';
+                w += 1;
+            }
+            path.copy_within(r..name, w);
+            w += name - r;
+        }
+        r = end + 1;
+    }
+    if last_empty && path[w - 1] != b'/' {
+        path[w] = b'/';
+        w += 1;
+    }
+    path.truncate(w);
+    Ok(())
 }
 
 /// How the shared pass treats a decoded `/`.
@@ -549,6 +644,62 @@ mod tests {
     }
 
     #[test]
+    fn segment_parameters_are_set_aside_for_routing() {
+        for (path, want) in [
+            ("/private;x/y", Ok("/private/y")),
+            ("/private;jsessionid=1", Ok("/private")),
+            ("/a;x/b;y=1/", Ok("/a/b/")),
+            ("/;x/private/y", Ok("/private/y")),
+            ("/a/;x", Ok("/a/")),
+            ("/a/b;", Ok("/a/b")),
+            ("/;", Ok("/")),
+            ("/a/..;/private", Err(PathError::DotParameters)),
+            ("/a/.;x/b", Err(PathError::DotParameters)),
+            ("/a/..x;y/b", Ok("/a/..x/b")),
+        ] {
+            let mut p = path.as_bytes().to_vec();
+            let got = set_aside_parameters(&mut p).map(|()| String::from_utf8(p.clone()).unwrap());
+            assert_eq!(got, want.map(str::to_owned), "{path}");
+            if want.is_err() {
+                assert_eq!(p, path.as_bytes(), "{path}: unchanged on error");
+            }
+        }
+        let mut n = Normalized::default();
+        let set = |n: &mut Normalized, raw: &[u8], slash, params| {
+            let span = Span {
+                start: 0,
+                end: raw.len() as u16,
+            };
+            n.set(raw, span, true, slash, params)
+        };
+        let raw = b"/a/%2e/private;v=1/x";
+        assert_eq!(
+            set(&mut n, raw, EncodedSlash::Reject, PathParameters::SetAside),
+            Ok(())
+        );
+        assert_eq!(n.path(raw), b"/a/private;v=1/x");
+        assert_eq!(n.route(raw), b"/a/private/x");
+        let raw = b"/a%2Fb;c/d";
+        assert_eq!(
+            set(&mut n, raw, EncodedSlash::Pass, PathParameters::SetAside),
+            Ok(())
+        );
+        assert_eq!((n.path(raw), n.route(raw)), (&raw[..], &b"/a/b/d"[..]));
+        let raw = b"/a%2F..;/b";
+        let got = set(&mut n, raw, EncodedSlash::Pass, PathParameters::SetAside);
+        assert_eq!(got, Err(PathError::DotParameters));
+        let raw = b"/a;b";
+        let got = set(&mut n, raw, EncodedSlash::Reject, PathParameters::Reject);
+        assert_eq!(got, Err(PathError::Parameters));
+        let raw = b"/a/b";
+        assert_eq!(
+            set(&mut n, raw, EncodedSlash::Reject, PathParameters::Reject),
+            Ok(())
+        );
+        assert_eq!(n.route(raw), raw);
+    }
+
+    #[test]
     fn fast_path_writes_nothing() {
         for raw in ["/", "/index.html", "/api/v1/items", "/a-b_c~d.e"] {
             let mut out = Vec::new();
@@ -625,6 +776,11 @@ mod tests {
                 let result = if changed { &out[..] } else { &raw[..] };
                 assert!(result.len() <= raw.len());
                 assert_normal(result, mode, &raw);
+                let mut routed = result.to_vec();
+                if set_aside_parameters(&mut routed).is_ok() {
+                    assert!(!routed.contains(&b';'));
+                    assert_normal(&routed, mode, &raw);
+                }
                 if mode == EncodedSlash::Pass {
                     decoded.clear();
                     if decode_slashes_into(result, &mut decoded).is_ok() {

@@ -532,6 +532,8 @@ mod tests {
                 }],
                 headers: ForwardHeaders::default(),
                 encoded_slash: Default::default(),
+                path_parameters: Default::default(),
+                allow_trace: false,
             }
         );
         // Nothing else changes.
@@ -642,6 +644,8 @@ mod tests {
             }],
             headers: ForwardHeaders::default(),
             encoded_slash: Default::default(),
+            path_parameters: Default::default(),
+            allow_trace: false,
         }
     }
 

@@ -5,7 +5,9 @@
 //! open no window or never read, and framing errors. Each must end in the
 //! stream or connection error RFC 9113 names (or ENHANCE_YOUR_CALM past
 //! the flood budget), leave the server serving, and pass nothing of a
-//! malformed request to the upstream. A missing python3-h2 fails the test.
+//! malformed request to the upstream (pseudo-fields included: a method
+//! that is not a token, a path not in origin form, an authority with
+//! userinfo, a scheme not served). A missing python3-h2 fails the test.
 
 mod common;
 
@@ -13,6 +15,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 
 use common::h2::Site;
+use common::recorder::Recorder;
 
 /// Runs the cases named against `site`'s h2c listener; returns each
 /// case's line.
@@ -121,6 +124,32 @@ fn malformed_requests_never_reach_the_upstream() {
     // malformed ones reached the origin whole.
     let whole = site.origin.requests() - site.origin.cut_uploads();
     assert_eq!(whole, 0, "origin saw {:#?}", site.origin.heads());
+}
+
+/// RFC 9113 §8.3.1: what the pseudo-fields hold is checked before
+/// anything is forwarded; each case names `/rec/`, a route to a recording
+/// upstream, once read as ringside used to read it.
+#[test]
+fn malformed_pseudo_fields_never_reach_the_upstream() {
+    let rec = Recorder::start();
+    let extra = format!(
+        "\n[upstream.rec]\nservers = [\"127.0.0.1:{}\"]\n\n[[route]]\nprefix = \"/rec/\"\nupstream = \"rec\"\n",
+        rec.port()
+    );
+    let site = Site::start("h2pseudo", "io-uring", &format!("{extra}{LIMITS}"));
+    attack(
+        &site,
+        &[
+            "method_not_a_token",
+            "path_not_origin_form",
+            "asterisk_path_without_options",
+            "authority_with_userinfo",
+            "unknown_scheme",
+        ],
+    );
+    assert_eq!(rec.count(), 0, "the upstream got {:#?}", rec.requests());
+    assert!(rec.anomalies().is_empty(), "{:?}", rec.anomalies());
+    assert_eq!(site.origin.requests(), 0);
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! What the proxy passes on of a client's header fields, and the small
 //! points of HTTP it answers itself, as seen at a recording backend:
 //! - names with `_` are dropped by default (`underscores_in_headers`);
-//! - the proxy's own X-Forwarded-Proto and -Host replace the client's;
+//! - the proxy's own X-Forwarded-Proto and -Host replace the client's, its
+//!   X-Forwarded-For is appended to the client's, and a client's
+//!   `Forwarded` goes on only from `trusted_forwarders`;
 //! - an upgrade reaches the backend only for `websocket` and what the route
 //!   lists, never `h2c`;
+//! - TRACE is 405 unless `allow_trace`;
 //! - TRACE and OPTIONS with `Max-Forwards: 0` are answered here, other
 //!   values go on decremented (RFC 9110 §7.6.2); `OPTIONS *` has `Allow`;
 //! - a later HTTP/1 minor version is served as 1.1 (RFC 9110 §2.5);
@@ -78,6 +81,66 @@ fn client_fields_that_could_pose_as_the_proxys_are_not_passed_on() {
 }
 
 #[test]
+fn a_clients_forwarded_goes_on_only_from_a_trusted_address() {
+    const HEAD: &str = "GET /a HTTP/1.1\r\nHost: t\r\nForwarded: for=6.6.6.6\r\n\
+                        X-Forwarded-For: 5.5.5.5\r\nConnection: close\r\n\r\n";
+    #[rustfmt::skip]
+    let cases: &[(&str, &[&str])] = &[
+        // ([proxy] settings, the Forwarded the backend got)
+        ("", &[]),
+        ("forwarded = true", &["for=127.0.0.1;proto=http;host=t"]),
+        ("trusted_forwarders = [\"127.0.0.1\"]", &["for=6.6.6.6"]),
+        ("trusted_forwarders = [\"10.0.0.0/8\"]", &[]),
+        ("forwarded = true\ntrusted_forwarders = [\"127.0.0.0/8\"]",
+            &["for=6.6.6.6, for=127.0.0.1;proto=http;host=t"]),
+    ];
+    for (proxy, want) in cases {
+        let rec = Recorder::start();
+        let dir = TempDir::new("hyg-forwarded");
+        let rs = start(&dir, rec.port(), proxy, "");
+        assert_eq!(send(&rs, HEAD).status, 200, "{proxy}");
+        let got = &rec.requests()[0];
+        assert_eq!(got.header("forwarded"), *want, "{proxy}");
+        // X-Forwarded-For is appended to, whoever sent it: its last
+        // element is the proxy's word.
+        assert_eq!(
+            got.header("x-forwarded-for"),
+            ["5.5.5.5, 127.0.0.1"],
+            "{proxy}"
+        );
+    }
+}
+
+#[test]
+fn trace_is_refused_unless_allowed() {
+    let rec = Recorder::start();
+    let dir = TempDir::new("hyg-trace");
+    let rs = start(&dir, rec.port(), "", "");
+    for hops in ["", "Max-Forwards: 0\r\n", "Max-Forwards: 3\r\n"] {
+        let r = send(
+            &rs,
+            &format!(
+                "TRACE /t HTTP/1.1\r\nHost: t\r\n{hops}Cookie: c=1\r\nConnection: close\r\n\r\n"
+            ),
+        );
+        assert_eq!(r.status, 405, "{hops:?}: {}", r.head);
+        assert!(r.header("allow").unwrap().contains("GET"), "{}", r.head);
+        assert!(!r.text().contains("c=1"), "{hops:?}: reflected");
+    }
+    assert_eq!(rec.count(), 0, "TRACE reached the backend");
+    // Allowed, it goes on.
+    let rec = Recorder::start();
+    let dir = TempDir::new("hyg-trace-on");
+    let rs = start(&dir, rec.port(), "allow_trace = true", "");
+    let r = send(
+        &rs,
+        "TRACE /t HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(rec.requests()[0].method, "TRACE");
+}
+
+#[test]
 fn upgrades_go_on_only_for_protocols_the_route_allows() {
     let rec = Recorder::start();
     let dir = TempDir::new("hyg-upgrade");
@@ -115,7 +178,7 @@ fn upgrades_go_on_only_for_protocols_the_route_allows() {
 fn trace_and_options_stop_where_max_forwards_says() {
     let rec = Recorder::start();
     let dir = TempDir::new("hyg-hops");
-    let rs = start(&dir, rec.port(), "", "");
+    let rs = start(&dir, rec.port(), "allow_trace = true", "");
     let r = send(
         &rs,
         "TRACE /t HTTP/1.1\r\nHost: t\r\nMax-Forwards: 0\r\nCookie: secret=1\r\nX-A: b\r\nConnection: close\r\n\r\n",

@@ -317,7 +317,8 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
     // `*` and CONNECT's authority have no path to normalize.
     let raw = head.raw_path_span(&head_bytes);
     let is_path = head.method != Method::Connect && head.target(&head_bytes) != b"*";
-    let normal = paths.set(&head_bytes, raw, is_path, handler.encoded_slash());
+    let (slash, params) = (handler.encoded_slash(), handler.path_parameters());
+    let normal = paths.set(&head_bytes, raw, is_path, slash, params);
     link.sending.set(Default::default());
     let started = ringside_runtime::clock::now();
     let wire = Wire::H1(H1Wire::new(link, head, rbuf, wbuf));

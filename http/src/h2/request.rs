@@ -8,9 +8,12 @@
 //! error PROTOCOL_ERROR that reaches no handler: names with uppercase or
 //! outside the token grammar, connection-specific fields, a `TE` other
 //! than `trailers`, values with NUL, CR or LF or with whitespace at either
-//! end, pseudo-fields unknown, repeated, after a regular field or missing,
-//! an empty `:path`, a CONNECT with `:scheme` or `:path` or without
-//! `:authority`, and a `Host` naming another host than `:authority`.
+//! end, pseudo-fields unknown, repeated or after a regular field, a `Host`
+//! naming another host than `:authority` (or, without one, not a host),
+//! and what the pseudo-fields hold, checked by [`crate::pseudo`] as HTTP/3
+//! will check it: a `:method` that is not a token, a `:path` not in origin
+//! form (`*` only for OPTIONS), an `:authority` with userinfo, a `:scheme`
+//! other than `http` and `https`, and CONNECT's own rules.
 //!
 //! - `:authority` is the request's host (§8.3.1), given to the handlers as
 //!   a `host` field first.
@@ -24,6 +27,7 @@ use bytes::BytesMut;
 
 use crate::error::{Error, Kind};
 use crate::head::{BodyKind, Method, RequestHead, Span, Version};
+use crate::pseudo::{Form, Pseudo};
 
 /// Why a head is not served.
 #[derive(Debug)]
@@ -69,7 +73,7 @@ pub(crate) struct Builder<'a> {
     limits: &'a crate::Limits,
     max: usize,
     method: Option<Span>,
-    scheme: bool,
+    scheme: Option<Span>,
     path: Option<Span>,
     authority: Option<Span>,
     /// Extended CONNECT's `:protocol` (RFC 8441).
@@ -96,7 +100,7 @@ impl<'a> Builder<'a> {
             limits,
             max: limits.max_head.min(u16::MAX as usize),
             method: None,
-            scheme: false,
+            scheme: None,
             path: None,
             authority: None,
             protocol: None,
@@ -155,6 +159,9 @@ impl<'a> Builder<'a> {
                         self.malformed("Host differs from :authority")
                     }
                     Some(_) => true,
+                    None if !crate::authority::valid_host_port(v) => {
+                        self.malformed("a Host that is not host[:port]")
+                    }
                     None => {
                         let name = push(self.buf, b"host");
                         let value = push(self.buf, v);
@@ -204,11 +211,7 @@ impl<'a> Builder<'a> {
             b"path" => &mut self.path,
             b"authority" => &mut self.authority,
             b"protocol" => &mut self.protocol,
-            b"scheme" if self.scheme => return self.malformed("a repeated pseudo-field"),
-            b"scheme" => {
-                self.scheme = true;
-                return true;
-            }
+            b"scheme" => &mut self.scheme,
             _ => return self.malformed("an unknown pseudo-field"),
         };
         if slot.is_some() {
@@ -227,15 +230,7 @@ impl<'a> Builder<'a> {
     /// upgrade it stands for, so the proxy relays it as any WebSocket:
     /// `GET :path` with `Connection: upgrade`, `Upgrade: :protocol`, and
     /// for a WebSocket the `Sec-WebSocket-Key` HTTP/2 does without.
-    fn extended_connect(&mut self, protocol: Span) -> Result<(), Refusal> {
-        let Some(path) = self.path.filter(|p| p.end > p.start) else {
-            return Err(Refusal::Malformed("extended CONNECT without :path"));
-        };
-        if !self.scheme || self.authority.is_none() {
-            return Err(Refusal::Malformed(
-                "extended CONNECT without :scheme or :authority",
-            ));
-        }
+    fn extended_connect(&mut self, protocol: Span, path: Span) {
         self.head.method = Method::Get;
         self.head.method_span = push(self.buf, b"GET");
         self.head.target = path;
@@ -254,7 +249,6 @@ impl<'a> Builder<'a> {
             let value = push(self.buf, &websocket_key());
             self.head.fields.push(name, value);
         }
-        Ok(())
     }
 
     /// `:authority` goes first among the fields, as `host`.
@@ -275,39 +269,37 @@ impl<'a> Builder<'a> {
         if !self.regular {
             self.host_first();
         }
-        let Some(method) = self.method else {
-            return Err(Refusal::Malformed("no :method"));
+        let span = |s: Option<Span>| s.map(|s| s.get(self.buf));
+        let fields = Pseudo {
+            method: span(self.method),
+            scheme: span(self.scheme),
+            path: span(self.path),
+            authority: span(self.authority),
+            protocol: span(self.protocol),
         };
-        let m = Method::from_bytes(method.get(self.buf));
-        self.head.method = m;
+        let form = crate::pseudo::check(&fields).map_err(Refusal::Malformed)?;
+        // `check` found each of these where its form needs it.
+        let (method, path) = (
+            self.method.unwrap_or_default(),
+            self.path.unwrap_or_default(),
+        );
+        self.head.method = Method::from_bytes(method.get(self.buf));
         self.head.method_span = method;
-        if let Some(protocol) = self.protocol {
-            if m != Method::Connect {
-                return Err(Refusal::Malformed(":protocol without CONNECT"));
+        match form {
+            Form::Extended => {
+                let protocol = self.protocol.unwrap_or_default();
+                self.extended_connect(protocol, path);
             }
-            self.extended_connect(protocol)?;
-        } else if m == Method::Connect {
-            if self.scheme || self.path.is_some() {
-                return Err(Refusal::Malformed("CONNECT with :scheme or :path"));
+            Form::Connect => self.head.target = self.authority.unwrap_or_default(),
+            Form::Path => {
+                if path.end - path.start > self.limits.max_request_line as u16 {
+                    return Err(Refusal::Answer(Error::new(
+                        Kind::UriTooLong,
+                        "request target too long",
+                    )));
+                }
+                self.head.target = path;
             }
-            let Some(a) = self.authority else {
-                return Err(Refusal::Malformed("CONNECT without :authority"));
-            };
-            self.head.target = a;
-        } else {
-            let Some(path) = self.path.filter(|p| p.end > p.start) else {
-                return Err(Refusal::Malformed("no :path, or an empty one"));
-            };
-            if !self.scheme {
-                return Err(Refusal::Malformed("no :scheme"));
-            }
-            if path.end - path.start > self.limits.max_request_line as u16 {
-                return Err(Refusal::Answer(Error::new(
-                    Kind::UriTooLong,
-                    "request target too long",
-                )));
-            }
-            self.head.target = path;
         }
         // An extended CONNECT stands for a GET from here on.
         let m = self.head.method;

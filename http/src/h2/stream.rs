@@ -82,7 +82,8 @@ pub(crate) fn serve<H: Handler>(
             Ok(()) => {
                 let raw = head.raw_path_span(buf);
                 let is_path = head.method != Method::Connect && head.target(buf) != b"*";
-                let normal = paths.set(buf, raw, is_path, handler.encoded_slash());
+                let (slash, params) = (handler.encoded_slash(), handler.path_parameters());
+                let normal = paths.set(buf, raw, is_path, slash, params);
                 let is_head = head.method == Method::Head;
                 let wire = H2Wire::new(&conn, key, id, is_head, head.expect_continue);
                 let mut ex = Exchange::new(Wire::H2(wire), head, buf, paths);

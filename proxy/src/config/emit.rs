@@ -28,8 +28,8 @@ use super::rate::{write_limits, write_route_limit, RateConfig};
 use super::size::{format_duration, format_size};
 use super::tls::{min_version_text, unknown_name_text, TlsConfig};
 use super::upstream::{
-    balance_name, hash_key_text, name_of, proxy_host_text, ENCODED_SLASH, FORWARD_PATHS, RETRY_ON,
-    UNDERSCORES,
+    balance_name, hash_key_text, name_of, proxy_host_text, ENCODED_SLASH, FORWARD_PATHS,
+    PATH_PARAMETERS, RETRY_ON, UNDERSCORES,
 };
 use super::validate::backend_name;
 use super::Config;
@@ -325,12 +325,21 @@ fn write_proxy(out: &mut String, p: &ProxyConfig) -> fmt::Result {
     writeln!(out, "\n[proxy]")?;
     writeln!(out, "x_forwarded = {}", h.x_forwarded)?;
     writeln!(out, "forwarded = {}", h.forwarded)?;
+    let trusted: Vec<String> = h
+        .trusted_forwarders
+        .iter()
+        .map(|c| quote(&c.to_string()))
+        .collect();
+    writeln!(out, "trusted_forwarders = [{}]", trusted.join(", "))?;
     match &h.via {
         Some(via) => writeln!(out, "via = {}", quote(via))?,
         None => writeln!(out, "via = false")?,
     }
     let slash = name_of(&ENCODED_SLASH, &p.encoded_slash);
     writeln!(out, "encoded_slash = {}", quote(slash))?;
+    let params = name_of(&PATH_PARAMETERS, &p.path_parameters);
+    writeln!(out, "path_parameters = {}", quote(params))?;
+    writeln!(out, "allow_trace = {}", p.allow_trace)?;
     let underscores = name_of(&UNDERSCORES, &h.underscores);
     writeln!(out, "underscores_in_headers = {}", quote(underscores))?;
     for u in &p.upstreams {

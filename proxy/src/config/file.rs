@@ -220,9 +220,15 @@ pub struct BasicAuthSection {
 pub struct ProxySection {
     pub x_forwarded: Option<Spanned<bool>>,
     pub forwarded: Option<Spanned<bool>>,
+    /// Addresses and CIDR blocks whose `Forwarded` field is kept.
+    pub trusted_forwarders: Option<Spanned<Vec<Spanned<String>>>>,
     pub via: Option<Spanned<ViaValue>>,
     /// `"reject"` (the default) or `"pass"`.
     pub encoded_slash: Option<Spanned<String>>,
+    /// `"set_aside"` (the default) or `"reject"`.
+    pub path_parameters: Option<Spanned<String>>,
+    /// TRACE served rather than answered 405.
+    pub allow_trace: Option<Spanned<bool>>,
     /// `"drop"` (the default), `"pass"` or `"reject"`.
     pub underscores_in_headers: Option<Spanned<String>>,
 }

@@ -66,8 +66,11 @@
 //! [proxy]
 //! x_forwarded = true        # X-Forwarded-For/-Proto/-Host
 //! forwarded = false         # RFC 7239 Forwarded
+//! trusted_forwarders = []   # clients whose own Forwarded is kept; others' is removed
 //! via = "ringside"          # pseudonym in Via; false or "" for none
 //! encoded_slash = "reject"  # "reject" (400) | "pass": %2F kept for the backend
+//! path_parameters = "set_aside"  # ";x" left out for routing | "reject" (400)
+//! allow_trace = false       # TRACE: 405 | true: forwarded
 //! underscores_in_headers = "drop"  # "drop" | "pass" | "reject" (400)
 //!
 //! [upstream.app]            # name: [A-Za-z0-9_-]+

@@ -61,6 +61,7 @@ fn no_proxy_sections_is_the_default() {
         ForwardHeaders {
             x_forwarded: true,
             forwarded: false,
+            trusted_forwarders: Vec::new(),
             via: Some("ringside".into()),
             underscores: Underscores::Drop,
         }
@@ -190,10 +191,13 @@ strip_prefix = false
         headers: ForwardHeaders {
             x_forwarded: false,
             forwarded: true,
+            trusted_forwarders: Vec::new(),
             via: Some("edge-1".into()),
             underscores: Underscores::Drop,
         },
         encoded_slash: Default::default(),
+        path_parameters: Default::default(),
+        allow_trace: false,
     };
     assert_eq!(config.proxy, want);
     // The static route is the static layer's alone.
@@ -266,6 +270,7 @@ fn proxy_section_keys() {
             ForwardHeaders {
                 x_forwarded,
                 forwarded,
+                trusted_forwarders: Vec::new(),
                 via: via.map(str::to_owned),
                 underscores: Underscores::Drop,
             },
@@ -453,6 +458,7 @@ fn proxy_validation_errors() {
         // Routes: paths as requests are matched, and what goes upstream.
         (format!("{TWO}[[route]]\nprefix = \"/%70rivate/\"\nupstream = \"app\"\n"), "6:10: [[route]] prefix", "normalized path, which is spelled \"/private/\"; write that"),
         ("[[route]]\nprefix = \"/a/../b/\"\n".into(), "2:10: [[route]] prefix", "spelled \"/b/\""),
+        ("[[route]]\nprefix = \"/a;v=1/\"\n".into(), "2:10: [[route]] prefix", "segment parameters (;...) set aside, so \"/a;v=1/\" would match none"),
         ("[[route]]\nprefix = \"/my files/\"\n".into(), "2:10: [[route]] prefix", "forbidden byte in path: expected a path as requests are matched"),
         (route("upstream = \"app\"\nforward_path = \"as-is\""), "8:16: [[route]] forward_path", "expected one of \"normalized\", \"raw\", got \"as-is\""),
         (route("forward_path = \"raw\""), "7:16: [[route]] forward_path", "only for a proxy route"),
@@ -461,6 +467,8 @@ fn proxy_validation_errors() {
         (route("upstream = \"app\"\nupgrade = [\"X\", \"x\"]"), "8:17: [[route]] upgrade", "\"x\" is listed twice"),
         ("[proxy]\nencoded_slash = \"keep\"\n".into(), "2:17: [proxy] encoded_slash", "expected one of \"reject\", \"pass\", got \"keep\""),
         ("[proxy]\nunderscores_in_headers = \"on\"\n".into(), "2:26: [proxy] underscores_in_headers", "expected one of \"drop\", \"pass\", \"reject\""),
+        ("[proxy]\npath_parameters = \"strip\"\n".into(), "2:19: [proxy] path_parameters", "expected one of \"set_aside\", \"reject\", got \"strip\""),
+        ("[proxy]\ntrusted_forwarders = [\"10.0.0.1/8\"]\n".into(), "2:23: [proxy] trusted_forwarders", "has bits set past its prefix length"),
     ];
     let mut failed = Vec::new();
     for (text, at, message) in &cases {
@@ -599,8 +607,11 @@ deny = ["198.51.100.0/24"]
 [proxy]
 x_forwarded = false
 forwarded = true
+trusted_forwarders = ["10.0.0.0/8", "::1"]
 via = false
 encoded_slash = "pass"
+path_parameters = "reject"
+allow_trace = true
 underscores_in_headers = "reject"
 
 [upstream."z-last"]

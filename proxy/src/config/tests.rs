@@ -652,8 +652,11 @@ levels = {{ gzip = 6, br = 5, zstd = 3 }}
 [proxy]
 x_forwarded = true
 forwarded = false
+trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
+path_parameters = "set_aside"
+allow_trace = false
 underscores_in_headers = "drop"
 "#
     );
@@ -672,8 +675,11 @@ fn to_toml_writes_upstreams_and_proxy_routes() {
 [proxy]
 x_forwarded = true
 forwarded = false
+trusted_forwarders = []
 via = "ringside"
 encoded_slash = "reject"
+path_parameters = "set_aside"
+allow_trace = false
 underscores_in_headers = "drop"
 
 [upstream.app]

@@ -33,7 +33,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use ringside_http::EncodedSlash;
+use ringside_http::{EncodedSlash, PathParameters};
+use ringside_runtime::cidr::Cidr;
 use toml::Spanned;
 
 use super::addr::{port_number, route_host, server_entry, server_text};
@@ -64,6 +65,11 @@ pub const MAX_FALL_RISE: i64 = 100;
 pub const ENCODED_SLASH: [(&str, EncodedSlash); 2] = [
     ("reject", EncodedSlash::Reject),
     ("pass", EncodedSlash::Pass),
+];
+/// `[proxy] path_parameters` values.
+pub const PATH_PARAMETERS: [(&str, PathParameters); 2] = [
+    ("set_aside", PathParameters::SetAside),
+    ("reject", PathParameters::Reject),
 ];
 /// `[proxy] underscores_in_headers` values.
 pub const UNDERSCORES: [(&str, Underscores); 3] = [
@@ -158,6 +164,13 @@ impl Cx<'_> {
                 EncodedSlash::Reject,
                 |v| named(&ENCODED_SLASH, v),
             )?,
+            path_parameters: self.or(
+                &f.proxy.path_parameters,
+                "[proxy] path_parameters",
+                PathParameters::SetAside,
+                |v| named(&PATH_PARAMETERS, v),
+            )?,
+            allow_trace: f.proxy.allow_trace.as_ref().is_some_and(|v| *v.get_ref()),
         })
     }
 
@@ -167,6 +180,7 @@ impl Cx<'_> {
         Ok(ForwardHeaders {
             x_forwarded: p.x_forwarded.as_ref().map_or(d.x_forwarded, |v| *v.get_ref()),
             forwarded: p.forwarded.as_ref().map_or(d.forwarded, |v| *v.get_ref()),
+            trusted_forwarders: self.trusted_forwarders(f)?,
             via: self.or(&p.via, "[proxy] via", d.via.clone(), |v| match v {
                 ViaValue::Enabled(false) => Ok(None),
                 ViaValue::Enabled(true) => Ok(d.via.clone()),
@@ -183,6 +197,15 @@ impl Cx<'_> {
                 |v| named(&UNDERSCORES, v),
             )?,
         })
+    }
+
+    /// `[proxy] trusted_forwarders`: addresses and CIDR blocks.
+    fn trusted_forwarders(&self, f: &FileConfig) -> Result<Vec<Cidr>, ConfigError> {
+        let mut out = Vec::new();
+        for entry in f.proxy.trusted_forwarders.iter().flat_map(|l| l.get_ref()) {
+            out.extend(self.check(entry, "[proxy] trusted_forwarders", |s| Cidr::parse(s))?);
+        }
+        Ok(out)
     }
 
     fn upstream(
@@ -885,6 +908,9 @@ fn path_chars(p: &str) -> bool {
 pub fn route_prefix(p: &str) -> Result<String, String> {
     if !p.starts_with('/') {
         return Err(format!("expected a path starting with \"/\", got {p:?}"));
+    }
+    if p.contains(';') {
+        return Err(format!("routes match paths with their segment parameters (;...) set aside, so {p:?} would match none; write it without them"));
     }
     let mut normal = Vec::new();
     match ringside_http::path::normalize_into(p.as_bytes(), EncodedSlash::Reject, &mut normal) {

@@ -68,6 +68,8 @@ pub struct Edge {
     /// By route tag: its basic auth, where it has one.
     auth: Vec<Option<auth::BasicAuth>>,
     encoded_slash: ringside_http::EncodedSlash,
+    path_parameters: ringside_http::PathParameters,
+    allow_trace: bool,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -213,6 +215,8 @@ impl Edge {
             compression: Vec::new(),
             auth: Vec::new(),
             encoded_slash: proxy.encoded_slash,
+            path_parameters: proxy.path_parameters,
+            allow_trace: proxy.allow_trace,
         })
     }
 
@@ -407,6 +411,10 @@ impl Handler for Edge {
         self.encoded_slash
     }
 
+    fn path_parameters(&self) -> ringside_http::PathParameters {
+        self.path_parameters
+    }
+
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
         if ex.method() == Method::Connect || ex.target() == b"*" {
             ex.set_tag(TAG_NO_ROUTE.into());
@@ -463,6 +471,9 @@ impl Handler for Edge {
                     b"401 Unauthorized\n",
                 );
             }
+        }
+        if ex.method() == Method::Trace && !self.allow_trace {
+            return own::trace_refused(ex, matches!(target, Target::Proxy(_)));
         }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));

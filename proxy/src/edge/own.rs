@@ -1,7 +1,7 @@
 //! Requests the edge answers itself, before or instead of any handler:
 //! those about the server rather than a resource (`OPTIONS *`, CONNECT),
-//! and TRACE or OPTIONS that may go no further (`Max-Forwards: 0`,
-//! RFC 9110 §7.6.2).
+//! TRACE unless the config allows it, and TRACE or OPTIONS that may go no
+//! further (`Max-Forwards: 0`, RFC 9110 §7.6.2).
 
 use ringside_http::grammar::parse_length;
 use ringside_http::{Error, Exchange, Method};
@@ -33,6 +33,19 @@ pub fn last_hop(ex: &Exchange<'_>) -> bool {
             .header("max-forwards")
             .and_then(|v| parse_length(v, u64::MAX))
             == Some(0)
+}
+
+/// TRACE, unless the config allows it: 405, as nginx answers. A reflected
+/// request shows a script what the browser added to it, and scanners flag
+/// a server that reflects; RFC 9110 §9.3.8 leaves TRACE optional. `Allow`
+/// is what the route takes (RFC 9110 §15.5.6).
+#[cold]
+pub fn trace_refused(ex: &mut Exchange<'_>, proxied: bool) -> Result<(), Error> {
+    ex.send(
+        405,
+        &[("Allow", allowed(proxied)), ("Content-Type", b"text/plain")],
+        b"405 Method Not Allowed\n",
+    )
 }
 
 /// Answers a request that may go no further, for a route that is a proxy

@@ -31,6 +31,9 @@
 //!    - the fields the proxy writes itself below, where that is switched on:
 //!      `X-Forwarded-For/-Proto/-Host`, `Forwarded`, `Via`; the client's
 //!      spelling of them never reaches the upstream on its own;
+//!    - `Forwarded` from a client outside `trusted_forwarders`, even with
+//!      `forwarded` off: an upstream that reads it could not tell it from
+//!      one the proxy vouched for (RFC 7239 §8.1);
 //!    - for TRACE and OPTIONS, `Max-Forwards`, which goes on decremented
 //!      (RFC 9110 §7.6.2; at 0 the edge answers itself).
 //! 4. The framing field: `Content-Length: n` or `Transfer-Encoding: chunked`.
@@ -43,8 +46,10 @@
 //!    the client asked for its own connection (RFC 9110 §7.6.1: Connection
 //!    is per hop).
 //! 6. `X-Forwarded-For` (the client's values, every such field joined with
-//!    `", "`, then the client's address), `X-Forwarded-Proto`,
-//!    `X-Forwarded-Host`; `Forwarded` (RFC 7239: the client's values, then
+//!    `", "`, then the client's address: the last element is the one the
+//!    proxy vouches for, as nginx's `$proxy_add_x_forwarded_for`),
+//!    `X-Forwarded-Proto`, `X-Forwarded-Host` (the client's replaced);
+//!    `Forwarded` (RFC 7239: a trusted client's values, then
 //!    `for=..;proto=..;host=..`); `Via` (RFC 9110 §7.6.3: the client's
 //!    values, then `1.1 <pseudonym>`).
 //!
@@ -66,6 +71,7 @@ use bytes::{BufMut, BytesMut};
 use ringside_http::grammar::{is_tchar, list_elements, ConnectionTokens};
 use ringside_http::h1::encode::{put_u64, write_content_length, write_header, write_request_line};
 use ringside_http::hop::{is_hop_by_hop, HOP};
+use ringside_runtime::cidr::Cidr;
 
 use super::settings::{ForwardHeaders, Underscores};
 
@@ -141,9 +147,11 @@ pub fn write_request_head<'h>(
 
     // The client's end-to-end fields.
     let hops = max_forwards(f.method, client_headers.clone());
+    let trusted = Cidr::any_holds(&s.trusted_forwarders, f.client_ip);
     for (name, value) in client_headers.clone() {
-        let skipped =
-            not_forwarded(name, s) || listed(name) || (hops.is_some() && is_max_forwards(name));
+        let skipped = not_forwarded(name, s, trusted)
+            || listed(name)
+            || (hops.is_some() && is_max_forwards(name));
         if !skipped {
             write_header(out, name, value);
         }
@@ -193,7 +201,9 @@ pub fn write_request_head<'h>(
     }
     if s.forwarded {
         out.put_slice(b"Forwarded: ");
-        existing(out, b"forwarded");
+        if trusted {
+            existing(out, b"forwarded");
+        }
         out.put_slice(b"for=");
         match client_ip {
             IpAddr::V4(_) => put_ip(out, client_ip),
@@ -239,8 +249,8 @@ fn put_ip(out: &mut BytesMut, ip: IpAddr) {
 }
 
 /// Client fields never passed on as they are (besides those `Connection`
-/// lists).
-fn not_forwarded(name: &[u8], s: &ForwardHeaders) -> bool {
+/// lists); `trusted`: the client is among `trusted_forwarders`.
+fn not_forwarded(name: &[u8], s: &ForwardHeaders, trusted: bool) -> bool {
     let is = |other: &[u8]| name.eq_ignore_ascii_case(other);
     is(b"host")
         || is_hop_by_hop(name)
@@ -248,7 +258,7 @@ fn not_forwarded(name: &[u8], s: &ForwardHeaders) -> bool {
         || is(b"expect")
         || (s.x_forwarded
             && (is(b"x-forwarded-for") || is(b"x-forwarded-proto") || is(b"x-forwarded-host")))
-        || (s.forwarded && is(b"forwarded"))
+        || ((s.forwarded || !trusted) && is(b"forwarded"))
         || (s.via.is_some() && is(b"via"))
         || (name.contains(&b'_')
             && (s.underscores == Underscores::Drop || framing_look_alike(name)))
@@ -419,9 +429,12 @@ mod tests {
     const OFF: ForwardHeaders = ForwardHeaders {
         x_forwarded: false,
         forwarded: false,
+        trusted_forwarders: Vec::new(),
         via: None,
         underscores: Underscores::Pass,
     };
+    /// `OFF` where a reference must outlive its statement.
+    static OFF_REF: ForwardHeaders = OFF;
     const V4: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
 
     #[test]
@@ -495,6 +508,7 @@ mod tests {
         let settings = ForwardHeaders {
             x_forwarded: true,
             forwarded: true,
+            trusted_forwarders: Vec::new(),
             via: Some("ringside".into()),
             underscores: Underscores::Drop,
         };
@@ -564,7 +578,7 @@ mod tests {
                 replace_prefix: replace.map(str::as_bytes),
                 path: path.as_bytes(),
                 query: query.map(str::as_bytes),
-                ..base(&OFF)
+                ..base(&OFF_REF)
             };
             let text = head(&f, &[]);
             let line = text.split("\r\n").next().unwrap();
@@ -595,14 +609,15 @@ mod tests {
             // look-alikes of framing fields that a CGI-style backend would merge
             (&[("Content_Length", "9"), ("transfer_encoding", "chunked"), ("HOST_", "x"), ("X_Id", "1"), ("Connection_", "y")],
              &["HOST_: x", "X_Id: 1", "Connection_: y"]),
-            // with the forwarding headers off, the client's pass as sent
+            // with the forwarding headers off, the client's pass as sent,
+            // but for a Forwarded from an untrusted client
             (&[("X-Forwarded-For", "1.2.3.4"), ("X-Forwarded-Host", "h"), ("Forwarded", "for=a"), ("Via", "1.0 p")],
-             &["X-Forwarded-For: 1.2.3.4", "X-Forwarded-Host: h", "Forwarded: for=a", "Via: 1.0 p"]),
+             &["X-Forwarded-For: 1.2.3.4", "X-Forwarded-Host: h", "Via: 1.0 p"]),
             // more tokens than kept inline: the rest are still honoured
             (&[("Connection", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r"), ("R", "1"), ("A", "2"), ("S", "3")], &["S: 3"]),
         ];
         for (headers, want) in cases {
-            let text = head(&base(&OFF), headers);
+            let text = head(&base(&OFF_REF), headers);
             let got = lines(&text);
             assert_eq!(got[0], "Host: backend:8080", "{headers:?}");
             assert_eq!(&got[1..], *want, "{headers:?}");
@@ -626,7 +641,7 @@ mod tests {
         for (body, headers, want) in cases {
             let f = Forward {
                 body: *body,
-                ..base(&OFF)
+                ..base(&OFF_REF)
             };
             let text = head(&f, headers);
             let mut got = field(&text, "content-length");
@@ -692,11 +707,14 @@ mod tests {
     fn forwarded_table() {
         let on = ForwardHeaders {
             forwarded: true,
+            trusted_forwarders: Cidr::parse("192.0.2.0/24").unwrap(),
             ..OFF
         };
         let v6 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
         #[rustfmt::skip]
         let cases: &[(IpAddr, Option<&str>, Fields<'_>, &str)] = &[
+            // An untrusted client's own values are dropped.
+            (v6, None, &[("Forwarded", "for=10.0.0.1")], "Forwarded: for=\"[2001:db8::1]\";proto=http"),
             // (client ip, client Host, client headers, the Forwarded sent)
             (V4, Some("example.com"), &[], "Forwarded: for=192.0.2.7;proto=http;host=example.com"),
             (v6, Some("example.com"), &[], "Forwarded: for=\"[2001:db8::1]\";proto=http;host=example.com"),
@@ -718,6 +736,23 @@ mod tests {
             assert_eq!(field(&text, "forwarded"), [*want], "{ip} {client_host:?}");
             assert!(field(&text, "x-forwarded-for").is_empty());
         }
+    }
+
+    #[test]
+    fn a_clients_forwarded_goes_on_only_from_a_trusted_address() {
+        let off = ForwardHeaders {
+            trusted_forwarders: Cidr::parse("192.0.2.7").unwrap(),
+            ..OFF
+        };
+        let h = [("Forwarded", "for=6.6.6.6")];
+        let trusted = head(&base(&off), &h);
+        assert_eq!(field(&trusted, "forwarded"), ["Forwarded: for=6.6.6.6"]);
+        let other = Forward {
+            client_ip: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 8)),
+            ..base(&off)
+        };
+        assert!(field(&head(&other, &h), "forwarded").is_empty());
+        assert!(field(&head(&base(&OFF_REF), &h), "forwarded").is_empty());
     }
 
     #[test]
@@ -765,7 +800,7 @@ mod tests {
             let n = upgrade_protocols(pairs(), &listed, &mut offered);
             let f = Forward {
                 upgrade: &offered[..n],
-                ..base(&OFF)
+                ..base(&OFF_REF)
             };
             let text = head(&f, headers);
             let mut got = field(&text, "connection");
@@ -825,7 +860,7 @@ mod tests {
         for (method, headers, want) in cases {
             let f = Forward {
                 method: method.as_bytes(),
-                ..base(&OFF)
+                ..base(&OFF_REF)
             };
             let text = head(&f, headers);
             assert_eq!(field(&text, "max-forwards"), *want, "{method} {headers:?}");

@@ -16,6 +16,12 @@ pub struct ProxyConfig {
     /// unless passed on, for backends that need them (routing still
     /// decides on the path with them decoded).
     pub encoded_slash: ringside_http::EncodedSlash,
+    /// What a path's segment parameters (`;x`) do: set aside for routing
+    /// (and a dot segment with them refused), or the path refused.
+    pub path_parameters: ringside_http::PathParameters,
+    /// TRACE is served (forwarded, or reflected at `Max-Forwards: 0`);
+    /// otherwise it is answered 405.
+    pub allow_trace: bool,
 }
 
 /// `[upstream.NAME]`.
@@ -351,6 +357,10 @@ pub struct ForwardHeaders {
     pub x_forwarded: bool,
     /// RFC 7239 Forwarded.
     pub forwarded: bool,
+    /// The clients whose own `Forwarded` field is passed on (appended to
+    /// with `forwarded`); anyone else's is removed, since an upstream
+    /// could not tell it from one the proxy vouched for.
+    pub trusted_forwarders: Vec<ringside_runtime::cidr::Cidr>,
     /// The pseudonym in Via (`1.1 ringside`); `None` adds no Via.
     pub via: Option<String>,
     /// Request header names with `_`.
@@ -376,6 +386,7 @@ impl Default for ForwardHeaders {
         ForwardHeaders {
             x_forwarded: true,
             forwarded: false,
+            trusted_forwarders: Vec::new(),
             via: Some("ringside".into()),
             underscores: Underscores::Drop,
         }

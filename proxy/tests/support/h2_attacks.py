@@ -403,6 +403,41 @@ def content_length_long(addr):
         "content-length 4 with 14 bytes of DATA")
 
 
+def pseudo_fields(c, method="GET", scheme="http", path="/rec/a", authority="h2.test"):
+    """A request's header block with these pseudo-fields, as given."""
+    return HeadersFrame(1, c.enc.encode([(":method", method), (":scheme", scheme),
+                                         (":path", path), (":authority", authority)]),
+                        flags=["END_HEADERS", "END_STREAM"])
+
+
+@case
+def method_not_a_token(addr):
+    return stream_error(addr, lambda c: [pseudo_fields(c, method="GET /zqx")],
+                        "a :method with a space")
+
+
+@case
+def path_not_origin_form(addr):
+    return stream_error(addr, lambda c: [pseudo_fields(c, path="x/rec/a")],
+                        "a :path without its leading /")
+
+
+@case
+def asterisk_path_without_options(addr):
+    return stream_error(addr, lambda c: [pseudo_fields(c, path="*")], "a :path * on GET")
+
+
+@case
+def authority_with_userinfo(addr):
+    return stream_error(addr, lambda c: [pseudo_fields(c, authority="u@h2.test")],
+                        "an :authority with userinfo")
+
+
+@case
+def unknown_scheme(addr):
+    return stream_error(addr, lambda c: [pseudo_fields(c, scheme="ftp")], "a :scheme ftp")
+
+
 @case
 def drain(addr):
     # Run with the server told to drain once "ready" is printed: a stream
