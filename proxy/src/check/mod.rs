@@ -65,7 +65,19 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut error = |what| out.push(Finding { error: true, what });
     if let Some(a) = &cfg.ops.access_log {
-        if let Err(e) = open_append(&a.path, mode) {
+        let opened = match crate::privileges::opener_of(
+            &a.path,
+            cfg.ops.user.as_deref(),
+            cfg.ops.group.as_deref(),
+        ) {
+            // At start too: the keeper does not run yet, and the file
+            // must not be made as root.
+            Some((uid, gid)) => {
+                crate::privileges::keeper::as_user(uid, gid, || open_append(&a.path, mode))
+            }
+            _ => open_append(&a.path, mode),
+        };
+        if let Err(e) = opened {
             error(loc.error(
                 Setting::AccessLog,
                 format!("cannot open {}: {}", a.path.display(), io_reason(&e)),
@@ -114,8 +126,18 @@ fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
             std::fs::metadata(dir)?;
             let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
                 .map_err(std::io::Error::other)?;
-            // SAFETY: access with a NUL-terminated path.
-            if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            // SAFETY: faccessat with a NUL-terminated path.
+            // AT_EACCESS: with the file-system ids, which `as_user` may
+            // have set to the server's user.
+            let ok = unsafe {
+                libc::faccessat(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::W_OK | libc::X_OK,
+                    libc::AT_EACCESS,
+                )
+            };
+            if ok != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
