@@ -28,9 +28,13 @@
 //!                         config) as nginx -t does; print the effective
 //!                         config
 //!   reload [--pid-file PATH | --config FILE]
-//!                         send SIGHUP to the running server: re-read its
-//!                         config (the pid file from the flag, else from
-//!                         FILE's pid_file, else /run/ringside/ringside.pid)
+//!                         have the running server re-read its config and
+//!                         exit with its verdict (the server: the pid file
+//!                         from the flag, else FILE's pid_file, else the
+//!                         ringside serving FILE's listen address, else
+//!                         /run/ringside/ringside.pid)
+//!
+//! The flags may come after the command too: `check FILE --listen ADDR`.
 //! ```
 //!
 //! Quick mode: with no `--config`, the flags alone describe the server, on
@@ -151,8 +155,10 @@ pub enum Command {
     /// try its listen addresses and resolve its upstream names; print the
     /// effective configuration.
     Check { file: Option<PathBuf> },
-    /// Tell the running server to re-read its configuration (SIGHUP), found
-    /// by --pid-file, else by the pid_file of --config, else by
+    /// Tell the running server to re-read its configuration and wait for
+    /// its verdict (exit 1 with the reason when it keeps the old one). The
+    /// server is found by --pid-file, else by the pid_file of --config,
+    /// else as the ringside serving the config's listen address, else by
     /// /run/ringside/ringside.pid.
     Reload,
 }

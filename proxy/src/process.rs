@@ -18,7 +18,7 @@ use crate::access_log::writer;
 use crate::check::listen::{probe, Probe};
 use crate::check::locate::{Locator, Setting};
 use crate::check::{self, Mode};
-use crate::cli::{self, Cli, DEFAULT_PID_FILE};
+use crate::cli::{self, Cli};
 use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
@@ -30,7 +30,7 @@ use crate::metrics::{self, admin};
 use crate::privileges::keeper::Kept;
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
-use crate::{notify, privileges};
+use crate::{control, notify, privileges};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("ringside: {msg}");
@@ -247,6 +247,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
             return fail(e);
         }
     }
+    control::spawn();
     let factory = edge_factory(&cfg, &shared, bound.local_addrs());
     let mut server = match bound.spawn(factory, ringside_http::Http) {
         Ok(s) => s,
@@ -322,7 +323,10 @@ fn reload(cli: &Cli, live: &mut Config, server: &mut Server<Edge>, shared: &mut 
     tracing::info!("SIGHUP: reloading the config");
     notify::reloading();
     let reg = metrics::registry();
-    match try_reload(cli, live, server, shared) {
+    control::reload_begins();
+    let result = try_reload(cli, live, server, shared);
+    control::reload_ended(&result);
+    match result {
         Ok(()) => {
             reg.reloads_ok.fetch_add(1, Ordering::Relaxed);
             tracing::info!("config reloaded");
@@ -433,47 +437,6 @@ fn remove_pid(path: &Path) {
     if ours {
         let _ = std::fs::remove_file(path);
     }
-}
-
-/// `ringside reload`: checks the config when one is named (a broken one is
-/// reported here, and the server is not asked), then sends SIGHUP to the
-/// pid in the pid file.
-pub fn send_reload(cli: &Cli) -> ExitCode {
-    let mut pid_file = cli.pid_file.clone();
-    if let Some(path) = &cli.config {
-        match Config::load(path) {
-            Ok(c) => pid_file = pid_file.or(c.ops.pid_file),
-            Err(e) => {
-                eprintln!("ringside: {e}");
-                eprintln!("ringside: not reloading: the running server would refuse this config");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    let path = pid_file.unwrap_or_else(|| PathBuf::from(DEFAULT_PID_FILE));
-    let pid = match std::fs::read_to_string(&path) {
-        Ok(s) => match s.trim().parse::<i32>() {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return fail(format!(
-                    "{}: not a process id: {:?}",
-                    path.display(),
-                    s.trim()
-                ))
-            }
-        },
-        Err(e) => return fail(format!("cannot read pid file {}: {e}", path.display())),
-    };
-    // SAFETY: kill with a pid and a signal number.
-    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
-        return fail(format!(
-            "cannot signal process {pid} (from {}): {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    println!("ringside: sent SIGHUP to {pid}");
-    ExitCode::SUCCESS
 }
 
 /// What the banner says is served: the root, or where `/` is proxied.
