@@ -123,13 +123,22 @@ fn tls_files(cfg: &Config) -> Vec<PathBuf> {
 fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
     match a {
         AdminListen::Off => Ok(None),
-        AdminListen::At(addr) => admin::bind(*addr)
-            .map(Some)
-            .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}")),
+        AdminListen::At(addr) => admin::bind(*addr).map(Some).map_err(|e| {
+            format!(
+                "cannot listen on {addr} ([admin] listen): {}; {}",
+                io_reason(&e),
+                check::ADMIN_HINT
+            )
+        }),
         AdminListen::Default(addr) => match admin::bind(*addr) {
             Ok(l) => Ok(Some(l)),
             Err(e) => {
-                tracing::warn!(%addr, error = %e, "admin listener not started; set [admin] listen to choose another address");
+                tracing::warn!(
+                    "cannot listen on {addr} (the default admin address): {}; {}; {}",
+                    io_reason(&e),
+                    check::WITHOUT_ADMIN,
+                    check::ADMIN_HINT
+                );
                 Ok(None)
             }
         },
@@ -152,14 +161,22 @@ fn one_instance(cfg: &Config, loc: &Locator, allowed: bool) -> Result<(), Config
                 ))
             }
         };
-        if allowed && holder.shareable() {
+        let owner = holder
+            .owner
+            .clone()
+            .or_else(|| check::pid_file_ringside(cfg));
+        // The kernel shares a port only between sockets of one user that
+        // all set SO_REUSEPORT, which only another ringside is known to do.
+        let ringside = owner.as_ref().map(|o| o.name == "ringside");
+        if allowed && holder.shareable() && ringside != Some(false) {
             tracing::warn!(%addr, %holder, "sharing the address (--reuse-port-with-others): the kernel splits new connections between the two");
             continue;
         }
-        let how = if holder.shareable() {
-            "Stop it first, or start with --reuse-port-with-others to share the address on purpose"
-        } else {
-            "Stop it first: it is another user's, and the kernel shares an address between one user's sockets only"
+        let how = match ringside {
+            _ if !holder.shareable() => "Stop it first: it is another user's, and the kernel shares an address between one user's sockets only",
+            Some(true) => "Stop it first, or start with --reuse-port-with-others to share the address on purpose",
+            Some(false) => "Stop it first, or listen elsewhere: it is not a ringside, so the address cannot be shared with it",
+            None => "Stop it first; if it is a ringside, --reuse-port-with-others shares the address on purpose",
         };
         return Err(loc.error(
             Setting::Listen(addr),

@@ -170,20 +170,55 @@ fn pid_dir(path: &Path) -> Result<(), String> {
     }
 }
 
+/// What a start does when the default admin address is taken: it goes on.
+pub const WITHOUT_ADMIN: &str = "a start runs without the admin listener (/metrics, /healthz)";
+
+/// How to give a second server an admin listener of its own.
+pub const ADMIN_HINT: &str =
+    "give this server another admin address with --admin ADDR (or [admin] listen), or none with --admin off";
+
+/// Which address a trial bind is for, and so what a start does when it
+/// is taken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Listen,
+    /// `[admin] listen` or `--admin`: a start fails when it is taken.
+    Admin,
+    /// The built-in admin address: a start goes on without it.
+    DefaultAdmin,
+}
+
 /// Each listen address (and the admin one) bound on trial. One held by a
 /// ringside is only a warning: it is the server this config will reload.
+/// Each message says what a start would do, as the start does it.
 fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
-    let mut each = |addr, what: Setting<'_>, must: bool| {
+    let mut each = |addr, what: Setting<'_>, role: Role| {
+        let start = match role {
+            Role::Listen => "a second start would be refused".to_owned(),
+            Role::Admin => format!("a second start would be refused; {ADMIN_HINT}"),
+            Role::DefaultAdmin => format!("{WITHOUT_ADMIN}; {ADMIN_HINT}"),
+        };
         let (error, message) = match probe(addr) {
             Probe::Free => return,
             Probe::InUse(h) => match h.owner.clone().or_else(|| pid_file_ringside(cfg)) {
                 Some(o) if o.name == "ringside" => (
                     false,
-                    format!("{addr} is served by {o} now; a reload keeps it, a second start would be refused"),
+                    format!("{addr} is served by {o} now; a reload keeps it, {start}"),
                 ),
-                _ => (must, format!("cannot listen on {addr}: in use by {h}")),
+                _ if role == Role::DefaultAdmin => (
+                    false,
+                    format!("cannot listen on {addr}: in use by {h}; {start}"),
+                ),
+                _ if role == Role::Admin => (
+                    true,
+                    format!("cannot listen on {addr}: in use by {h}; {ADMIN_HINT}"),
+                ),
+                _ => (true, format!("cannot listen on {addr}: in use by {h}")),
             },
-            Probe::Refused(e) => (must, format!("cannot listen on {addr}: {}", io_reason(&e))),
+            Probe::Refused(e) => (
+                role != Role::DefaultAdmin,
+                format!("cannot listen on {addr}: {}", io_reason(&e)),
+            ),
         };
         out.push(Finding {
             error,
@@ -191,12 +226,11 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
         });
     };
     for &addr in &cfg.server.listen {
-        each(addr, Setting::Listen(addr), true);
+        each(addr, Setting::Listen(addr), Role::Listen);
     }
     match cfg.ops.admin {
-        AdminListen::At(a) => each(a, Setting::Admin, true),
-        // The default admin address is skipped at start when taken.
-        AdminListen::Default(a) => each(a, Setting::Admin, false),
+        AdminListen::At(a) => each(a, Setting::Admin, Role::Admin),
+        AdminListen::Default(a) => each(a, Setting::Admin, Role::DefaultAdmin),
         AdminListen::Off => {}
     }
 }
@@ -204,7 +238,7 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
 /// The running ringside the config's pid file names, if it runs. A server
 /// that dropped root is not dumpable, so its descriptors cannot be looked
 /// into by its own user; its pid file and `comm` can.
-fn pid_file_ringside(cfg: &Config) -> Option<Owner> {
+pub fn pid_file_ringside(cfg: &Config) -> Option<Owner> {
     let path = cfg
         .ops
         .pid_file
