@@ -29,7 +29,9 @@ fn main() -> ExitCode {
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ringside: {e}");
+            for e in check::config_errors(&cli, e) {
+                eprintln!("ringside: {e}");
+            }
             return ExitCode::from(2);
         }
     };

@@ -380,3 +380,72 @@ fn a_port_held_by_another_program_is_not_offered_for_sharing() {
     }
     drop(held);
 }
+
+/// Every error in the file is listed, each at its file, line and key, as a
+/// compiler lists them; not only the first.
+#[test]
+fn check_lists_every_error_in_the_file() {
+    let dir = TempDir::new("check-every");
+    let file = dir.write(
+        "many.toml",
+        b"[runtime]\nworkers = 0\nbackend = \"fast\"\n\n[server]\nbacklog = -1\nbogus = 1\n\n[static]\ncache_control = 7\n",
+    );
+    let out = isolated(&["check", s(&file)]);
+    let at = |rest: &str| format!("{}:{rest}", file.display());
+    expect(
+        &out,
+        false,
+        &[
+            &at("2:11: [runtime] workers: "),
+            &at("3:11: [runtime] backend: "),
+            &at("6:11: [server] backlog: "),
+            &at("7:1: [server] bogus"),
+            &at("10:17: [static] cache_control: "),
+            "many.toml: test failed",
+        ],
+    );
+    // In the file's order, each once.
+    let err = stderr(&out);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("many.toml:") && !l.ends_with("test failed"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    // The start lists them too.
+    let out = isolated(&["--config", s(&file)]);
+    expect(&out, false, &[&at("2:11:"), &at("10:17:")]);
+}
+
+/// The flags work after `check FILE` as before it (the README's
+/// `check FILE --listen ...`), and `check --help` says what the pid file
+/// is to it.
+#[test]
+fn check_takes_flags_after_the_file_and_describes_them() {
+    let dir = TempDir::new("check-flags");
+    let file = dir.write("a.toml", b"[runtime]\nworkers = 2\n");
+    let out = isolated(&[
+        "check",
+        s(&file),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("workers = 3") && printed.contains("\"127.0.0.1:0\""),
+        "{printed}"
+    );
+    let help = here(&["check", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let pid = flat
+        .split("--pid-file <PATH> ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --pid-file in {help}"));
+    assert!(
+        pid.starts_with("The pid file: a start writes its process id there; `reload` and `check` read it to find the running server"),
+        "{help}"
+    );
+}

@@ -275,6 +275,24 @@ fn names(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
     }
 }
 
+/// `err`, the first error in the config `cli` names, and every other error
+/// in that file after it (see `config::every`).
+pub fn config_errors(cli: &Cli, err: ConfigError) -> Vec<ConfigError> {
+    let from_file = match (&err, &cli.config) {
+        (ConfigError::File { file, .. }, Some(path)) => file == path,
+        _ => false,
+    };
+    let all = match &cli.config {
+        Some(path) if from_file => crate::config::every::errors_in(path),
+        _ => Vec::new(),
+    };
+    if all.contains(&err) {
+        all
+    } else {
+        vec![err]
+    }
+}
+
 /// `ringside check [FILE]`, `ringside -t [-c FILE]`: prints the effective
 /// config on stdout, every finding on stderr, and a verdict.
 pub fn command(cli: &Cli, file: Option<&Path>) -> ExitCode {
@@ -302,7 +320,9 @@ pub fn command(cli: &Cli, file: Option<&Path>) -> ExitCode {
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ringside: {e}");
+            for e in config_errors(&cli, e) {
+                eprintln!("ringside: {e}");
+            }
             eprintln!("ringside: {name}: test failed");
             return ExitCode::FAILURE;
         }
