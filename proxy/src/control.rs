@@ -77,9 +77,14 @@ pub fn spawn() {
     let started = std::thread::Builder::new()
         .name("ringside-ctl".into())
         .spawn(move || {
-            for conn in listener.incoming().flatten() {
-                if let Err(e) = answer(conn) {
-                    tracing::debug!(error = %e, "reload request dropped");
+            for conn in listener.incoming() {
+                match conn.and_then(answer) {
+                    Ok(()) => {}
+                    // Out of descriptors, say: retried at once it would spin.
+                    Err(e) => {
+                        tracing::debug!(error = %e, "reload request dropped");
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
                 }
             }
         });
@@ -122,6 +127,9 @@ fn answer(mut conn: UnixStream) -> io::Result<()> {
     BufReader::new((&conn).take(64)).read_line(&mut line)?;
     if line != REQUEST {
         return conn.write_all(b"refused: not a reload request\n");
+    }
+    if crate::metrics::admin::DRAINING.load(std::sync::atomic::Ordering::Relaxed) {
+        return conn.write_all(b"refused: the server is stopping\n");
     }
     let asked_at = state().begun;
     // SAFETY: signals this process; the main thread takes it in sigwait.
