@@ -387,4 +387,16 @@ fn with_a_user_a_log_in_its_own_directory_is_its_own_and_reopens() {
     let text = r.stop();
     assert!(!text.contains("reload refused"), "{text}");
     assert!(!text.contains("cannot reopen"), "{text}");
+    // A log root made there (an older release did) is refused by check,
+    // run as root, as the start would refuse it, with why.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::write(&log, b"").unwrap();
+    let out = Command::new(BIN).arg("check").arg(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("[access_log] path: cannot open")
+            && err.contains("Permission denied (opened as the user nobody"),
+        "{err}"
+    );
 }

@@ -65,11 +65,9 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut error = |what| out.push(Finding { error: true, what });
     if let Some(a) = &cfg.ops.access_log {
-        let opened = match crate::privileges::opener_of(
-            &a.path,
-            cfg.ops.user.as_deref(),
-            cfg.ops.group.as_deref(),
-        ) {
+        let user = cfg.ops.user.as_deref();
+        let as_user = crate::privileges::opener_of(&a.path, user, cfg.ops.group.as_deref());
+        let opened = match as_user {
             // At start too: the keeper does not run yet, and the file
             // must not be made as root.
             Some((uid, gid)) => {
@@ -78,9 +76,15 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
             _ => open_append(&a.path, mode),
         };
         if let Err(e) = opened {
+            let why = match (as_user, user) {
+                (Some(_), Some(u)) if e.kind() == std::io::ErrorKind::PermissionDenied => format!(
+                    " (opened as the user {u}, who can write a directory on its path, so that root never follows a link planted there; a log root made there must be given to {u})"
+                ),
+                _ => String::new(),
+            };
             error(loc.error(
                 Setting::AccessLog,
-                format!("cannot open {}: {}", a.path.display(), io_reason(&e)),
+                format!("cannot open {}: {}{why}", a.path.display(), io_reason(&e)),
             ));
         }
     }
