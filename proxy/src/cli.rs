@@ -17,7 +17,8 @@
 //!                         learned from how it answers)
 //!   --admin ADDR|off      the /metrics and /healthz listener
 //!   --access-log PATH     log each request to PATH (combined format)
-//!   --pid-file PATH       write the pid there, for `ringside reload`
+//!   --pid-file PATH       the pid file: written at start, read by
+//!                         `reload` and `check`
 //!   -V, --version
 //!   -t, --test            as `check`
 //!   --reuse-port-with-others
@@ -28,9 +29,13 @@
 //!                         config) as nginx -t does; print the effective
 //!                         config
 //!   reload [--pid-file PATH | --config FILE]
-//!                         send SIGHUP to the running server: re-read its
-//!                         config (the pid file from the flag, else from
-//!                         FILE's pid_file, else /run/ringside/ringside.pid)
+//!                         have the running server re-read its config and
+//!                         exit with its verdict (the server: the pid file
+//!                         from the flag, else FILE's pid_file, else the
+//!                         ringside serving FILE's listen address, else
+//!                         /run/ringside/ringside.pid)
+//!
+//! The flags may come after the command too: `check FILE --listen ADDR`.
 //! ```
 //!
 //! Quick mode: with no `--config`, the flags alone describe the server, on
@@ -82,51 +87,52 @@ pub struct Cli {
     pub config: Option<PathBuf>,
 
     /// Listen on ADDR (repeatable); replaces the config's listen list.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", global = true)]
     pub listen: Vec<String>,
 
     /// Number of workers, or "auto" for one per CPU (no more than the
     /// cgroup CPU quota pays for).
-    #[arg(long, value_name = "N|auto")]
+    #[arg(long, value_name = "N|auto", global = true)]
     pub workers: Option<String>,
 
     /// Serve static files from DIR.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     pub root: Option<PathBuf>,
 
     /// I/O backend: auto, io-uring, epoll, kqueue, devpoll or glommio.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", global = true)]
     pub backend: Option<String>,
 
     /// io_uring: with several requests in progress, park for a batch of
     /// completions up to DUR (default "100us"; 0: off).
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", global = true)]
     pub coalesce_wait: Option<String>,
 
     /// Proxy every path to HOST:PORT (repeatable): upstream "default".
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", global = true)]
     pub upstream: Vec<String>,
 
     /// Run scripts beneath the root with the FastCGI server at ADDR
     /// (HOST:PORT, unix:PATH or /PATH): upstream "fastcgi".
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", global = true)]
     pub fastcgi: Option<String>,
 
     /// With --fastcgi: at most N connections to the server, all workers
     /// together; without it, its capacity is learned from how it answers.
-    #[arg(long, value_name = "N", requires = "fastcgi",
+    #[arg(long, value_name = "N", requires = "fastcgi", global = true,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub fastcgi_max_conns: Option<u32>,
 
     /// The admin listener (/metrics, /healthz): HOST:PORT, or "off".
-    #[arg(long, value_name = "ADDR|off")]
+    #[arg(long, value_name = "ADDR|off", global = true)]
     pub admin: Option<String>,
 
     /// Log each request to PATH, in the combined format.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", global = true)]
     pub access_log: Option<PathBuf>,
 
-    /// Write the process id to PATH (for `ringside reload`).
+    /// The pid file: a start writes its process id there; `reload` and
+    /// `check` read it to find the running server.
     #[arg(long, value_name = "PATH", global = true)]
     pub pid_file: Option<PathBuf>,
 
@@ -137,7 +143,7 @@ pub struct Cli {
     /// Start even where another process listens on a listen address
     /// already: the kernel then splits connections between the two
     /// (SO_REUSEPORT), as for a second binary taking over from this one.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub reuse_port_with_others: bool,
 
     #[command(subcommand)]
@@ -151,8 +157,10 @@ pub enum Command {
     /// try its listen addresses and resolve its upstream names; print the
     /// effective configuration.
     Check { file: Option<PathBuf> },
-    /// Tell the running server to re-read its configuration (SIGHUP), found
-    /// by --pid-file, else by the pid_file of --config, else by
+    /// Tell the running server to re-read its configuration and wait for
+    /// its verdict (exit 1 with the reason when it keeps the old one). The
+    /// server is found by --pid-file, else by the pid_file of --config,
+    /// else as the ringside serving the config's listen address, else by
     /// /run/ringside/ringside.pid.
     Reload,
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use ringside::cli::{self, Cli, Command};
-use ringside::{check, process};
+use ringside::{check, process, reload};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -23,13 +23,15 @@ fn main() -> ExitCode {
     match &cli.command {
         Some(Command::Check { file }) => return check::command(&cli, file.as_deref()),
         None if cli.test => return check::command(&cli, None),
-        Some(Command::Reload) => return process::send_reload(&cli),
+        Some(Command::Reload) => return reload::command(&cli),
         None => {}
     }
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ringside: {e}");
+            for e in check::config_errors(&cli, e) {
+                eprintln!("ringside: {e}");
+            }
             return ExitCode::from(2);
         }
     };

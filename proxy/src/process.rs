@@ -18,7 +18,7 @@ use crate::access_log::writer;
 use crate::check::listen::{probe, Probe};
 use crate::check::locate::{Locator, Setting};
 use crate::check::{self, Mode};
-use crate::cli::{self, Cli, DEFAULT_PID_FILE};
+use crate::cli::{self, Cli};
 use crate::config::error::io_reason;
 use crate::config::ops::AdminListen;
 use crate::config::{Config, ConfigError};
@@ -30,7 +30,7 @@ use crate::metrics::{self, admin};
 use crate::privileges::keeper::Kept;
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
-use crate::{notify, privileges};
+use crate::{control, notify, privileges};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("ringside: {msg}");
@@ -123,13 +123,22 @@ fn tls_files(cfg: &Config) -> Vec<PathBuf> {
 fn bind_admin(a: &AdminListen) -> Result<Option<TcpListener>, String> {
     match a {
         AdminListen::Off => Ok(None),
-        AdminListen::At(addr) => admin::bind(*addr)
-            .map(Some)
-            .map_err(|e| format!("cannot listen on {addr} ([admin] listen): {e}")),
+        AdminListen::At(addr) => admin::bind(*addr).map(Some).map_err(|e| {
+            format!(
+                "cannot listen on {addr} ([admin] listen): {}; {}",
+                io_reason(&e),
+                check::ADMIN_HINT
+            )
+        }),
         AdminListen::Default(addr) => match admin::bind(*addr) {
             Ok(l) => Ok(Some(l)),
             Err(e) => {
-                tracing::warn!(%addr, error = %e, "admin listener not started; set [admin] listen to choose another address");
+                tracing::warn!(
+                    "cannot listen on {addr} (the default admin address): {}; {}; {}",
+                    io_reason(&e),
+                    check::WITHOUT_ADMIN,
+                    check::ADMIN_HINT
+                );
                 Ok(None)
             }
         },
@@ -152,14 +161,22 @@ fn one_instance(cfg: &Config, loc: &Locator, allowed: bool) -> Result<(), Config
                 ))
             }
         };
-        if allowed && holder.shareable() {
+        let owner = holder
+            .owner
+            .clone()
+            .or_else(|| check::pid_file_ringside(cfg));
+        // The kernel shares a port only between sockets of one user that
+        // all set SO_REUSEPORT, which only another ringside is known to do.
+        let ringside = owner.as_ref().map(|o| o.name == "ringside");
+        if allowed && holder.shareable() && ringside != Some(false) {
             tracing::warn!(%addr, %holder, "sharing the address (--reuse-port-with-others): the kernel splits new connections between the two");
             continue;
         }
-        let how = if holder.shareable() {
-            "Stop it first, or start with --reuse-port-with-others to share the address on purpose"
-        } else {
-            "Stop it first: it is another user's, and the kernel shares an address between one user's sockets only"
+        let how = match ringside {
+            _ if !holder.shareable() => "Stop it first: it is another user's, and the kernel shares an address between one user's sockets only",
+            Some(true) => "Stop it first, or start with --reuse-port-with-others to share the address on purpose",
+            Some(false) => "Stop it first, or listen elsewhere: it is not a ringside, so the address cannot be shared with it",
+            None => "Stop it first; if it is a ringside, --reuse-port-with-others shares the address on purpose",
         };
         return Err(loc.error(
             Setting::Listen(addr),
@@ -247,6 +264,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
             return fail(e);
         }
     }
+    control::spawn();
     let factory = edge_factory(&cfg, &shared, bound.local_addrs());
     let mut server = match bound.spawn(factory, ringside_http::Http) {
         Ok(s) => s,
@@ -322,7 +340,10 @@ fn reload(cli: &Cli, live: &mut Config, server: &mut Server<Edge>, shared: &mut 
     tracing::info!("SIGHUP: reloading the config");
     notify::reloading();
     let reg = metrics::registry();
-    match try_reload(cli, live, server, shared) {
+    control::reload_begins();
+    let result = try_reload(cli, live, server, shared);
+    control::reload_ended(&result);
+    match result {
         Ok(()) => {
             reg.reloads_ok.fetch_add(1, Ordering::Relaxed);
             tracing::info!("config reloaded");
@@ -433,47 +454,6 @@ fn remove_pid(path: &Path) {
     if ours {
         let _ = std::fs::remove_file(path);
     }
-}
-
-/// `ringside reload`: checks the config when one is named (a broken one is
-/// reported here, and the server is not asked), then sends SIGHUP to the
-/// pid in the pid file.
-pub fn send_reload(cli: &Cli) -> ExitCode {
-    let mut pid_file = cli.pid_file.clone();
-    if let Some(path) = &cli.config {
-        match Config::load(path) {
-            Ok(c) => pid_file = pid_file.or(c.ops.pid_file),
-            Err(e) => {
-                eprintln!("ringside: {e}");
-                eprintln!("ringside: not reloading: the running server would refuse this config");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
-    let path = pid_file.unwrap_or_else(|| PathBuf::from(DEFAULT_PID_FILE));
-    let pid = match std::fs::read_to_string(&path) {
-        Ok(s) => match s.trim().parse::<i32>() {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return fail(format!(
-                    "{}: not a process id: {:?}",
-                    path.display(),
-                    s.trim()
-                ))
-            }
-        },
-        Err(e) => return fail(format!("cannot read pid file {}: {e}", path.display())),
-    };
-    // SAFETY: kill with a pid and a signal number.
-    if unsafe { libc::kill(pid, libc::SIGHUP) } != 0 {
-        return fail(format!(
-            "cannot signal process {pid} (from {}): {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    println!("ringside: sent SIGHUP to {pid}");
-    ExitCode::SUCCESS
 }
 
 /// What the banner says is served: the root, or where `/` is proxied.

@@ -365,7 +365,7 @@ fn unit_has_what_operations_need() {
     for line in [
         "Type=notify",
         "NotifyAccess=main",
-        "ExecReload=/bin/kill -HUP $MAINPID",
+        "ExecReload=/usr/local/bin/ringside reload --config /etc/ringside/ringside.toml",
         "LimitNOFILE=",
         "AmbientCapabilities=CAP_NET_BIND_SERVICE",
         "NoNewPrivileges=yes",

@@ -303,3 +303,149 @@ fn check_as_the_servers_user_passes_while_it_serves() {
     expect(&as_nobody(&["check", s(&cfg)]), true, &[&served]);
     server.stop();
 }
+
+/// With another ringside on the built-in admin address, `check` and the
+/// start say the same: the start goes on without the admin listener, and
+/// `--admin` gives it one of its own.
+#[test]
+fn check_and_start_agree_on_a_taken_default_admin_address() {
+    if !common::load::in_own_netns("check_and_start_agree_on_a_taken_default_admin_address") {
+        return;
+    }
+    let dir = TempDir::new("check-admin");
+    dir.write("index.html", b"hi\n");
+    let first = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "127.0.0.1:9180",
+        "--root",
+        s(dir.path()),
+    ]);
+    let cfg = dir.write("second.toml", b"[server]\nlisten = [\"127.0.0.1:0\"]\n");
+    let says = [
+        "a start runs without the admin listener (/metrics, /healthz)",
+        "--admin ADDR",
+    ];
+    let out = here(&["check", s(&cfg)]);
+    expect(&out, true, &says);
+    expect(
+        &out,
+        true,
+        &[&format!(
+            "127.0.0.1:9180 is served by ringside (pid {}) now",
+            first.child.id()
+        )],
+    );
+    assert!(!stderr(&out).contains("refused"), "{}", text(&out));
+    let second = Ringside::start(&["--workers", "1", "--config", s(&cfg)]);
+    assert_eq!(second.get("/index.html").0, 200);
+    let log = second.stop();
+    for want in says {
+        assert!(log.contains(want), "want {want:?} in {log}");
+    }
+    first.stop();
+}
+
+/// Only another ringside sets SO_REUSEPORT on its sockets: for a port some
+/// other program holds, the start does not offer --reuse-port-with-others
+/// (which would fail there too), and refuses with it.
+#[test]
+fn a_port_held_by_another_program_is_not_offered_for_sharing() {
+    let dir = TempDir::new("check-not-ringside");
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let start = |extra: &[&str]| {
+        let mut args = vec!["--listen", &addr, "--admin", "off", "--root", s(dir.path())];
+        args.extend_from_slice(extra);
+        here(&args)
+    };
+    for extra in [&[][..], &["--reuse-port-with-others"]] {
+        let out = start(extra);
+        expect(
+            &out,
+            false,
+            &[
+                &format!("{addr} is served by "),
+                "it is not a ringside, so the address cannot be shared with it",
+            ],
+        );
+        assert!(
+            !stderr(&out).contains("start with --reuse-port-with-others"),
+            "{}",
+            text(&out)
+        );
+    }
+    drop(held);
+}
+
+/// Every error in the file is listed, each at its file, line and key, as a
+/// compiler lists them; not only the first.
+#[test]
+fn check_lists_every_error_in_the_file() {
+    let dir = TempDir::new("check-every");
+    let file = dir.write(
+        "many.toml",
+        b"[runtime]\nworkers = 0\nbackend = \"fast\"\n\n[server]\nbacklog = -1\nbogus = 1\n\n[static]\ncache_control = 7\n",
+    );
+    let out = isolated(&["check", s(&file)]);
+    let at = |rest: &str| format!("{}:{rest}", file.display());
+    expect(
+        &out,
+        false,
+        &[
+            &at("2:11: [runtime] workers: "),
+            &at("3:11: [runtime] backend: "),
+            &at("6:11: [server] backlog: "),
+            &at("7:1: [server] bogus"),
+            &at("10:17: [static] cache_control: "),
+            "many.toml: test failed",
+        ],
+    );
+    // In the file's order, each once.
+    let err = stderr(&out);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("many.toml:") && !l.ends_with("test failed"))
+        .collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    // The start lists them too.
+    let out = isolated(&["--config", s(&file)]);
+    expect(&out, false, &[&at("2:11:"), &at("10:17:")]);
+}
+
+/// The flags work after `check FILE` as before it (the README's
+/// `check FILE --listen ...`), and `check --help` says what the pid file
+/// is to it.
+#[test]
+fn check_takes_flags_after_the_file_and_describes_them() {
+    let dir = TempDir::new("check-flags");
+    let file = dir.write("a.toml", b"[runtime]\nworkers = 2\n");
+    let out = isolated(&[
+        "check",
+        s(&file),
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("workers = 3") && printed.contains("\"127.0.0.1:0\""),
+        "{printed}"
+    );
+    let help = here(&["check", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let pid = flat
+        .split("--pid-file <PATH> ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no --pid-file in {help}"));
+    assert!(
+        pid.starts_with("The pid file: a start writes its process id there; `reload` and `check` read it to find the running server"),
+        "{help}"
+    );
+}

@@ -335,3 +335,68 @@ fn with_a_user_a_reload_reads_root_only_keys() {
     assert!(!log.contains("reload refused"), "{log}");
     std::mem::forget(live);
 }
+
+/// With `user` set, an access log in a directory that user can write is
+/// not the root helper's to open (a planted symlink could point root
+/// anywhere): it is made as the user, so the server, which runs as that
+/// user, opens it again on SIGUSR1 and at each reload.
+#[test]
+fn with_a_user_a_log_in_its_own_directory_is_its_own_and_reopens() {
+    let dir = root_dir_for_nobody("privileges-user-log", &["logs"]);
+    std::os::unix::fs::chown(dir.path().join("logs"), Some(65534), Some(65534)).unwrap();
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nroot = \"www\"\nuser = \"nobody\"\n\n[access_log]\npath = \"logs/u.log\"\nflush_every = \"10ms\"\n",
+    );
+    let mut r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let log = dir.path().join("logs/u.log");
+    let owner =
+        |p: &std::path::Path| std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(p).unwrap());
+    assert_eq!(owner(&log), 65534, "the log is the server user's");
+    let wait_for = |want: &str| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains(want) {
+                return;
+            }
+            assert!(Instant::now() < end, "no {want:?} in {text:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    assert_eq!(r.get("/index.html?before").0, 200);
+    wait_for("GET /index.html?before");
+    // logrotate: move, then SIGUSR1; the server makes the new file itself.
+    std::fs::rename(&log, dir.path().join("logs/u.log.1")).unwrap();
+    r.signal(libc::SIGUSR1);
+    assert_eq!(r.get("/index.html?after").0, 200);
+    wait_for("GET /index.html?after");
+    assert_eq!(owner(&log), 65534);
+    // An unchanged config reloads.
+    r.signal(libc::SIGHUP);
+    r.wait_reloads("ok", 1);
+    let text = r.stop();
+    assert!(!text.contains("reload refused"), "{text}");
+    assert!(!text.contains("cannot reopen"), "{text}");
+    // A log root made there (an older release did) is refused by check,
+    // run as root, as the start would refuse it, with why.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::write(&log, b"").unwrap();
+    let out = Command::new(BIN).arg("check").arg(&cfg).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("[access_log] path: cannot open")
+            && err.contains("Permission denied (opened as the user nobody"),
+        "{err}"
+    );
+}

@@ -274,3 +274,106 @@ fn a_replaced_ca_bundle_is_trusted_after_a_reload() {
     assert!(log.contains("CA bundle changed"), "{log}");
     origin.stop();
 }
+
+/// `ringside reload` waits for the server's verdict: it exits 1 with the
+/// server's reason when the server keeps its old config, and 0 once the
+/// new one serves (systemd's `ExecReload` reports what it returns).
+#[test]
+fn ringside_reload_exits_with_the_servers_verdict() {
+    let dir = TempDir::new("reload-verdict");
+    dir.write("www/index.html", b"hello\n");
+    let origin = Origin::start("app");
+    let cfg = write_config(&dir, origin.port(), "max-age=7");
+    let r = start(&dir, &cfg, 1);
+    let pid_file = dir.path().join("ringside.pid");
+    let reload = || {
+        Command::new(BIN)
+            .args(["reload", "--pid-file", pid_file.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let good = std::fs::read_to_string(&cfg).unwrap();
+    // Not checked here (no --config): the server refuses it.
+    std::fs::write(
+        &cfg,
+        good.replace("cache_control = \"max-age=7\"", "cache_control = 7"),
+    )
+    .unwrap();
+    let out = reload();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        err.contains("reload refused")
+            && err.contains("ringside.toml:7")
+            && err.contains("[static] cache_control")
+            && err.contains("the old config keeps serving"),
+        "{err}"
+    );
+    assert_eq!(cache_control(&r), "max-age=7");
+    // Accepted: the new config serves as soon as the command returns.
+    write_config(&dir, origin.port(), "max-age=8");
+    let out = reload();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("ringside: reloaded"),
+        "{out:?}"
+    );
+    assert_eq!(cache_control(&r), "max-age=8");
+    r.stop();
+}
+
+/// With no pid file anywhere (the built-in config sets none), `ringside
+/// reload` finds the ringside serving the config's listen address, as
+/// `check` does; when none serves it, it says what to set.
+#[test]
+fn ringside_reload_finds_the_server_by_its_listen_address() {
+    let dir = TempDir::new("reload-by-address");
+    dir.write("www/index.html", b"hello\n");
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nroot = \"www\"\n\n[static]\ncache_control = \"max-age=1\"\n",
+    );
+    let r = Ringside::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--admin",
+        "off",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    let addr = r.addr.to_string();
+    std::fs::write(
+        &cfg,
+        "[server]\nroot = \"www\"\n\n[static]\ncache_control = \"max-age=2\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen", &addr, "reload", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("pid {}, serving {addr}", r.child.id())),
+        "{said}"
+    );
+    assert_eq!(cache_control(&r), "max-age=2");
+    r.stop();
+
+    // Nothing there (a namespace of its own): the message says what to set.
+    let out = common::isolated()
+        .args(["--listen", "127.0.0.1:8080", "reload"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nothing serves 127.0.0.1:8080")
+            && err.contains("set [server] pid_file")
+            && err.contains("--pid-file"),
+        "{err}"
+    );
+}

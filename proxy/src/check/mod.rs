@@ -65,10 +65,26 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut error = |what| out.push(Finding { error: true, what });
     if let Some(a) = &cfg.ops.access_log {
-        if let Err(e) = open_append(&a.path, mode) {
+        let user = cfg.ops.user.as_deref();
+        let as_user = crate::privileges::opener_of(&a.path, user, cfg.ops.group.as_deref());
+        let opened = match as_user {
+            // At start too: the keeper does not run yet, and the file
+            // must not be made as root.
+            Some((uid, gid)) => {
+                crate::privileges::keeper::as_user(uid, gid, || open_append(&a.path, mode))
+            }
+            _ => open_append(&a.path, mode),
+        };
+        if let Err(e) = opened {
+            let why = match (as_user, user) {
+                (Some(_), Some(u)) if e.kind() == std::io::ErrorKind::PermissionDenied => format!(
+                    " (opened as the user {u}, who can write a directory on its path, so that root never follows a link planted there; a log root made there must be given to {u})"
+                ),
+                _ => String::new(),
+            };
             error(loc.error(
                 Setting::AccessLog,
-                format!("cannot open {}: {}", a.path.display(), io_reason(&e)),
+                format!("cannot open {}: {}{why}", a.path.display(), io_reason(&e)),
             ));
         }
     }
@@ -114,8 +130,18 @@ fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
             std::fs::metadata(dir)?;
             let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
                 .map_err(std::io::Error::other)?;
-            // SAFETY: access with a NUL-terminated path.
-            if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            // SAFETY: faccessat with a NUL-terminated path.
+            // AT_EACCESS: with the file-system ids, which `as_user` may
+            // have set to the server's user.
+            let ok = unsafe {
+                libc::faccessat(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    libc::W_OK | libc::X_OK,
+                    libc::AT_EACCESS,
+                )
+            };
+            if ok != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -148,20 +174,55 @@ fn pid_dir(path: &Path) -> Result<(), String> {
     }
 }
 
+/// What a start does when the default admin address is taken: it goes on.
+pub const WITHOUT_ADMIN: &str = "a start runs without the admin listener (/metrics, /healthz)";
+
+/// How to give a second server an admin listener of its own.
+pub const ADMIN_HINT: &str =
+    "give this server another admin address with --admin ADDR (or [admin] listen), or none with --admin off";
+
+/// Which address a trial bind is for, and so what a start does when it
+/// is taken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Listen,
+    /// `[admin] listen` or `--admin`: a start fails when it is taken.
+    Admin,
+    /// The built-in admin address: a start goes on without it.
+    DefaultAdmin,
+}
+
 /// Each listen address (and the admin one) bound on trial. One held by a
 /// ringside is only a warning: it is the server this config will reload.
+/// Each message says what a start would do, as the start does it.
 fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
-    let mut each = |addr, what: Setting<'_>, must: bool| {
+    let mut each = |addr, what: Setting<'_>, role: Role| {
+        let start = match role {
+            Role::Listen => "a second start would be refused".to_owned(),
+            Role::Admin => format!("a second start would be refused; {ADMIN_HINT}"),
+            Role::DefaultAdmin => format!("{WITHOUT_ADMIN}; {ADMIN_HINT}"),
+        };
         let (error, message) = match probe(addr) {
             Probe::Free => return,
             Probe::InUse(h) => match h.owner.clone().or_else(|| pid_file_ringside(cfg)) {
                 Some(o) if o.name == "ringside" => (
                     false,
-                    format!("{addr} is served by {o} now; a reload keeps it, a second start would be refused"),
+                    format!("{addr} is served by {o} now; a reload keeps it, {start}"),
                 ),
-                _ => (must, format!("cannot listen on {addr}: in use by {h}")),
+                _ if role == Role::DefaultAdmin => (
+                    false,
+                    format!("cannot listen on {addr}: in use by {h}; {start}"),
+                ),
+                _ if role == Role::Admin => (
+                    true,
+                    format!("cannot listen on {addr}: in use by {h}; {ADMIN_HINT}"),
+                ),
+                _ => (true, format!("cannot listen on {addr}: in use by {h}")),
             },
-            Probe::Refused(e) => (must, format!("cannot listen on {addr}: {}", io_reason(&e))),
+            Probe::Refused(e) => (
+                role != Role::DefaultAdmin,
+                format!("cannot listen on {addr}: {}", io_reason(&e)),
+            ),
         };
         out.push(Finding {
             error,
@@ -169,12 +230,11 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
         });
     };
     for &addr in &cfg.server.listen {
-        each(addr, Setting::Listen(addr), true);
+        each(addr, Setting::Listen(addr), Role::Listen);
     }
     match cfg.ops.admin {
-        AdminListen::At(a) => each(a, Setting::Admin, true),
-        // The default admin address is skipped at start when taken.
-        AdminListen::Default(a) => each(a, Setting::Admin, false),
+        AdminListen::At(a) => each(a, Setting::Admin, Role::Admin),
+        AdminListen::Default(a) => each(a, Setting::Admin, Role::DefaultAdmin),
         AdminListen::Off => {}
     }
 }
@@ -182,7 +242,7 @@ fn listeners(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
 /// The running ringside the config's pid file names, if it runs. A server
 /// that dropped root is not dumpable, so its descriptors cannot be looked
 /// into by its own user; its pid file and `comm` can.
-fn pid_file_ringside(cfg: &Config) -> Option<Owner> {
+pub fn pid_file_ringside(cfg: &Config) -> Option<Owner> {
     let path = cfg
         .ops
         .pid_file
@@ -219,6 +279,24 @@ fn names(cfg: &Config, loc: &Locator, out: &mut Vec<Finding>) {
     }
 }
 
+/// `err`, the first error in the config `cli` names, and every other error
+/// in that file after it (see `config::every`).
+pub fn config_errors(cli: &Cli, err: ConfigError) -> Vec<ConfigError> {
+    let from_file = match (&err, &cli.config) {
+        (ConfigError::File { file, .. }, Some(path)) => file == path,
+        _ => false,
+    };
+    let all = match &cli.config {
+        Some(path) if from_file => crate::config::every::errors_in(path),
+        _ => Vec::new(),
+    };
+    if all.contains(&err) {
+        all
+    } else {
+        vec![err]
+    }
+}
+
 /// `ringside check [FILE]`, `ringside -t [-c FILE]`: prints the effective
 /// config on stdout, every finding on stderr, and a verdict.
 pub fn command(cli: &Cli, file: Option<&Path>) -> ExitCode {
@@ -246,7 +324,9 @@ pub fn command(cli: &Cli, file: Option<&Path>) -> ExitCode {
     let cfg = match cli::effective_config(&cli) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ringside: {e}");
+            for e in config_errors(&cli, e) {
+                eprintln!("ringside: {e}");
+            }
             eprintln!("ringside: {name}: test failed");
             return ExitCode::FAILURE;
         }

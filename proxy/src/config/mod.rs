@@ -142,6 +142,7 @@ mod cpus;
 pub mod cx;
 mod emit;
 pub mod error;
+pub mod every;
 pub mod fastcgi;
 pub mod file;
 pub mod h2;

@@ -33,6 +33,9 @@ struct Keeper {
     logs: Vec<PathBuf>,
     reads: Vec<PathBuf>,
     pid: libc::pid_t,
+    /// The server's user and group, for the logs root does not keep.
+    uid: u32,
+    gid: u32,
     /// Set at the first reply that did not come as the protocol says: the
     /// next one might answer an earlier request, so none is trusted.
     broken: AtomicBool,
@@ -141,6 +144,8 @@ pub fn spawn(kept: Kept) -> io::Result<()> {
                 logs,
                 reads,
                 pid,
+                uid,
+                gid,
                 broken: AtomicBool::new(false),
             });
             tracing::info!(pid, "kept a root helper for log reopening and the pid file");
@@ -150,16 +155,43 @@ pub fn spawn(kept: Kept) -> io::Result<()> {
 }
 
 /// Opens `path` for appending: through the keeper when it is one of the
-/// logs named at start, else here.
+/// logs named at start, else here. Before privileges are dropped, a log
+/// the keeper does not keep is opened as the server's user, so that the
+/// file is that user's and the server can open it again itself (SIGUSR1,
+/// a reload): made by root, it could not.
 pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
     if let Some(file) = ask(OPEN, |k| &k.logs, path) {
         return file;
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| not_kept(path, e))
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    };
+    // SAFETY: geteuid has no preconditions.
+    let opened = match KEEPER.get() {
+        Some(k) if unsafe { libc::geteuid() } == 0 => as_user(k.uid, k.gid, open),
+        _ => open(),
+    };
+    opened.map_err(|e| not_kept(path, e))
+}
+
+/// Runs `f` with this thread's file-system ids set to the user's: its
+/// opens are checked against, and create files for, that user. The kernel
+/// drops root's file capabilities with the fsuid, so root's override of
+/// permissions does not apply either.
+pub(crate) fn as_user<T>(uid: u32, gid: u32, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    // SAFETY: setfsgid/setfsuid change this thread's file-system ids only,
+    // and the previous ones they return are put back.
+    let (old_gid, old_uid) = unsafe { (libc::setfsgid(gid), libc::setfsuid(uid)) };
+    let r = f();
+    // SAFETY: as above.
+    unsafe {
+        libc::setfsuid(old_uid as u32);
+        libc::setfsgid(old_gid as u32);
+    }
+    r
 }
 
 /// An error opening a file the keeper does not keep, with why root did not
@@ -171,7 +203,7 @@ fn not_kept(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(
         e.kind(),
         format!(
-            "{e}; the root helper opens only the files named at start in directories the server's user cannot write, so {} was opened as that user (restart to add it)",
+            "{e}; the root helper opens only the files named at start in directories the server's user cannot write, so {} is opened as that user",
             path.display()
         ),
     )

@@ -85,6 +85,22 @@ fn lookup_group(name: &str) -> Result<libc::gid_t, String> {
     Ok(grp.gr_gid)
 }
 
+/// The user and group `check`, run as root, must open `path` as: those of
+/// `[server] user` when the root helper would not keep it (its directory is
+/// writable by that user), so that `check` sees what the server will.
+pub fn opener_of(
+    path: &std::path::Path,
+    user: Option<&str>,
+    group: Option<&str>,
+) -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let (uid, gid) = ids(user?, group).ok()?;
+    (!safe_path::safe_for(path, uid, gid)).then_some((uid, gid))
+}
+
 /// Raises the soft open-files limit to the hard one: each connection is a
 /// descriptor (two when proxied), and the usual soft default of 1024 is far
 /// below what one core serves.
