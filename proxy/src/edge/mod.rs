@@ -20,7 +20,7 @@ use ringside_http::compress::Policy;
 use ringside_http::{Error, Exchange, Handler, Method};
 use ringside_runtime::task;
 use ringside_runtime::worker::WorkerContext;
-use ringside_static::{PathError, StaticFiles};
+use ringside_static::{Docroot, PathError, StaticFiles};
 
 use crate::access_log::{self, format::Entry};
 use crate::config::auth::AuthConfig;
@@ -49,8 +49,9 @@ pub struct Edge {
     statics: StaticFiles,
     router: Router,
     proxy: Rc<ProxyCore>,
-    /// Per proxy route: its scripts' docroot when the upstream is FastCGI.
-    scripts: Vec<Option<Scripts>>,
+    /// Per proxy route, when its upstream is FastCGI: its scripts, and its
+    /// root among the static files for what is not a script.
+    scripts: Vec<Option<(Scripts, Docroot)>>,
     /// Counters by route tag (see [`TAG_NO_ROUTE`]).
     route_stats: Vec<Arc<RouteStats>>,
     /// The route tag of proxy route 0: after the static root's and the
@@ -107,7 +108,7 @@ impl Edge {
     /// core's pool reaper.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        statics: StaticFiles,
+        mut statics: StaticFiles,
         static_prefixes: Vec<String>,
         proxy: &ProxyConfig,
         ops: &OpsConfig,
@@ -160,7 +161,9 @@ impl Edge {
                 r.fastcgi
                     .as_ref()
                     .map(|f| {
-                        Scripts::new(f).map_err(|e| {
+                        let opened =
+                            Scripts::new(f).and_then(|s| Ok((s, statics.add_docroot(&f.root)?)));
+                        opened.map_err(|e| {
                             format!("cannot open FastCGI root {}: {e}", f.root.display())
                         })
                     })
@@ -505,7 +508,7 @@ impl Handler for Edge {
                         }
                         proxy_h2(ex, up, codec, h2, grpc).await
                     }
-                    Some(scripts) => match scripts.resolve(ex.path()) {
+                    Some((scripts, docroot)) => match scripts.resolve(ex.path()) {
                         Resolved::Script {
                             script_name,
                             path_info,
@@ -518,7 +521,9 @@ impl Handler for Edge {
                             };
                             forward(ex, up, &codec).await
                         }
-                        Resolved::NotScript => self.statics.handle(ex).await,
+                        // From the route's root, as its scripts (nginx's
+                        // `root` in a location holds for all of it).
+                        Resolved::NotScript => self.statics.handle_in(ex, docroot).await,
                         Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
                             ex.send_status(404)
                         }
