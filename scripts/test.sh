@@ -115,12 +115,18 @@ if [ ! -x "$httpwg/bin/httpwg" ]; then
     cargo install -q --locked httpwg-cli --version 0.2.5 --root "$httpwg"
 fi
 
-cargo test --workspace --all-targets "$@"
+# --no-fail-fast: a failing test binary must not keep the ones after it
+# from running (cargo stops at the first otherwise, and hides what else
+# fails). Both runs go on whatever the first found; the script fails if
+# either did.
+failed=0
+cargo test --workspace --all-targets --no-fail-fast "$@" || failed=$?
 
 # The HTTP suites again on the readiness path (POLL_ADD, then recv(2) and
 # send(2)) that io_uring workers take where the kernel has no buffer rings,
 # and that RINGSIDE_URING_RECV=poll asks for; the run above took multishot
 # receives and ring sends.
-RINGSIDE_URING_RECV=poll cargo test -p ringside --test static_semantics \
+RINGSIDE_URING_RECV=poll cargo test --no-fail-fast -p ringside --test static_semantics \
     --test proxy_semantics --test h1_security_framing --test slow_clients \
-    --test h2_interop --test proxy_faults --test uring_recv_ring
+    --test h2_interop --test proxy_faults --test uring_recv_ring || failed=$?
+exit "$failed"

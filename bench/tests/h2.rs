@@ -83,6 +83,31 @@ fn goaway_sends_the_unanswered_streams_again() {
     assert!(u(&v, &["counts", "connections"]) >= 20, "{v}");
 }
 
+/// The harness's nginx is ready only where it listens itself: with the
+/// port it is given held by another server (as a suite running beside
+/// this one may take a port between its pick and nginx's bind), nginx
+/// cannot bind it and no nginx is handed over, where a connect would have
+/// reached the other server. That fits how the GOAWAY test above failed
+/// in a suite with another beside it: answered as this nginx answers
+/// (a GOAWAY each 50 requests), then every connect refused (142 requests
+/// failed) once the server it had reached, another run's, stopped.
+#[test]
+fn nginx_is_ready_only_on_a_port_it_bound() {
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port();
+    assert!(nginx::start_on("h2-taken", "http2", 50, port).is_none());
+    // And on a port of its own, it is.
+    drop(other);
+    let ng = nginx::start_with("h2-own", "http2", 50);
+    let v = bench_json(&[
+        "--h2c",
+        "-n",
+        "1",
+        &format!("http://127.0.0.1:{}/", ng.port),
+    ]);
+    assert_eq!(u(&v, &["complete_requests"]), 1, "{v}");
+}
+
 #[test]
 fn h2_refused_when_the_server_does_not_offer_it() {
     let ng = nginx::start("h2-no", "ssl");

@@ -240,6 +240,14 @@ impl From<crate::path::PathError> for Error {
     }
 }
 
+/// An upstream's response head refused by the parser: said once here, so
+/// the cause names only what was wrong with it.
+impl From<crate::h1::response::RespError> for Error {
+    fn from(e: crate::h1::response::RespError) -> Error {
+        Error::new(Kind::InvalidResponse, "malformed response head").because(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

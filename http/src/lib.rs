@@ -34,6 +34,7 @@ pub mod path;
 pub mod proxy_protocol;
 pub mod pseudo;
 mod recycled;
+pub mod refusal;
 pub mod semantics;
 pub mod status;
 pub mod upgraded;
@@ -46,6 +47,7 @@ pub use exchange::Exchange;
 pub use head::{BodyKind, Fields, Method, RequestHead, Span, Version};
 pub use message::{Body, HeaderLine};
 pub use path::{EncodedSlash, PathParameters};
+pub use refusal::{Refusal, RequestLine};
 pub use ringside_runtime::config::{Limits, DEFAULT_MAX_HEADERS};
 pub use upgraded::Upgraded;
 
@@ -69,29 +71,17 @@ pub trait Handler: 'static {
     fn done(&self, _ex: &Exchange<'_>, _started: Instant) {}
 
     /// Called for a request refused before any handler ran (a malformed or
-    /// oversized head, a path that may not be served, a head timeout), with
-    /// the status and body length sent and a way to learn the client's
-    /// address.
+    /// oversized head, a head timeout): what was sent, and what is known
+    /// of the request.
     #[inline]
-    fn refused(
-        &self,
-        _status: u16,
-        _body_bytes: u64,
-        _peer: &dyn Fn() -> Option<std::net::SocketAddr>,
-    ) {
-    }
+    fn refused(&self, _r: &Refusal<'_>) {}
 
     /// Called for a connection refused at its client's connection limit
-    /// (`client_limit`), with the status and body length its request got;
-    /// by default as [`Handler::refused`].
+    /// (`client_limit`), with what its request got; by default as
+    /// [`Handler::refused`].
     #[inline]
-    fn over_limit(
-        &self,
-        status: u16,
-        body_bytes: u64,
-        peer: &dyn Fn() -> Option<std::net::SocketAddr>,
-    ) {
-        self.refused(status, body_bytes, peer)
+    fn over_limit(&self, r: &Refusal<'_>) {
+        self.refused(r)
     }
 
     /// What a path's encoded slashes do (see [`path`]): refused unless this

@@ -253,3 +253,44 @@ fn http10_keep_alive_survives_scripts_without_a_length() {
     assert!(c.closed(), "a close-delimited body must end the connection");
     srv.stop();
 }
+
+/// A FastCGI route with a `root` of its own serves its files that are not
+/// scripts from that root, as its scripts run from it (nginx's `root` in a
+/// `location` holds for the whole location), never from the server's.
+#[test]
+fn a_route_root_serves_its_other_files_too() {
+    let fpm = PhpFpm::start_tcp(1);
+    let dir = TempDir::new("fcgi-route-root");
+    let headers = std::fs::read(PhpFpm::docroot().join("headers.php")).unwrap();
+    dir.write("app-root/app/headers.php", &headers);
+    dir.write("app-root/app/note.txt", b"route's\n");
+    dir.write("app-root/app/docs/index.html", b"route's index\n");
+    dir.write("www/app/note.txt", b"server's\n");
+    dir.write("www/app/docs/index.html", b"server's index\n");
+    dir.write("www/other.txt", b"server's other\n");
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            "[server]\nroot = \"www\"\n\n\
+             [upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"{}\"]\n\n\
+             [[route]]\nprefix = \"/app/\"\nupstream = \"php\"\nroot = \"app-root\"\n",
+            fpm.listen
+        )
+        .as_bytes(),
+    );
+    let srv = Ringside::configured(BACKENDS[0], &cfg);
+    let mut c = Conn::open(srv.addr);
+    let r = c.get("/app/note.txt");
+    assert_eq!((r.status, r.text().as_str()), (200, "route's\n"));
+    let r = c.get("/app/docs/");
+    assert_eq!((r.status, r.text().as_str()), (200, "route's index\n"));
+    let r = c.get("/app/headers.php");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let root = std::fs::canonicalize(dir.path().join("app-root")).unwrap();
+    assert_eq!(var(&vars(&r), "DOCUMENT_ROOT"), root.to_str().unwrap());
+    // Outside the route, the server's root as before.
+    let r = c.get("/other.txt");
+    assert_eq!((r.status, r.text().as_str()), (200, "server's other\n"));
+    drop(c);
+    srv.stop();
+}

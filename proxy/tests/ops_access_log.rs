@@ -42,6 +42,15 @@ strip_prefix = true
     )
 }
 
+/// alice:secret, as `htpasswd -nbB -C 4 alice secret` wrote it.
+const ALICE: &str = "alice:$2y$04$zATGeDHl0KNJruTS4s2hPOqVhYFLs64Iy1Yo5QXaY7b.1a.ELZxBe\n";
+
+fn basic(user_password: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(user_password);
+    format!("Authorization: Basic {b64}\r\n")
+}
+
 fn start(cfg: &Path, workers: &str) -> Ringside {
     Ringside::start(&[
         "--listen",
@@ -95,11 +104,10 @@ fn combined_lines_say_what_nginx_says() {
     assert_eq!(c.get("/api/status/503").status, 503);
     assert_eq!(c.get("/missing").status, 404);
     drop(c);
-    // Refused before any route: logged with "-" for the request, as nginx.
+    // Refused before any route with no request line to name: logged with
+    // "-" for the request, as nginx.
     let mut bad = Conn::open(r.addr);
-    bad.send(
-        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-    );
+    bad.send(b"GET / SPDY/3 HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(bad.read(false).unwrap().status, 400);
     drop(bad);
     // A path no route may be decided on is refused too, but it was a
@@ -126,7 +134,7 @@ fn combined_lines_say_what_nginx_says() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].starts_with("127.0.0.1 - - ["), "{}", refused[0]);
     assert!(
-        refused[0].ends_with(r#"] "-" 400 16 "-" "-" 0.000"#),
+        refused[0].contains(r#"] "-" 400 16 "-" "-" "#),
         "{}",
         refused[0]
     );
@@ -212,4 +220,130 @@ fn sigusr1_reopens_the_file_logrotate_moved() {
     assert!(old.iter().all(|l| l.contains("/index.html")));
     assert_eq!(new.len(), 2, "{new:?}");
     assert!(new.iter().all(|l| l.contains("/missing")));
+}
+
+/// Basic auth's user is logged once it took the request, as nginx's
+/// `$remote_user` (combined's third field, JSON's `user`); a request it
+/// refused, or a route without it, has none.
+#[test]
+fn the_user_basic_auth_took_is_logged() {
+    for format in ["combined", "json"] {
+        let dir = TempDir::new("access-user");
+        dir.write("www/staff/x", b"staff\n");
+        dir.write("www/open", b"open\n");
+        dir.write("staff.htpasswd", ALICE.as_bytes());
+        let cfg = dir.write(
+            "ringside.toml",
+            format!(
+                "[server]\nroot = \"www\"\n\n\
+                 [access_log]\npath = \"access.log\"\nformat = \"{format}\"\n\n\
+                 [[route]]\nprefix = \"/staff/\"\n\
+                 basic_auth = {{ realm = \"Staff\", users = \"staff.htpasswd\" }}\n"
+            )
+            .as_bytes(),
+        );
+        let r = start(&cfg, "1");
+        let mut c = Conn::open(r.addr);
+        for (auth, status) in [
+            (basic("alice:secret"), 200),
+            (basic("alice:wrong"), 401),
+            (String::new(), 401),
+        ] {
+            let resp = c.read_after(&format!("GET /staff/x HTTP/1.1\r\nHost: t\r\n{auth}\r\n"));
+            assert_eq!(resp.unwrap().status, status, "{format} {auth}");
+        }
+        let resp = c.read_after(&format!(
+            "GET /open HTTP/1.1\r\nHost: t\r\n{}\r\n",
+            basic("alice:secret")
+        ));
+        assert_eq!(resp.unwrap().status, 200);
+        drop(c);
+        r.stop();
+        let log = lines(&dir.path().join("access.log"));
+        assert_eq!(log.len(), 4, "{log:?}");
+        let users: Vec<String> = log
+            .iter()
+            .map(|l| match format {
+                "combined" => l.split(' ').nth(2).unwrap().to_owned(),
+                _ => {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    v["user"].as_str().unwrap_or("null").to_owned()
+                }
+            })
+            .collect();
+        let none = if format == "combined" { "-" } else { "null" };
+        assert_eq!(users, ["alice", none, none, none], "{format}: {log:?}");
+    }
+}
+
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// Requests refused before a handler ran are logged with their request
+/// line whenever it was read (a body over `max_body`, a client over its
+/// connection limit, a head that stopped coming), and a head that timed
+/// out with the time it was given, not 0.
+#[test]
+fn refused_requests_keep_their_request_line_and_time() {
+    let dir = TempDir::new("access-refused");
+    dir.write("www/index.html", b"hello\n");
+    let cfg = dir.write(
+        "ringside.toml",
+        b"[server]\nroot = \"www\"\n\n\
+          [limits]\nmax_body = \"1k\"\nmax_client_connections = 1\n\n\
+          [timeouts]\nheader_read = \"1s\"\n\n\
+          [access_log]\npath = \"access.log\"\nformat = \"json\"\n",
+    );
+    let r = start(&cfg, "1");
+    // Each case from an address of its own: the connection limit counts a
+    // connection until the server has seen it close.
+    let from = |last: u8| std::net::IpAddr::from([127, 0, 0, last]);
+    let mut big = Conn::open_from(r.addr, from(1));
+    big.send(b"POST /upload?x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 99999\r\n\r\n");
+    assert_eq!(big.read(false).unwrap().status, 413);
+    drop(big);
+    // A second connection of the same client while the first is open.
+    let mut first = Conn::open_from(r.addr, from(2));
+    assert_eq!(first.get("/index.html").status, 200);
+    let mut second = Conn::open_from(r.addr, from(2));
+    second.send(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(second.read(false).unwrap().status, 429);
+    drop(second);
+    drop(first);
+    // The request line and part of the head, then nothing: 408 once
+    // header_read has passed.
+    let mut slow = Conn::open_from(r.addr, from(3));
+    slow.send(b"GET /slow HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!(slow.read(false).unwrap().status, 408);
+    drop(slow);
+    r.stop();
+    let log: Vec<serde_json::Value> = lines(&dir.path().join("access.log"))
+        .iter()
+        .map(|l| json(l))
+        .collect();
+    let by_status = |status: u64| {
+        log.iter()
+            .find(|v| v["status"] == status)
+            .unwrap_or_else(|| panic!("no {status} in {log:?}"))
+    };
+    let big = by_status(413);
+    assert_eq!(
+        (big["method"].as_str(), big["uri"].as_str()),
+        (Some("POST"), Some("/upload?x=1"))
+    );
+    assert_eq!(big["protocol"], "HTTP/1.1");
+    let over = by_status(429);
+    assert_eq!(
+        (over["method"].as_str(), over["uri"].as_str()),
+        (Some("GET"), Some("/index.html"))
+    );
+    assert_eq!(over["limited"], "connections");
+    let slow = by_status(408);
+    assert_eq!(
+        (slow["method"].as_str(), slow["uri"].as_str()),
+        (Some("GET"), Some("/slow"))
+    );
+    let took = slow["request_time"].as_f64().unwrap();
+    assert!(took >= 1.0, "a 408 after header_read (1s) logged as {took}");
 }

@@ -199,3 +199,56 @@ fn a_fastcgi_socket_that_is_not_there_is_named_with_the_cause() {
         assert_eq!(l["upstream_error"], "connect_failed");
     }
 }
+
+/// A server whose status line is not HTTP/1.x: its warning says what was
+/// malformed once, not "malformed response head: malformed response
+/// head: ...".
+#[test]
+fn a_malformed_response_head_is_said_once() {
+    use std::io::{Read, Write};
+    let dir = TempDir::new("upstream-malformed");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Answers each connection's first read with an HTTP/2.0 status line,
+    // until ringside is gone and the listener is dropped with the thread.
+    let server = std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut buf = [0u8; 4096];
+            if conn.read(&mut buf).unwrap_or(0) == 0 {
+                return;
+            }
+            let _ = conn.write_all(b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            "[upstream.odd]\nservers = [\"127.0.0.1:{port}\"]\n\n\
+             [[route]]\nprefix = \"/\"\nupstream = \"odd\"\n"
+        )
+        .as_bytes(),
+    );
+    let r = start(&cfg, &["--root", dir.path().to_str().unwrap()]);
+    let mut c = Conn::open(r.addr);
+    assert_eq!(c.get("/x").status, 502);
+    drop(c);
+    let stderr = r.stop();
+    // Ends the server's accept loop: a connection read as closed.
+    drop(std::net::TcpStream::connect(("127.0.0.1", port)));
+    server.join().unwrap();
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("upstream sent an invalid response"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(
+        warned[0].contains(
+            "upstream sent an invalid response: malformed response head: \
+             HTTP version other than 1.0 or 1.1"
+        ),
+        "{}",
+        warned[0]
+    );
+    assert_eq!(warned[0].matches("malformed").count(), 1, "{}", warned[0]);
+}

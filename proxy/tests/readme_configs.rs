@@ -158,3 +158,69 @@ fn every_readme_config_block_with_a_misspelt_key_fails_at_its_line() {
         );
     }
 }
+
+/// The lines of the README's toml blocks that set `key`, as written.
+fn key_lines(key: &str) -> Vec<String> {
+    blocks()
+        .iter()
+        .flat_map(|(_, b)| b.lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|l| l.trim_start().starts_with(&format!("{key} =")))
+        .collect()
+}
+
+/// Whether `ringside check` takes `text` as a whole config file.
+fn passes(text: &str) -> bool {
+    let dir = TempDir::new("readme-value");
+    check(&write(&dir, "ringside.toml", text)).status.success()
+}
+
+/// The bound the README gives `max_head` is the binary's: that size
+/// passes check and one byte more fails.
+#[test]
+fn the_max_head_bound_the_readme_gives_is_the_one_check_takes() {
+    let lines = key_lines("max_head");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let comment = lines[0].split_once('#').expect("a comment").1;
+    let most: u64 = comment
+        .split_once("at most ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no \"at most N bytes\" in {comment:?}"));
+    assert!(passes(&format!("[limits]\nmax_head = {most}\n")), "{most}");
+    assert!(!passes(&format!("[limits]\nmax_head = {}\n", most + 1)));
+}
+
+/// Every comment on an upstream's `protocol` lists the same values, and
+/// they are exactly the ones check takes.
+#[test]
+fn every_protocol_comment_lists_the_values_check_takes() {
+    let lines = key_lines("protocol");
+    assert!(lines.len() >= 2, "{lines:?}");
+    let listed: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| {
+            let comment = l.split_once('#').expect("a comment").1;
+            let mut values: Vec<String> = comment
+                .split('"')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect();
+            values.sort();
+            values
+        })
+        .collect();
+    for (line, values) in lines.iter().zip(&listed) {
+        assert_eq!(
+            values, &listed[0],
+            "{line}\nlists other values than\n{}",
+            lines[0]
+        );
+    }
+    let upstream =
+        |p: &str| format!("[upstream.u]\nprotocol = \"{p}\"\nservers = [\"127.0.0.1:9000\"]\n");
+    for p in &listed[0] {
+        assert!(passes(&upstream(p)), "protocol = {p:?} is refused");
+    }
+    assert!(!passes(&upstream("h3")), "check takes any protocol");
+}

@@ -44,6 +44,23 @@ const CODINGS: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
 /// a request for the sibling by its own name (whose Content-Type differs).
 const VARIANT_KEY: u8 = 0x80;
 
+/// A docroot of [`StaticFiles::add_docroot`].
+#[derive(Debug)]
+pub struct Docroot(usize);
+
+/// The cache key id of directory `root`: one per directory, so routes on
+/// one directory share entries and routes on different ones never do.
+fn dir_id(dirs: &mut Vec<std::path::PathBuf>, root: &std::path::Path) -> io::Result<u8> {
+    let id = dirs.iter().position(|d| d == root).unwrap_or_else(|| {
+        dirs.push(root.to_path_buf());
+        dirs.len() - 1
+    });
+    u8::try_from(id)
+        .ok()
+        .filter(|&id| id & VARIANT_KEY == 0)
+        .ok_or_else(|| io::Error::other("at most 127 static route directories"))
+}
+
 struct Route {
     prefix: Box<[u8]>,
     root: OwnedFd,
@@ -61,7 +78,13 @@ struct Route {
 
 /// The static handler of one worker; its cache is this core's own.
 pub struct StaticFiles {
+    /// By longest prefix, then the root's (prefix empty), then the
+    /// docroots [`StaticFiles::add_docroot`] added, which no path finds.
     routes: Vec<Route>,
+    /// How many of `routes` a path is matched against.
+    matched: usize,
+    /// Each directory's path, by its cache key id.
+    dirs: Vec<std::path::PathBuf>,
     cache: RefCell<Cache>,
     scratch: RefCell<Vec<u8>>,
     mime: mime::MimeTable,
@@ -80,23 +103,16 @@ impl StaticFiles {
         let cc = |c: &Option<String>| c.as_ref().map(|s| s.as_bytes().into());
         // The config layer hands over canonical paths, so one directory is
         // one path here.
-        let mut dirs: Vec<&std::path::Path> = vec![&cfg.root];
+        let mut dirs = vec![cfg.root.clone()];
         for r in &cfg.routes {
             let root = r.root.as_deref().unwrap_or(&cfg.root);
-            let id = dirs.iter().position(|d| *d == root).unwrap_or_else(|| {
-                dirs.push(root);
-                dirs.len() - 1
-            });
             routes.push(Route {
                 prefix: r.prefix.as_bytes().into(),
                 root: open::open_root(root)?,
                 alias: r.alias,
                 cache_control: cc(&r.cache_control).or_else(|| cc(&cfg.cache_control)),
                 listing: r.listing.unwrap_or(cfg.listing),
-                id: u8::try_from(id)
-                    .ok()
-                    .filter(|&id| id & VARIANT_KEY == 0)
-                    .ok_or_else(|| io::Error::other("at most 127 static route directories"))?,
+                id: dir_id(&mut dirs, root)?,
             });
         }
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
@@ -109,7 +125,9 @@ impl StaticFiles {
             id: 0,
         });
         Ok(StaticFiles {
+            matched: routes.len(),
             routes,
+            dirs,
             cache: RefCell::new(Cache::new(
                 cfg.cache.max_bytes,
                 cfg.cache.max_file,
@@ -123,11 +141,37 @@ impl StaticFiles {
         })
     }
 
+    /// Adds a docroot that no path is matched to, served by
+    /// [`StaticFiles::handle_in`] with the root's settings: the files of a
+    /// handler that chose the directory itself (a FastCGI route's own
+    /// `root`, whose non-script files are its own).
+    pub fn add_docroot(&mut self, root: &std::path::Path) -> io::Result<Docroot> {
+        let root_route = &self.routes[self.matched - 1];
+        let route = Route {
+            prefix: Box::new([]),
+            root: open::open_root(root)?,
+            alias: false,
+            cache_control: root_route.cache_control.clone(),
+            listing: root_route.listing,
+            id: dir_id(&mut self.dirs, root)?,
+        };
+        self.routes.push(route);
+        Ok(Docroot(self.routes.len() - 1))
+    }
+
+    /// Serves a request's path beneath `docroot`, whatever its prefix.
+    pub async fn handle_in(&self, ex: &mut Exchange<'_>, docroot: &Docroot) -> Result<(), Error> {
+        match self.prepare(ex, Some(docroot))? {
+            None => Ok(()),
+            Some(job) => Box::pin(job.run(ex)).await,
+        }
+    }
+
     /// The route for a request's normalized path: the longest prefix that
     /// matches whole segments, by the rule the router uses too, so `/priv`
     /// does not take `/private` and `/%61ssets/` finds the `/assets/` route.
     fn route(&self, path: &[u8]) -> &Route {
-        self.routes
+        self.routes[..self.matched]
             .iter()
             .find(|r| r.prefix.is_empty() || ringside_http::path::prefix_matches(path, &r.prefix))
             .expect("the last route matches every path")
@@ -135,7 +179,11 @@ impl StaticFiles {
     /// Answers everything that needs no waiting, and returns the transfer
     /// that does. Synchronous so that none of its locals become part of the
     /// connection's future, which every idle connection holds.
-    fn prepare(&self, ex: &mut Exchange<'_>) -> Result<Option<Job>, Error> {
+    fn prepare(
+        &self,
+        ex: &mut Exchange<'_>,
+        docroot: Option<&Docroot>,
+    ) -> Result<Option<Job>, Error> {
         if !matches!(ex.method(), Method::Get | Method::Head) {
             ex.send(
                 405,
@@ -144,7 +192,10 @@ impl StaticFiles {
             )?;
             return Ok(None);
         }
-        let route = self.route(ex.route_path());
+        let route = match docroot {
+            Some(d) => &self.routes[d.0],
+            None => self.route(ex.route_path()),
+        };
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
         scratch.push(route.id);
@@ -567,7 +618,7 @@ fn status(ex: &mut Exchange<'_>, code: u16) -> Result<Option<Job>, Error> {
 
 impl Handler for StaticFiles {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
-        match self.prepare(ex)? {
+        match self.prepare(ex, None)? {
             None => Ok(()),
             // Boxed: only file transfers pay for their future.
             Some(job) => Box::pin(job.run(ex)).await,

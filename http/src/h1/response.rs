@@ -121,12 +121,14 @@ impl ResponseHead {
 }
 
 /// Why an upstream's response head was refused: the proxy answers the
-/// client 502 and closes the upstream connection.
+/// client 502 and closes the upstream connection. Each says what was wrong
+/// with the head, not that it was a head: the error it becomes
+/// (`From<RespError> for Error`) says that once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RespError {
-    #[error("malformed response head: {0}")]
+    #[error("{0}")]
     Malformed(&'static str),
-    #[error("response head too large or too many header fields")]
+    #[error("too large or too many header fields")]
     TooLarge,
     #[error("invalid or conflicting Content-Length")]
     BadLength,

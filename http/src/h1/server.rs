@@ -301,9 +301,10 @@ async fn request_and_flush<H: Handler>(link: &mut Link, a: &mut Active, handler:
 async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
     // The head goes straight into the pooled slot: a RequestHead local here
     // would stay in this future (and every idle connection's) for good.
+    let began = ringside_runtime::clock::now();
     if let Err(refusal) = read_head(link, a).await {
         return match refusal {
-            Some(e) => refuse(link, &mut a.wbuf, handler, e),
+            Some(e) => refuse(link, a, handler, e, began),
             None => Next::Close,
         };
     }
@@ -343,26 +344,53 @@ async fn one_request<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -
 /// read (so the answer is one), then the configured status with
 /// Retry-After, and the connection ends.
 async fn refuse_over_limit<H: Handler>(link: &mut Link, a: &mut Active, handler: &H) -> Next {
+    let began = ringside_runtime::clock::now();
     if let Err(refusal) = read_head(link, a).await {
         return match refusal {
-            Some(e) => refuse(link, &mut a.wbuf, handler, e),
+            Some(e) => refuse(link, a, handler, e, began),
             None => Next::Close,
         };
     }
     let status = link.cfg.limits.client_connections_status;
     crate::client_limit::count_refused();
     let body = super::encode::write_error_with(&mut a.wbuf, status, b"Retry-After: 1\r\n");
-    handler.over_limit(status, body, &|| link.client_addr().ok());
+    let peer = || link.client_addr().ok();
+    handler.over_limit(&refusal(&peer, &a.rbuf, status, body, began));
     Next::Linger
 }
 
 /// A request refused before any handler ran: its status, then close.
-fn refuse<H: Handler>(link: &mut Link, wbuf: &mut BytesMut, handler: &H, e: Error) -> Next {
+fn refuse<H: Handler>(
+    link: &mut Link,
+    a: &mut Active,
+    handler: &H,
+    e: Error,
+    began: std::time::Instant,
+) -> Next {
     tracing::debug!(error = %e, "bad request");
     let status = e.status();
-    let body = super::encode::write_error(wbuf, status);
-    handler.refused(status, body, &|| link.client_addr().ok());
+    let body = super::encode::write_error(&mut a.wbuf, status);
+    let peer = || link.client_addr().ok();
+    handler.refused(&refusal(&peer, &a.rbuf, status, body, began));
     Next::Linger
+}
+
+/// What the handler is told of a refused request whose head, whole or
+/// not, is at the start of `rbuf`.
+fn refusal<'a>(
+    peer: &'a dyn Fn() -> Option<std::net::SocketAddr>,
+    rbuf: &'a [u8],
+    status: u16,
+    body_bytes: u64,
+    began: std::time::Instant,
+) -> crate::Refusal<'a> {
+    crate::Refusal {
+        status,
+        body_bytes,
+        line: crate::RequestLine::parse(rbuf),
+        elapsed: ringside_runtime::clock::now().saturating_duration_since(began),
+        peer,
+    }
 }
 
 /// After the handler: answer its error if it failed before responding,

@@ -179,7 +179,13 @@ pub(crate) async fn serve<H: Handler>(
             io.frames(&mut reader, &limits, &mut found);
             let (handler, _) = current.get();
             for _ in 0..std::mem::take(&mut found.malformed) {
-                handler.refused(400, 0, &|| link.client_addr().ok());
+                handler.refused(&crate::Refusal {
+                    status: 400,
+                    body_bytes: 0,
+                    line: None,
+                    elapsed: std::time::Duration::ZERO,
+                    peer: &|| link.client_addr().ok(),
+                });
             }
             for opened in found.opened.drain(..) {
                 stats::add(|s| &s.streams, 1);

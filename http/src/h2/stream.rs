@@ -6,7 +6,7 @@
 //! response that cannot be finished is reset.
 
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use ringside_runtime::reload::Current;
@@ -98,8 +98,17 @@ pub(crate) fn serve<H: Handler>(
                             &[("Retry-After", b"1"), ("Content-Type", b"text/plain")],
                             format!("{status} {text}\n").as_bytes(),
                         );
-                        handler
-                            .over_limit(status, ex.body_bytes(), &|| conn.link.client_addr().ok());
+                        handler.over_limit(&crate::Refusal {
+                            status,
+                            body_bytes: ex.body_bytes(),
+                            line: Some(crate::RequestLine {
+                                method: ex.method_bytes(),
+                                target: ex.target(),
+                                version: ex.version(),
+                            }),
+                            elapsed: Duration::ZERO,
+                            peer: &|| conn.link.client_addr().ok(),
+                        });
                     }
                     Ok(()) => {
                         let started = Instant::now();
@@ -121,7 +130,13 @@ pub(crate) fn serve<H: Handler>(
                 let mut wire = H2Wire::new(&conn, key, id, false, false);
                 let len = wire.write_refusal(status);
                 drop(wire);
-                handler.refused(status, len, &|| conn.link.client_addr().ok());
+                handler.refused(&crate::Refusal {
+                    status,
+                    body_bytes: len,
+                    line: None,
+                    elapsed: Duration::ZERO,
+                    peer: &|| conn.link.client_addr().ok(),
+                });
             }
         }
         release(opened.slot);

@@ -17,6 +17,8 @@ use crate::upstream::outcome::Outcome;
 /// What a line says about one request.
 pub struct Entry<'a> {
     pub peer: Option<SocketAddr>,
+    /// The user basic auth took the request for (nginx's `$remote_user`).
+    pub user: Option<&'a [u8]>,
     pub method: &'a [u8],
     pub target: &'a [u8],
     pub version: &'a str,
@@ -105,15 +107,19 @@ impl std::fmt::Write for Buf<'_> {
     }
 }
 
-/// `$remote_addr - - [$time_local] "$request" $status $body_bytes_sent
-/// "$http_referer" "$http_user_agent" $request_time`
+/// `$remote_addr - $remote_user [$time_local] "$request" $status
+/// $body_bytes_sent "$http_referer" "$http_user_agent" $request_time`
 pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
+    let _ = match e.peer {
+        Some(p) => write!(Buf(out), "{} - ", p.ip()),
+        None => write!(Buf(out), "- - "),
+    };
+    match e.user {
+        Some(u) => esc_combined(out, u),
+        None => out.push(b'-'),
+    }
     with_times(|local, _| {
-        let mut w = Buf(out);
-        let _ = match e.peer {
-            Some(p) => write!(w, "{} - - [{local}] \"", p.ip()),
-            None => write!(w, "- - - [{local}] \""),
-        };
+        let _ = write!(Buf(out), " [{local}] \"");
     });
     if e.method.is_empty() {
         // No request could be read (nginx writes "-" too).
@@ -132,7 +138,8 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
     let _ = writeln!(Buf(out), "\" {:.3}", e.elapsed.as_secs_f64());
 }
 
-/// One JSON object: time, remote, method, uri, protocol, status,
+/// One JSON object: time, remote, user (basic auth's, else null), method,
+/// uri, protocol, status,
 /// body_bytes, referer, user_agent, host, request_time (seconds),
 /// upstream_status (as nginx's `$upstream_status`: `"502, 200"` after a
 /// retry, `"-"` without a status), upstream_error (the reason of the
@@ -147,6 +154,14 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
             let _ = write!(Buf(out), "\"{}\"", p.ip());
         }
         None => out.extend_from_slice(b"null"),
+    }
+    match e.user {
+        Some(u) => {
+            out.extend_from_slice(b",\"user\":\"");
+            esc_json(out, u);
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b",\"user\":null"),
     }
     for (key, value) in [("method", Some(e.method)), ("uri", Some(e.target))] {
         let _ = write!(Buf(out), ",\"{key}\":\"");
@@ -200,6 +215,7 @@ mod tests {
     fn entry<'a>(target: &'a [u8], ua: Option<&'a [u8]>) -> Entry<'a> {
         Entry {
             peer: Some("127.0.0.1:5555".parse().unwrap()),
+            user: None,
             method: b"GET",
             target,
             version: "HTTP/1.1",
@@ -225,6 +241,13 @@ mod tests {
             "{line}"
         );
         assert_eq!(line.matches('\n').count(), 1);
+
+        let mut out = Vec::new();
+        let mut e = entry(b"/", None);
+        e.user = Some(b"al\"ice");
+        combined(&mut out, &e);
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.starts_with("127.0.0.1 - al\\\"ice ["), "{line}");
     }
 
     #[test]
@@ -241,6 +264,7 @@ mod tests {
         assert_eq!(v["upstream_status"], "-");
         assert_eq!(v["upstream_error"], "-");
         assert_eq!(v["limited"], serde_json::Value::Null);
+        assert_eq!(v["user"], serde_json::Value::Null);
 
         let mut out = Vec::new();
         let mut e = entry(b"/", None);

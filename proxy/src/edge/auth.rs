@@ -79,6 +79,12 @@ impl BasicAuth {
     }
 }
 
+/// The user an Authorization value names, for the access log (nginx's
+/// `$remote_user`); only asked once [`BasicAuth::admits`] took the value.
+pub fn user(authorization: &[u8]) -> Option<Vec<u8>> {
+    credentials(authorization).map(|(user, _)| user)
+}
+
 /// `Basic <base64 of user:password>` (RFC 7617): the user and password.
 fn credentials(value: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let value = ringside_http::grammar::trim_ows(value);

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ringside_http::compress::Policy;
-use ringside_http::{Error, Exchange, Handler, Method};
+use ringside_http::{Error, Exchange, Handler, Method, Refusal};
 use ringside_runtime::task;
 use ringside_runtime::worker::WorkerContext;
-use ringside_static::{PathError, StaticFiles};
+use ringside_static::{Docroot, PathError, StaticFiles};
 
 use crate::access_log::{self, format::Entry};
 use crate::config::auth::AuthConfig;
@@ -49,8 +49,9 @@ pub struct Edge {
     statics: StaticFiles,
     router: Router,
     proxy: Rc<ProxyCore>,
-    /// Per proxy route: its scripts' docroot when the upstream is FastCGI.
-    scripts: Vec<Option<Scripts>>,
+    /// Per proxy route, when its upstream is FastCGI: its scripts, and its
+    /// root among the static files for what is not a script.
+    scripts: Vec<Option<(Scripts, Docroot)>>,
     /// Counters by route tag (see [`TAG_NO_ROUTE`]).
     route_stats: Vec<Arc<RouteStats>>,
     /// The route tag of proxy route 0: after the static root's and the
@@ -84,6 +85,15 @@ const TAG_STATIC: u32 = 1;
 /// Set in a request's tag when a rate limit refused it (the access log
 /// marks it); the bit above the upstream outcome's (`upstream::outcome`).
 const RATE_LIMITED: u64 = 1 << 63;
+/// Set in a request's tag when basic auth took it (the access log names
+/// the user): the top bit of the route's half, which the forward loop
+/// keeps as it is.
+const AUTHENTICATED: u64 = 1 << 31;
+
+/// The route tag (an index into the per-tag tables) of a request's tag.
+fn route_of(tag: u64) -> usize {
+    (tag & (AUTHENTICATED - 1)) as usize
+}
 
 struct LogSettings {
     format: LogFormat,
@@ -109,7 +119,7 @@ impl Edge {
     /// core's pool reaper.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        statics: StaticFiles,
+        mut statics: StaticFiles,
         static_prefixes: Vec<String>,
         proxy: &ProxyConfig,
         ops: &OpsConfig,
@@ -162,7 +172,9 @@ impl Edge {
                 r.fastcgi
                     .as_ref()
                     .map(|f| {
-                        Scripts::new(f).map_err(|e| {
+                        let opened =
+                            Scripts::new(f).and_then(|s| Ok((s, statics.add_docroot(&f.root)?)));
+                        opened.map_err(|e| {
                             format!("cannot open FastCGI root {}: {e}", f.root.display())
                         })
                     })
@@ -293,14 +305,19 @@ impl Edge {
     }
 
     fn log(&self, log: &LogSettings, ex: &Exchange<'_>, status: u16, elapsed: Duration) {
-        let (route, upstream) = Outcome::unpack(ex.tag());
-        if !log.logged[route as usize] {
+        let (_, upstream) = Outcome::unpack(ex.tag());
+        if !log.logged[route_of(ex.tag())] {
             return;
         }
+        // nginx's $remote_user, once basic auth took the request.
+        let user = (ex.tag() & AUTHENTICATED != 0)
+            .then(|| auth::user(ex.header("authorization")?))
+            .flatten();
         access_log::log(
             log.format,
             &Entry {
                 peer: ex.peer().ok(),
+                user: user.as_deref(),
                 method: ex.method_bytes(),
                 target: ex.target(),
                 version: ex.version().as_str(),
@@ -317,30 +334,30 @@ impl Edge {
     }
 
     /// A request no route took (refused by the HTTP layer): counted, and
-    /// logged with the limit that refused it, if one did.
-    fn log_refused(
-        &self,
-        status: u16,
-        body: u64,
-        peer: &dyn Fn() -> Option<std::net::SocketAddr>,
-        limited: Option<&'static str>,
-    ) {
-        self.route_stats[TAG_NO_ROUTE as usize].record(status, body, 0, Duration::ZERO);
+    /// logged with its request line where it was read and the limit that
+    /// refused it, if one did.
+    fn log_refused(&self, r: &Refusal<'_>, limited: Option<&'static str>) {
+        self.route_stats[TAG_NO_ROUTE as usize].record(r.status, r.body_bytes, 0, r.elapsed);
         if let Some(log) = &self.log {
             if log.logged[TAG_NO_ROUTE as usize] {
+                let (method, target, version) = match &r.line {
+                    Some(l) => (l.method, l.target, l.version.as_str()),
+                    None => (&b""[..], &b""[..], ""),
+                };
                 access_log::log(
                     log.format,
                     &Entry {
-                        peer: peer(),
-                        method: b"",
-                        target: b"",
-                        version: "",
-                        status,
-                        body_bytes: body,
+                        peer: (r.peer)(),
+                        user: None,
+                        method,
+                        target,
+                        version,
+                        status: r.status,
+                        body_bytes: r.body_bytes,
                         referer: None,
                         user_agent: None,
                         host: None,
-                        elapsed: Duration::ZERO,
+                        elapsed: r.elapsed,
                         upstream: Outcome::default(),
                         limited,
                     },
@@ -387,7 +404,7 @@ impl Handler for Edge {
             0 => 499,
             s => s,
         };
-        self.route_stats[ex.tag() as u32 as usize].record(
+        self.route_stats[route_of(ex.tag())].record(
             status,
             ex.body_bytes(),
             ex.head_len(),
@@ -399,12 +416,12 @@ impl Handler for Edge {
         crate::failpoint::request_done();
     }
 
-    fn refused(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
-        self.log_refused(status, body, peer, None);
+    fn refused(&self, r: &Refusal<'_>) {
+        self.log_refused(r, None);
     }
 
-    fn over_limit(&self, status: u16, body: u64, peer: &dyn Fn() -> Option<std::net::SocketAddr>) {
-        self.log_refused(status, body, peer, Some("connections"));
+    fn over_limit(&self, r: &Refusal<'_>) {
+        self.log_refused(r, Some("connections"));
     }
 
     fn encoded_slash(&self) -> ringside_http::EncodedSlash {
@@ -438,11 +455,11 @@ impl Handler for Edge {
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
         }
-        if let Some(p) = self.compression.get(ex.tag() as u32 as usize) {
+        if let Some(p) = self.compression.get(route_of(ex.tag())) {
             ex.set_compression(p.clone());
         }
         if let Some(over) = self.limiter.as_ref().and_then(|l| l.check(ex, target)) {
-            self.route_stats[ex.tag() as u32 as usize].limited.add(1);
+            self.route_stats[route_of(ex.tag())].limited.add(1);
             ex.set_tag(ex.tag() | RATE_LIMITED);
             if self.is_grpc(ex, target) {
                 let why = "rate limited";
@@ -460,8 +477,10 @@ impl Handler for Edge {
                 format!("{status} {text}\n").as_bytes(),
             );
         }
-        if let Some(Some(a)) = self.auth.get(ex.tag() as u32 as usize) {
-            if !a.admits(ex.header("authorization")) {
+        if let Some(Some(a)) = self.auth.get(route_of(ex.tag())) {
+            if a.admits(ex.header("authorization")) {
+                ex.set_tag(ex.tag() | AUTHENTICATED);
+            } else {
                 return ex.send(
                     401,
                     &[
@@ -516,7 +535,7 @@ impl Handler for Edge {
                         }
                         proxy_h2(ex, up, codec, h2, grpc).await
                     }
-                    Some(scripts) => match scripts.resolve(ex.path()) {
+                    Some((scripts, docroot)) => match scripts.resolve(ex.path()) {
                         Resolved::Script {
                             script_name,
                             path_info,
@@ -529,7 +548,9 @@ impl Handler for Edge {
                             };
                             forward(ex, up, &codec).await
                         }
-                        Resolved::NotScript => self.statics.handle(ex).await,
+                        // From the route's root, as its scripts (nginx's
+                        // `root` in a location holds for all of it).
+                        Resolved::NotScript => self.statics.handle_in(ex, docroot).await,
                         Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
                             ex.send_status(404)
                         }

@@ -213,7 +213,7 @@ impl H1<'_> {
                     break;
                 }
                 Ok(false) => {}
-                Err(e) => return Err(invalid("malformed response head").because(e)),
+                Err(e) => return Err(e.into()),
             }
             match sock.read_some(&mut inb, deadline).await {
                 Ok(0) if !received && reused => return Err(stale()),
