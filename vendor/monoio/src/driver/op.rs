@@ -65,6 +65,13 @@ pub(crate) trait OpAble {
     #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry;
 
+    /// ringside: the op usually completes as it is submitted (a send or a
+    /// write with room in the socket, a close), so a coalesced wait that
+    /// submits it does not count its completion among those it waits for
+    /// (`uring::coalesce`).
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = false;
+
     #[cfg(any(feature = "legacy", feature = "poll-io"))]
     fn legacy_interest(&self) -> Option<(super::ready::Direction, usize)>;
     #[cfg(any(feature = "legacy", feature = "poll-io"))]

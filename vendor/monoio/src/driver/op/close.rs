@@ -34,6 +34,9 @@ impl Op<Close> {
 
 impl OpAble for Close {
     #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         opcode::Close::new(types::Fd(self.fd)).build()
     }

@@ -70,6 +70,9 @@ impl<T: IoBuf> Op<Send<T>> {
 
 impl<T: IoBuf> OpAble for Send<T> {
     #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         #[allow(deprecated)]
         #[cfg(feature = "zero-copy")]
@@ -211,6 +214,9 @@ impl<T: IoBuf> Op<SendMsg<T>> {
 
 impl<T: IoBuf> OpAble for SendMsg<T> {
     #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         #[allow(deprecated)]
         const FLAGS: u32 = libc::MSG_NOSIGNAL as u32;
@@ -313,6 +319,9 @@ impl<T: IoBuf> Op<SendMsgUnix<T>> {
 
 #[cfg(unix)]
 impl<T: IoBuf> OpAble for SendMsgUnix<T> {
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
     #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         #[allow(deprecated)]

@@ -46,6 +46,9 @@ impl<T: IoBuf> Op<Write<T>> {
 
 impl<T: IoBuf> OpAble for Write<T> {
     #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         opcode::Write::new(
             types::Fd(self.fd.raw_fd()),
@@ -149,6 +152,9 @@ impl<T: IoVecBuf> Op<WriteVec<T>> {
 }
 
 impl<T: IoVecBuf> OpAble for WriteVec<T> {
+    #[cfg(all(target_os = "linux", feature = "iouring"))]
+    const AT_ONCE: bool = true;
+
     #[cfg(all(target_os = "linux", feature = "iouring"))]
     fn uring_op(&mut self) -> io_uring::squeue::Entry {
         let ptr = self.buf_vec.read_iovec_ptr() as *const _;

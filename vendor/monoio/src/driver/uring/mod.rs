@@ -338,6 +338,9 @@ impl IoUringDriver {
             .awake
             .store(true, std::sync::atomic::Ordering::Release);
 
+        // ringside: every path above submitted what was pushed.
+        coalesce::submitted();
+
         // Process CQ
         inner.tick()?;
 
@@ -439,6 +442,8 @@ impl UringInner {
     }
 
     fn submit(&mut self) -> io::Result<()> {
+        // ringside: what completes at once completes here, not in a wait.
+        coalesce::submitted();
         loop {
             match self.uring.submit() {
                 #[cfg(feature = "unstable")]
@@ -485,6 +490,11 @@ impl UringInner {
 
         // Create the operation
         let mut op = Self::new_op(data, inner, Inner::Uring(this.clone()));
+
+        // ringside: counted for the next coalesced wait (coalesce.rs).
+        if T::AT_ONCE {
+            coalesce::pushed_at_once();
+        }
 
         // Configure the SQE
         let data_mut = unsafe { op.data.as_mut().unwrap_unchecked() };
