@@ -107,7 +107,7 @@ strip_prefix = true
     );
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
-        "[proxy]\nx_forwarded = true\nforwarded = false\nvia = false\n",
+        "[proxy]\nx_forwarded = true\nforwarded = false\ntrusted_forwarders = []\nvia = false\n",
         "[upstream.app]\nprotocol = \"http\"\nservers = [\"127.0.0.1:9000\", \"[::1]:9000\", { addr = \"app2.internal:9000\", weight = 3 }]\ntls = false\nbalance = \"least_conn\"\n",
         "health_path = \"/healthz\"\nhealth_interval = \"5s\"\nhealth_timeout = \"2s\"\n",
         "[[route]]\nprefix = \"/api/\"\nupstream = \"app\"\nhost = [\"api.example.com\"]\nstrip_prefix = true\nproxy_host = \"pass\"\n",
