@@ -6,7 +6,6 @@
 //! response that cannot be finished is reset.
 
 use std::rc::Rc;
-use std::time::Instant;
 
 use bytes::BytesMut;
 use ringside_runtime::reload::Current;
@@ -103,14 +102,14 @@ pub(crate) fn serve<H: Handler>(
                             .over_limit(status, ex.body_bytes(), &|| conn.link.client_addr().ok());
                     }
                     Ok(()) => {
-                        let started = Instant::now();
+                        let started = ringside_runtime::clock::now();
                         let result = handler.handle(&mut ex).await;
                         settle(&mut ex, result);
                         handler.done(&ex, started);
                     }
                     Err(e) => {
                         settle(&mut ex, Err(e.into()));
-                        handler.done(&ex, Instant::now());
+                        handler.done(&ex, ringside_runtime::clock::now());
                     }
                 }
             }
