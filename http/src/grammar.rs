@@ -1,6 +1,27 @@
 //! The small pieces of HTTP's field grammar (RFC 9110 §5) that every parser
 //! and writer of the server needs, written once.
 
+/// Whether `v` holds NUL, CR or LF, which no field value may (RFC 9110
+/// §5.5, RFC 9113 §8.2.1): eight bytes a step, and only a step holding a
+/// byte below 14 is looked at byte by byte (a byte-wise scan cost about
+/// 2 instructions a byte, 250 an HTTP/2 response head under callgrind).
+#[inline]
+pub fn has_nul_cr_lf(v: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let bad = |b: &u8| matches!(b, 0 | b'\r' | b'\n');
+    let mut words = v.chunks_exact(8);
+    for w in &mut words {
+        let x = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // Non-zero exactly when some byte is below 14 (the "has less"
+        // test, exact for bounds up to 128).
+        if x.wrapping_sub(ONES * 14) & !x & HIGH != 0 && w.iter().any(bad) {
+            return true;
+        }
+    }
+    words.remainder().iter().any(bad)
+}
+
 /// tchar (RFC 9110 §5.6.2): the characters of a token, such as a field name
 /// or a transfer coding.
 #[inline]
@@ -146,6 +167,24 @@ pub fn decimal(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nul_cr_lf_are_found_wherever_they_are() {
+        use super::has_nul_cr_lf;
+        for len in 0..40 {
+            let clean: Vec<u8> = (0..len)
+                .map(|i| [b'a', b'\t', 13 + 1, 0x80, 0xff, 9][i % 6])
+                .collect();
+            assert!(!has_nul_cr_lf(&clean), "{clean:?}");
+            for at in 0..len {
+                for bad in [0u8, b'\r', b'\n'] {
+                    let mut v = clean.clone();
+                    v[at] = bad;
+                    assert!(has_nul_cr_lf(&v), "{v:?}");
+                }
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

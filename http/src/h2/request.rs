@@ -57,7 +57,7 @@ fn valid_name(n: &[u8]) -> bool {
 /// A field value as §8.2.1 allows it.
 fn valid_value(v: &[u8]) -> bool {
     let blank = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
-    !blank(v.first()) && !blank(v.last()) && !v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+    !blank(v.first()) && !blank(v.last()) && !crate::grammar::has_nul_cr_lf(v)
 }
 
 fn connection_specific(n: &[u8]) -> bool {

@@ -81,6 +81,11 @@ pub(crate) struct State {
     pub streams: Slab<Stream>,
     /// (stream id, slab key) of every stream in `streams`.
     pub index: Vec<(u32, usize)>,
+    /// The stream storage the last burst grew to, let go when it ended:
+    /// the next burst's is made this large at once, not grown again step
+    /// by step (callgrind, h2load -c100 -m10: the regrowth cost about 400
+    /// instructions a request).
+    burst: usize,
     pub last_peer_id: u32,
     /// Ids we reset lately, newest last.
     /// Streams we reset lately: frames the client sent before it saw the
@@ -127,6 +132,7 @@ impl State {
             local,
             streams: Slab::new(),
             index: Vec::new(),
+            burst: 0,
             last_peer_id: 0,
             reset_lately: Default::default(),
             closed_lately: [0; CLOSED_MEMORY],
@@ -184,6 +190,10 @@ impl State {
     }
 
     pub(crate) fn open_stream(&mut self, id: u32, end: bool, content_length: Option<u64>) -> usize {
+        if self.streams.capacity() == 0 {
+            self.streams.reserve(self.burst);
+            self.index.reserve(self.burst);
+        }
         let key = self.streams.insert(Stream {
             id,
             send_window: self.peer_initial_window,
@@ -215,6 +225,7 @@ impl State {
             self.credit_conn(s.body.len() as u32);
             if self.streams.is_empty() {
                 // An idle connection keeps no stream storage.
+                self.burst = self.streams.capacity();
                 self.streams = Slab::new();
                 self.index = Vec::new();
             }

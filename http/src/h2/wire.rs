@@ -655,7 +655,7 @@ fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> 
 }
 
 fn valid_value(v: &[u8]) -> bool {
-    !v.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+    !crate::grammar::has_nul_cr_lf(v)
 }
 
 #[cfg(test)]

@@ -111,7 +111,14 @@ impl Encoder {
             };
             if seq > 0 {
                 if let Some(i) = self.table.index_of(seq - 1) {
-                    if self.table.get(i) == Some((name, value)) {
+                    // A static key is the name's static index, and the memo
+                    // holds it only for an entry of that name: the value is
+                    // all there is to compare. A hashed key may collide.
+                    let same = self
+                        .table
+                        .get(i)
+                        .is_some_and(|(n, v)| v == value && (key & 1 << 31 == 0 || n == name));
+                    if same {
                         put_int(dst, 0x80, 7, i + 1 + STATIC.len());
                         return;
                     }

@@ -299,7 +299,26 @@ impl Dynamic {
 
 #[cfg(test)]
 mod tests {
-    use super::Dynamic;
+    use super::{static_name, Dynamic, STATIC};
+
+    #[test]
+    fn every_static_name_is_found_at_its_first_entry() {
+        for (i, (name, _)) in STATIC.iter().enumerate() {
+            let first = STATIC.iter().position(|(n, _)| n == name).unwrap() + 1;
+            assert_eq!(static_name(name), Some(first), "{}", i + 1);
+        }
+        for other in [
+            &b""[..],
+            b"x",
+            b"dates",
+            b"Date",
+            b"etah",
+            b":statuz",
+            b"cookies",
+        ] {
+            assert_eq!(static_name(other), None);
+        }
+    }
 
     /// The encoder's memo keeps entry numbers in 32 bits: each comes back
     /// whole while it is within 2^32 of the newest, and none is made up.

@@ -99,7 +99,13 @@ where
         self.core().stage.with_mut(drop);
 
         unsafe {
-            drop(Box::from_raw(self.cell.as_ptr()));
+            // (ringside: the block goes back through `recycle`, which
+            // keeps it for the next task of this layout.)
+            std::ptr::drop_in_place(self.cell.as_ptr());
+            super::recycle::free_cell(
+                self.cell.cast::<u8>(),
+                std::alloc::Layout::new::<Cell<T, S>>(),
+            );
         }
     }
 

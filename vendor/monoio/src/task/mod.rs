@@ -16,6 +16,7 @@ mod join;
 pub use self::join::JoinHandle;
 
 mod raw;
+mod recycle;
 use self::raw::RawTask;
 
 mod state;

@@ -54,8 +54,7 @@ impl RawTask {
         T: Future,
         S: Schedule,
     {
-        let ptr = Box::into_raw(Cell::new(owner_id, make, scheduler));
-        let ptr = unsafe { NonNull::new_unchecked(ptr as *mut Header) };
+        let ptr = Cell::new(owner_id, make, scheduler).cast::<Header>();
 
         RawTask { ptr }
     }
