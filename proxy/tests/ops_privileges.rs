@@ -209,16 +209,7 @@ fn with_a_user_sigusr1_reopens_and_the_pid_file_goes_at_exit() {
         "ringside.toml",
         b"[server]\nroot = \"www\"\nuser = \"nobody\"\npid_file = \"run/ringside.pid\"\n\n[access_log]\npath = \"log/access.log\"\nflush_every = \"10ms\"\n",
     );
-    let mut r = Ringside::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-        "--admin",
-        "off",
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let mut r = Ringside::without_admin(&cfg);
     let pid = r.child.id();
     let pid_file = dir.path().join("run/ringside.pid");
     assert_eq!(

@@ -333,16 +333,7 @@ fn ringside_reload_finds_the_server_by_its_listen_address() {
         "ringside.toml",
         b"[server]\nroot = \"www\"\n\n[static]\ncache_control = \"max-age=1\"\n",
     );
-    let r = Ringside::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "1",
-        "--admin",
-        "off",
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let r = Ringside::without_admin(&cfg);
     let addr = r.addr.to_string();
     std::fs::write(
         &cfg,

@@ -83,6 +83,12 @@ impl Ringside {
         Self::workers_with(workers, cfg, &["--backend", backend])
     }
 
+    /// One worker on the default backend, port 0, reading `cfg`, with no
+    /// admin listener (none to collide with another test's).
+    pub fn without_admin(cfg: &Path) -> Ringside {
+        Self::workers_with(1, cfg, &["--admin", "off"])
+    }
+
     /// [`Ringside::workers`] on the default backend, with the admin
     /// listener on a port of its own (see [`Ringside::admin`]).
     pub fn with_admin(workers: u32, cfg: &Path) -> Ringside {
