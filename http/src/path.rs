@@ -194,6 +194,11 @@ impl Normalized {
             return Ok(());
         }
         let raw = self.raw(buf);
+        // The scan that finds nothing to normalize finds no `%` and no
+        // `;` either: such a path routes as it is.
+        if !needs_work(raw) {
+            return Ok(());
+        }
         if !normalize_into(raw, slash, &mut self.path)? {
             self.path.clear();
         }
@@ -343,13 +348,20 @@ fn needs_work(raw: &[u8]) -> bool {
     hit
 }
 
-/// Bytes that always need the slow path: `%`, `\\` and the forbidden ones.
+/// Bytes that always need the slow path: `%`, `\\`, the forbidden ones,
+/// and `;` (segment parameters, set aside for routing by `Normalized`).
 static SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
     while i < 256 {
         let b = i as u8;
-        t[i] = b == b'%' || b == b'\\' || b <= 0x20 || b >= 0x7F || b == b'#' || b == b'?';
+        t[i] = b == b'%'
+            || b == b'\\'
+            || b == b';'
+            || b <= 0x20
+            || b >= 0x7F
+            || b == b'#'
+            || b == b'?';
         i += 1;
     }
     t
