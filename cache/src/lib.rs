@@ -1,0 +1,16 @@
+//! The response cache of ringside's edge (RFC 9111, with RFC 5861's stale
+//! serving, RFC 9211's Cache-Status and RFC 9213's targeted fields).
+//!
+//! - [`policy`]: what may be stored, how long it is fresh, whether a stored
+//!   response may answer a request: pure functions of a request's fields,
+//!   a stored response's fields and a clock, table-tested without sockets.
+//! - [`store`]: each core's own entries, bounded in bytes, with an admission
+//!   and eviction policy a scan cannot flush (S3-FIFO); no locks, as no
+//!   other core ever reads them.
+//! - [`settings`]: what a `[cache.NAME]` section configures.
+
+pub mod policy;
+pub mod settings;
+pub mod store;
+
+pub use settings::Settings;

@@ -1,0 +1,1 @@
+//! RFC 9111's decisions: TODO

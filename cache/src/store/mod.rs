@@ -1,0 +1,3 @@
+//! Each core's stored responses.
+
+pub mod memory;
