@@ -1,8 +1,9 @@
 //! What one `[cache.NAME]` section configures, validated. Every core keeps
 //! its own store of `memory` bytes for each cache.
 
-use std::net::IpAddr;
 use std::time::Duration;
+
+pub use ringside_runtime::cidr::Cidr;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -34,7 +35,7 @@ pub struct Settings {
     /// Cookies whose values join the key.
     pub key_cookies: Vec<String>,
     /// Client addresses a `PURGE` is taken from (besides loopback).
-    pub purge_from: Vec<(IpAddr, u8)>,
+    pub purge_from: Vec<Cidr>,
 }
 
 impl Settings {
