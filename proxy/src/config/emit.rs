@@ -5,7 +5,8 @@
 //! Sections come in a fixed order: `[runtime]`, `[server]`, `[limits]`,
 //! `[timeouts]`, `[http2]`, `[static]`, the operations sections, `[tls]` (only when a
 //! listener has TLS) and each `[[vhost]]`, `[proxy]`, each
-//! `[upstream.NAME]` by name, then the static routes and the proxy routes.
+//! `[upstream.NAME]` by name, each `[cache.NAME]` by name, each
+//! `[[rate_limit]]`, then the static routes and the proxy routes.
 //! A TLS listener is written as a table with its certificate paths, one
 //! entry per resolved address; with one, `listen` takes a line per entry. Keys that a validated value
 //! leaves out are left out (`fail_window` with `max_fails = 0`, `health_*`
@@ -24,7 +25,7 @@ use ringside_runtime::config::{Affinity, Workers};
 use super::access::{write_rules, AccessConfig};
 use super::addr::server_text;
 use super::fastcgi::protocol_name;
-use super::rate::{write_limits, write_route_limit, RateConfig};
+use super::rate::{write_limits, write_route_limit};
 use super::size::{format_duration, format_size};
 use super::tls::{min_version_text, unknown_name_text, TlsConfig};
 use super::upstream::{
@@ -40,12 +41,12 @@ use crate::upstream::settings::{
 };
 
 /// A TOML string literal.
-fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
 }
 
 /// A duration, as a string: `"60s"`.
-fn dur(d: std::time::Duration) -> String {
+pub(super) fn dur(d: std::time::Duration) -> String {
     quote(&format_duration(d))
 }
 
@@ -63,7 +64,7 @@ fn table_key(name: &str) -> String {
 }
 
 /// A size: `"16k"` where a suffix is exact, else integer bytes.
-fn size(bytes: u64) -> String {
+pub(super) fn size(bytes: u64) -> String {
     let text = format_size(bytes);
     match i64::try_from(bytes) {
         Ok(_) if text.bytes().all(|b| b.is_ascii_digit()) => text,
@@ -220,6 +221,7 @@ impl Config {
         super::ops::write_sections(&self.ops, out)?;
         write_tls(out, &self.tls, &self.access)?;
         write_proxy(out, &self.proxy)?;
+        super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
@@ -264,15 +266,7 @@ impl Config {
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
         }
-        write_proxy_routes(
-            out,
-            &self.proxy,
-            &self.ops.unlogged_proxy_routes,
-            &self.access,
-            &self.rates,
-            &self.compression,
-            &self.auth,
-        )
+        write_proxy_routes(out, self)
     }
 }
 
@@ -437,15 +431,10 @@ fn write_upstream(out: &mut String, u: &UpstreamConfig) -> fmt::Result {
 }
 
 /// The `[[route]]`s that go to an upstream.
-fn write_proxy_routes(
-    out: &mut String,
-    p: &ProxyConfig,
-    unlogged: &[usize],
-    access: &AccessConfig,
-    rates: &RateConfig,
-    compression: &super::compress::CompressionConfig,
-    auth: &super::auth::AuthConfig,
-) -> fmt::Result {
+fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
+    let (p, unlogged) = (&c.proxy, &c.ops.unlogged_proxy_routes);
+    let (access, rates) = (&c.access, &c.rates);
+    let (compression, auth) = (&c.compression, &c.auth);
     for (i, r) in p.routes.iter().enumerate() {
         writeln!(out, "\n[[route]]")?;
         writeln!(out, "prefix = {}", quote(&r.prefix))?;
@@ -460,6 +449,7 @@ fn write_proxy_routes(
         super::auth::write_route(out, auth.proxy_routes.get(i).and_then(Option::as_ref))?;
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
+        super::cache::write_route(out, &c.caches, r.cache)?;
         if !r.hosts.is_empty() {
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;

@@ -62,6 +62,26 @@ pub struct FileConfig {
     #[serde(rename = "rate_limit")]
     pub rate_limits: Vec<Spanned<RateLimitSection>>,
     pub compression: CompressionSection,
+    /// `[cache.NAME]`, sorted by name (`cache.rs`).
+    pub cache: BTreeMap<Spanned<String>, Spanned<CacheSection>>,
+}
+
+/// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct CacheSection {
+    pub memory: Option<Spanned<SizeValue>>,
+    pub max_object: Option<Spanned<SizeValue>>,
+    pub lock_timeout: Option<Spanned<DurationValue>>,
+    pub stale_while_revalidate_max: Option<Spanned<DurationValue>>,
+    pub stale_if_error_max: Option<Spanned<DurationValue>>,
+    pub heuristic_percent: Option<Spanned<i64>>,
+    pub heuristic_max: Option<Spanned<DurationValue>>,
+    pub hit_for_miss: Option<Spanned<DurationValue>>,
+    pub ignore_query: Option<Spanned<Vec<Spanned<String>>>>,
+    pub key_headers: Option<Spanned<Vec<Spanned<String>>>>,
+    pub key_cookies: Option<Spanned<Vec<Spanned<String>>>>,
+    pub purge_from: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[compression]`: what is compressed on the fly (`compress.rs`).
@@ -204,6 +224,8 @@ pub struct RouteSection {
     pub basic_auth: Option<Spanned<BasicAuthSection>>,
     /// A route to an HTTP upstream: every request is gRPC.
     pub grpc: Option<Spanned<bool>>,
+    /// A route to an upstream: the `[cache.NAME]` that stores its responses.
+    pub cache: Option<Spanned<String>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.
@@ -487,6 +509,7 @@ macro_rules! tables_only {
 
 tables_only!(
     BasicAuthSection,
+    CacheSection,
     CompressionSection,
     LevelsSection,
     TlsSection,

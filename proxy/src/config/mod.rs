@@ -133,10 +133,16 @@
 //! extension = ".php"
 //! index = "index.php"       # must end in extension; default: "index" + extension
 //! ```
+//!
+//! Response caches (see [`cache`]) are `[cache.NAME]` sections that a route
+//! to an upstream takes with `cache = "NAME"`; the validated settings are
+//! [`Config::caches`], sorted by name, and a route's
+//! [`cache`](crate::upstream::settings::ProxyRoute::cache) indexes them.
 
 pub mod access;
 pub mod addr;
 pub mod auth;
+pub mod cache;
 pub mod compress;
 mod cpus;
 pub mod cx;
@@ -188,6 +194,8 @@ pub struct Config {
     pub compression: compress::CompressionConfig,
     /// Routes' `basic_auth`, with their users read.
     pub auth: auth::AuthConfig,
+    /// `[cache.NAME]`, sorted by name; a proxy route's `cache` indexes it.
+    pub caches: Vec<ringside_cache::Settings>,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -213,6 +221,7 @@ impl Default for Config {
             rates: rate::RateConfig::default(),
             compression: compress::CompressionConfig::default(),
             auth: auth::AuthConfig::default(),
+            caches: Vec::new(),
             source: None,
         }
     }

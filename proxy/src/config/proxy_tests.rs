@@ -48,6 +48,7 @@ pub(super) fn route(prefix: &str, upstream: usize) -> ProxyRoute {
         forward_path: ForwardPath::Normalized,
         upgrade: Vec::new(),
         grpc: false,
+        cache: None,
     }
 }
 
@@ -675,9 +676,26 @@ rate = "100/s"
 names = ["v.example"]
 allow = ["192.0.2.7"]
 
+[cache.pages]
+memory = "1g"
+max_object = 1000
+lock_timeout = "100ms"
+stale_while_revalidate_max = 0
+stale_if_error_max = "1h"
+heuristic_percent = 0
+heuristic_max = "90s"
+hit_for_miss = "2m"
+ignore_query = ["utm_source", "gclid"]
+key_headers = ["Accept-Language"]
+key_cookies = ["Lang"]
+purge_from = ["10.0.0.0/8", "all"]
+
+[cache.unused]
+
 [[route]]
 prefix = "/"
 upstream = "z-last"
+cache = "pages"
 proxy_host = "upstream"
 forward_path = "raw"
 upgrade = ["my-proto", "other"]
@@ -728,4 +746,5 @@ index = "main.phtml"
 [[route]]
 prefix = "/fpm/"
 upstream = "fpm"
+cache = "unused"
 "#;

@@ -330,11 +330,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`; did you mean `runtime`?"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`; did you mean `runtime`?"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`"
     );
 }
 
@@ -521,6 +521,9 @@ shutdown_grace = 1
     assert_eq!(proxied.proxy.routes.len(), 6);
     let fastcgi = proxied.proxy.routes.iter().filter(|r| r.fastcgi.is_some());
     assert_eq!(fastcgi.count(), 2);
+    assert_eq!(proxied.caches.len(), 2);
+    let cached = proxied.proxy.routes.iter().filter(|r| r.cache.is_some());
+    assert_eq!(cached.count(), 2);
     configs.push(proxied);
     // What `--upstream` builds.
     let flag = Config {
@@ -542,6 +545,7 @@ shutdown_grace = 1
         assert_eq!(back.statics, config.statics, "{text}");
         assert_eq!(back.proxy, config.proxy, "{text}");
         assert_eq!(back.ops, config.ops, "{text}");
+        assert_eq!(back.caches, config.caches, "{text}");
         // And writing it again gives the same text.
         assert_eq!(back.to_toml(), text);
     }

@@ -722,6 +722,7 @@ impl Cx<'_> {
             forward_path,
             upgrade,
             grpc,
+            cache: None,
         })
     }
 }
@@ -729,7 +730,7 @@ impl Cx<'_> {
 impl Cx<'_> {
     /// A list of names, each checked by `check` (which may rewrite it),
     /// none listed twice.
-    fn unique(
+    pub(super) fn unique(
         &self,
         list: &Spanned<Vec<Spanned<String>>>,
         key: &str,
@@ -812,6 +813,7 @@ pub fn catch_all_route(upstream: usize, fastcgi: Option<FastCgiRoute>) -> ProxyR
         forward_path: ForwardPath::Normalized,
         upgrade: Vec::new(),
         grpc: false,
+        cache: None,
     }
 }
 
@@ -891,9 +893,7 @@ pub fn balance_name(b: &Balance) -> &'static str {
 
 /// RFC 9110 §5.6.2 token.
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    ringside_http::grammar::is_token(s.as_bytes())
 }
 
 /// Visible ASCII without spaces, as a path in a request line may have.
@@ -901,7 +901,6 @@ fn path_chars(p: &str) -> bool {
     p.bytes().all(|b| (0x21..0x7f).contains(&b))
 }
 
-/// A route prefix: a path.
 /// A route's prefix: a path as requests are matched, normalized (see
 /// `ringside_http::path`), so a prefix that could never equal a request's
 /// path is refused where it is written.

@@ -88,7 +88,8 @@ impl TryFrom<Document<'_>> for Config {
                 .map_err(|m| ConfigError::at(cx.path, cx.text, None, key("[server] root"), m))?,
         };
         let statics = cx.statics(f, base, &root)?;
-        let proxy = cx.proxy(f, base, &root)?;
+        let mut proxy = cx.proxy(f, base, &root)?;
+        let caches = cx.caches(f, &mut proxy)?;
         let ops = cx.ops(f, base)?;
         let runtime = cx.runtime(f)?;
         let (server, listeners) = cx.server(f, base)?;
@@ -109,6 +110,7 @@ impl TryFrom<Document<'_>> for Config {
             rates,
             compression,
             auth,
+            caches,
             source: Some(doc.path.to_path_buf()),
         })
     }

@@ -123,6 +123,7 @@ mod tests {
             forward_path: Default::default(),
             upgrade: Vec::new(),
             grpc: false,
+            cache: None,
         }
     }
 

@@ -326,6 +326,9 @@ pub struct ProxyRoute {
     /// `grpc = true`: every request is gRPC (else only those whose
     /// content-type says so), answered in gRPC's terms when it fails.
     pub grpc: bool,
+    /// `cache = "NAME"`: index into `Config::caches` of the cache that
+    /// stores this route's responses; `None` stores nothing.
+    pub cache: Option<usize>,
 }
 
 /// The path a route sends upstream.
