@@ -9,8 +9,14 @@
 //!   other core ever reads them.
 //! - [`settings`]: what a `[cache.NAME]` section configures.
 
+pub mod core;
+pub mod entry;
+pub mod key;
 pub mod policy;
+pub mod purge;
+pub mod serve;
 pub mod settings;
 pub mod store;
 
+pub use self::core::CoreCache;
 pub use settings::Settings;

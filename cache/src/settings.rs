@@ -44,7 +44,7 @@ impl Settings {
         Settings {
             name: name.to_owned(),
             memory: 64 << 20,
-            max_object: 8 << 20,
+            max_object: 4 << 20,
             lock_timeout: Duration::from_secs(5),
             stale_while_revalidate_max: Duration::from_secs(86_400),
             stale_if_error_max: Duration::from_secs(86_400),

@@ -21,6 +21,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use ringside_runtime::net::TcpStream;
 
+use crate::capture::{self as caught, Capture};
 use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
 use crate::head::{BodyKind, Method, RequestHead, Version};
@@ -87,6 +88,8 @@ pub struct Exchange<'a> {
     compress: Option<Rc<Policy>>,
     /// The body's compressor, once a response is being compressed.
     enc: Option<Box<Encoder>>,
+    /// A copy of the response for a cache, when one asked.
+    capture: Option<Box<Capture>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -114,6 +117,7 @@ impl<'a> Exchange<'a> {
             added: None,
             compress: None,
             enc: None,
+            capture: None,
         }
     }
 
@@ -185,6 +189,51 @@ impl<'a> Exchange<'a> {
     pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
         self.head.headers(self.head_bytes)
     }
+    /// The client's fields as they go upstream: as [`Exchange::headers`],
+    /// but while a cache captures the response, its conditions and ranges
+    /// left out and the cache's validators added.
+    pub fn upstream_headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
+        let (strip, added) = match &self.capture {
+            Some(c) => (c.strip_conditions, &c.validators[..]),
+            None => (false, &[][..]),
+        };
+        self.headers()
+            .filter(move |(n, _)| !(strip && caught::is_condition(n)))
+            .chain(added.iter().map(|(n, v)| (*n, &v[..])))
+    }
+    /// Starts catching a copy of the response (see [`crate::capture`]);
+    /// a body is then never spliced past it.
+    pub fn capture(&mut self, c: Box<Capture>) {
+        self.capture = Some(c);
+    }
+    /// Whether a response is being caught.
+    pub fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+    /// The upstream's Date, for a capture (the protocol writes its own).
+    pub fn capture_date(&mut self, date: Option<&[u8]>) {
+        if let (Some(c), Some(d)) = (&mut self.capture, date) {
+            c.date = Some(d.into());
+        }
+    }
+    /// What was caught, taken back.
+    pub fn take_capture(&mut self) -> Option<Box<Capture>> {
+        self.capture.take()
+    }
+    /// Whether the upstream's response was kept from the client for the
+    /// cache to answer in its place (see [`Capture::holds`]).
+    pub fn held(&self) -> bool {
+        self.out == Out::None
+            && self
+                .capture
+                .as_ref()
+                .is_some_and(|c| c.status != 0 && c.holds(c.status))
+    }
+    /// Whether the response was written whole: started, and its body
+    /// ended as its framing says.
+    pub fn complete(&self) -> bool {
+        self.status != 0 && self.out == Out::Done
+    }
     pub fn host(&self) -> Option<&[u8]> {
         self.head.host.map(|s| s.get(self.head_bytes))
     }
@@ -222,7 +271,7 @@ impl<'a> Exchange<'a> {
     /// Whether a body can go from `from` to this client without a copy
     /// ([`Exchange::write_from_socket`]).
     pub fn can_splice_from(&self, from: &TcpStream) -> bool {
-        if self.enc.is_some() {
+        if self.enc.is_some() || self.capture.is_some() {
             return false;
         }
         match &self.wire {
@@ -305,9 +354,21 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         framing: Framing,
     ) {
+        self.write_head_dated(status, headers, framing, None);
+    }
+
+    /// A head whose Date is `date` where given (a stored response's),
+    /// else now.
+    fn write_head_dated<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        framing: Framing,
+        date: Option<&[u8]>,
+    ) {
         self.status = status;
         let added = self.added.as_deref();
-        wire!(self, w => w.write_head(status, headers, added, framing));
+        wire!(self, w => w.write_head(status, headers, added, framing, date));
     }
 
     /// Starts a response whose headers come from elsewhere (a proxied
@@ -321,6 +382,17 @@ impl<'a> Exchange<'a> {
         body: Body,
     ) -> Result<(), Error> {
         self.check_first()?;
+        let mut marked = None;
+        if let Some(c) = &mut self.capture {
+            c.head(status, headers.clone());
+            if c.holds(status) {
+                return Ok(());
+            }
+            marked = c.cache_status.clone();
+        }
+        let headers = headers
+            .map(shorten)
+            .chain(marked.as_deref().map(|v| (&b"Cache-Status"[..], v)));
         if let Some(p) = self.compress.clone() {
             let len = match body {
                 Body::Sized(n) => Some(n),
@@ -490,13 +562,36 @@ impl<'a> Exchange<'a> {
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> Result<(), Error> {
+        self.send_with(status, Self::pairs(headers), body)
+    }
+
+    /// [`Exchange::send`] with the headers as name and value bytes (a
+    /// stored response's).
+    pub fn send_with<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: &[u8],
+    ) -> Result<(), Error> {
+        self.send_dated(status, headers, None, body)
+    }
+
+    /// [`Exchange::send_with`] with the Date of a stored response (a cache
+    /// sends the Date its origin gave, RFC 9110 §6.6.1), or now.
+    pub fn send_dated<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        date: Option<&[u8]>,
+        body: &[u8],
+    ) -> Result<(), Error> {
         self.check_first()?;
         let framing = if no_content(status) {
             Framing::None
         } else {
             Framing::Length(body.len() as u64)
         };
-        self.write_head(status, Self::pairs(headers), framing);
+        self.write_head_dated(status, headers, framing, date);
         self.out = Out::Done;
         if !self.drop_body && !no_content(status) {
             self.body_bytes += body.len() as u64;
@@ -563,6 +658,12 @@ impl<'a> Exchange<'a> {
     pub async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
         if data.is_empty() {
             return Ok(());
+        }
+        if let Some(c) = &mut self.capture {
+            c.body(data);
+            if self.out == Out::None && c.holds(c.status) {
+                return Ok(());
+            }
         }
         if self.enc.is_some() {
             return self.write_compressed(data).await;
@@ -758,6 +859,9 @@ impl<'a> Exchange<'a> {
     /// Ends the body: a stream gets its end marker (a compressed one its
     /// last bytes first); a sized body must have been written whole.
     pub async fn finish(&mut self) -> Result<(), Error> {
+        if self.held() {
+            return Ok(());
+        }
         if let Some(e) = self.enc.take() {
             let out = e
                 .finish()

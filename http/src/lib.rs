@@ -18,6 +18,7 @@
 //! `Link`, to [`Http`], the driver the server was started with.
 
 mod authority;
+pub mod capture;
 pub mod client_limit;
 pub mod compress;
 pub mod date;

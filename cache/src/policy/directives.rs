@@ -206,6 +206,18 @@ fn valid_dictionary(v: &[u8]) -> bool {
             && name
                 .iter()
                 .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_-.*".contains(&c));
+        // The directives that take seconds take an Integer: a string
+        // there is the wrong type, and makes the field invalid (RFC 9213
+        // §2.1, RFC 8941).
+        let seconds = [
+            "max-age",
+            "s-maxage",
+            "stale-while-revalidate",
+            "stale-if-error",
+        ];
+        if seconds.iter().any(|d| name == d.as_bytes()) {
+            return arg.is_some_and(|a| !a.is_empty() && a.iter().all(u8::is_ascii_digit));
+        }
         let arg_ok = match arg {
             None => true,
             Some([b'"', .., b'"']) => true,

@@ -146,6 +146,12 @@ fn targeted_fields_outrank_cache_control() {
         ("Ringside-Cache-Control", "max-age=5"),
     ];
     assert_eq!(Directives::of_response(pairs(&h)).0.max_age, Some(5));
+    // A string where seconds go is the wrong type: the field is invalid.
+    let h = [
+        ("Cache-Control", "no-store"),
+        ("CDN-Cache-Control", "max-age=\"60\""),
+    ];
+    assert!(Directives::of_response(pairs(&h)).0.no_store);
     // An invalid targeted value is as if absent.
     let h = [
         ("Cache-Control", "max-age=7"),

@@ -219,6 +219,7 @@ impl<'a> Wire<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         added: Option<&HeaderLine>,
         framing: Framing,
+        date: Option<&[u8]>,
     ) {
         self.decide_keep_alive();
         let http10 = self.http10;
@@ -228,7 +229,14 @@ impl<'a> Wire<'a> {
         self.chunked = framing == Framing::Stream && !http10;
         let w = &mut *self.wbuf;
         write_status_line(w, Version::Http11, status);
-        write_server_headers(w);
+        match date {
+            None => write_server_headers(w),
+            Some(d) => {
+                w.put_slice(b"Server: ringside\r\nDate: ");
+                w.put_slice(d);
+                w.put_slice(b"\r\n");
+            }
+        }
         for (name, value) in headers {
             write_header(w, name, value);
         }

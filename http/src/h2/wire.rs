@@ -125,7 +125,7 @@ impl<'a> Wire<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
     ) -> super::tunnel::Tunnel {
         let kept = headers.filter(|(n, _)| !n.eq_ignore_ascii_case(b"sec-websocket-accept"));
-        self.write_head(200, kept, None, Framing::Stream);
+        self.write_head(200, kept, None, Framing::Stream, None);
         super::tunnel::Tunnel::new(self.conn.clone(), self.key, self.id)
     }
 
@@ -246,6 +246,7 @@ impl<'a> Wire<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         added: Option<&HeaderLine>,
         framing: Framing,
+        given: Option<&[u8]>,
     ) {
         if self.responded {
             return;
@@ -271,7 +272,7 @@ impl<'a> Wire<'a> {
                 extra[n] = (&l.name, &l.value);
                 n += 1;
             }
-            extra[n] = (b"date", date);
+            extra[n] = (b"date", given.unwrap_or(date));
             extra[n + 1] = (b"server", b"ringside");
             n += 2;
             if !len.is_empty() {
@@ -595,7 +596,13 @@ impl<'a> Wire<'a> {
         page.extend_from_slice(b"\n");
         let len = page.len() as u64;
         let ct: (&[u8], &[u8]) = (b"content-type", b"text/plain; charset=utf-8");
-        self.write_head(status, std::iter::once(ct), None, Framing::Length(len));
+        self.write_head(
+            status,
+            std::iter::once(ct),
+            None,
+            Framing::Length(len),
+            None,
+        );
         self.buffer_body(&page);
         len
     }

@@ -6,7 +6,7 @@
 //! ```toml
 //! [cache.pages]               # name: [A-Za-z0-9_-]+
 //! memory = "64m"              # per core
-//! max_object = "8m"           # at most memory / 8
+//! max_object = "4m"           # at most memory / 16
 //! lock_timeout = "5s"
 //! stale_while_revalidate_max = "24h"
 //! stale_if_error_max = "24h"
@@ -37,7 +37,7 @@ use super::file::{CacheSection, DurationValue, FileConfig, SizeValue};
 use crate::upstream::settings::ProxyConfig;
 
 /// A response may take at most this fraction of its cache's memory.
-pub const MAX_OBJECT_SHARE: u64 = 8;
+pub const MAX_OBJECT_SHARE: u64 = 16;
 
 type List = Option<Spanned<Vec<Spanned<String>>>>;
 
@@ -190,7 +190,7 @@ fn cache_name(n: &str) -> Result<(), String> {
     }
 }
 
-/// `max_object`: at least a byte, at most `most` (memory / 8).
+/// `max_object`: at least a byte, at most `most` (memory / 16).
 fn max_object(v: &SizeValue, most: u64) -> Result<u64, String> {
     let n = size_in(v, 1, u64::MAX)?;
     if n > most {

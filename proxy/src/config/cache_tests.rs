@@ -80,9 +80,9 @@ fn keys_left_out_take_the_defaults() {
     assert_eq!(c.caches, [Settings::named("a"), b]);
     assert!(config("").caches.is_empty());
     assert!(Config::default().caches.is_empty());
-    // max_object = memory / 8 exactly is taken.
-    let c = config("[cache.a]\nmemory = \"64k\"\nmax_object = \"8k\"\n");
-    assert_eq!((c.caches[0].memory, c.caches[0].max_object), (65536, 8192));
+    // max_object = memory / 16 exactly is taken.
+    let c = config("[cache.a]\nmemory = \"64k\"\nmax_object = \"4k\"\n");
+    assert_eq!((c.caches[0].memory, c.caches[0].max_object), (65536, 4096));
 }
 
 #[test]
@@ -130,17 +130,17 @@ fn errors_name_the_line_and_key() {
             "ringside.toml:2:10: [cache.a] memory: expected a size like 8192",
         ),
         (
-            "[cache.a]\nmemory = \"64m\"\nmax_object = \"9m\"\n".into(),
-            "ringside.toml:3:14: [cache.a] max_object: expected at most \"8m\" (memory / 8: one response may take at most 1/8 of the cache), got \"9m\"",
+            "[cache.a]\nmemory = \"64m\"\nmax_object = \"5m\"\n".into(),
+            "ringside.toml:3:14: [cache.a] max_object: expected at most \"4m\" (memory / 16: one response may take at most 1/16 of the cache), got \"5m\"",
         ),
         (
             "[cache.a]\nmax_object = 0\n".into(),
             "ringside.toml:2:14: [cache.a] max_object: expected a size of at least 1 bytes, got 0",
         ),
-        // The default max_object (8m) does not fit a smaller memory.
+        // The default max_object (4m) does not fit a smaller memory.
         (
             "[cache.a]\nmemory = \"16m\"\n".into(),
-            "ringside.toml:2:10: [cache.a] memory: expected at least \"64m\" (8 times the default max_object, \"8m\": one response may take at most 1/8 of the cache), got \"16m\"; or give a smaller max_object",
+            "ringside.toml:2:10: [cache.a] memory: expected at least \"64m\" (16 times the default max_object, \"4m\": one response may take at most 1/16 of the cache), got \"16m\"; or give a smaller max_object",
         ),
         (
             "[cache.a]\nheuristic_percent = 101\n".into(),
@@ -304,7 +304,7 @@ purge_from = ["0.0.0.0/0", "::/0", "::1/128"]
 
 [cache.plain]
 memory = "64m"
-max_object = "8m"
+max_object = "4m"
 lock_timeout = "5s"
 stale_while_revalidate_max = "86400s"
 stale_if_error_max = "86400s"

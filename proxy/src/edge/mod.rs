@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod auth;
+mod cache;
 pub mod https;
 pub mod limiter;
 mod own;
@@ -71,6 +72,10 @@ pub struct Edge {
     encoded_slash: ringside_http::EncodedSlash,
     path_parameters: ringside_http::PathParameters,
     allow_trace: bool,
+    /// By proxy route: this core's cache of the route's `cache`.
+    caches: Vec<Option<Rc<ringside_cache::CoreCache>>>,
+    /// Where this core's purges go to reach the other cores.
+    purges: Option<Rc<cache::Purges>>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -229,6 +234,8 @@ impl Edge {
             encoded_slash: proxy.encoded_slash,
             path_parameters: proxy.path_parameters,
             allow_trace: proxy.allow_trace,
+            caches: Vec::new(),
+            purges: None,
         })
     }
 
@@ -254,6 +261,45 @@ impl Edge {
             },
             |i| policy(c.proxy_routes.get(i)),
         );
+        self
+    }
+
+    /// This core's caches (`settings`: the config's `[cache.NAME]`s), by
+    /// the proxy routes that name them, joined to `cast` for purges. A
+    /// cache whose settings a reload left as they were keeps what it
+    /// stored.
+    pub fn with_caches(
+        mut self,
+        settings: &[ringside_cache::Settings],
+        prev: Option<&Edge>,
+        cast: &Arc<ringside_cache::purge::Broadcast>,
+    ) -> Edge {
+        if settings.is_empty() {
+            return self;
+        }
+        let kept = |s: &ringside_cache::Settings| {
+            prev.into_iter()
+                .flat_map(|p| p.caches.iter().flatten())
+                .find(|c| c.settings == *s)
+                .cloned()
+        };
+        let cores: Vec<Rc<ringside_cache::CoreCache>> = settings
+            .iter()
+            .map(|s| kept(s).unwrap_or_else(|| Rc::new(ringside_cache::CoreCache::new(s.clone()))))
+            .collect();
+        self.caches = self
+            .router
+            .routes()
+            .iter()
+            .map(|r| r.cache.map(|i| cores[i].clone()))
+            .collect();
+        let by_name = move |name: &str| cores.iter().find(|c| c.settings.name == name).cloned();
+        match cast.join(by_name) {
+            Ok(member) => self.purges = Some(Rc::new(cache::Purges(cast.clone(), member))),
+            Err(e) => {
+                tracing::warn!(error = %e, "purges taken on other cores will not reach this one")
+            }
+        }
         self
     }
 
@@ -499,66 +545,73 @@ impl Handler for Edge {
         }
         match target {
             Target::Static(_) => self.statics.handle(ex).await,
-            Target::Proxy(i) => {
-                let route = &self.router.routes()[i];
-                let up = &self.proxy.upstreams[route.upstream];
-                if self.proxy.headers.underscores == Underscores::Reject
-                    && ex.headers().any(|(n, _)| n.contains(&b'_'))
-                {
-                    return ex.send_status(400);
-                }
-                match &self.scripts[i] {
-                    None => {
-                        let codec = H1 {
-                            route,
-                            headers: &self.proxy.headers,
-                            via: self.proxy.via.as_deref(),
-                        };
-                        let h2 = {
-                            let l = up.borrow();
-                            match l.shared.cfg.http().map(|h| h.version) {
-                                Some(HttpVersion::H2) => true,
-                                // h2c is never guessed: `auto` is ALPN's.
-                                Some(HttpVersion::Auto) => l.shared.tls.is_some(),
-                                _ => false,
-                            }
-                        };
-                        let grpc = self.is_grpc(ex, target);
-                        if !h2 && !grpc {
-                            // Inline, not boxed: the request's future is out
-                            // of its connection's already (a reused block
-                            // over HTTP/1, the stream's own task over
-                            // HTTP/2), and a second allocation per proxied
-                            // request, apart from the first, cost 7% of an
-                            // HTTP/2 proxied request's CPU.
-                            return forward(ex, up, &codec).await;
-                        }
-                        proxy_h2(ex, up, codec, h2, grpc).await
-                    }
-                    Some((scripts, docroot)) => match scripts.resolve(ex.path()) {
-                        Resolved::Script {
-                            script_name,
-                            path_info,
-                        } => {
-                            let codec = FastCgi {
-                                route: scripts.route(),
-                                script_name: &script_name,
-                                path_info: &path_info,
-                                raw_uri: route.forward_path == ForwardPath::Raw,
-                            };
-                            forward(ex, up, &codec).await
-                        }
-                        // From the route's root, as its scripts (nginx's
-                        // `root` in a location holds for all of it).
-                        Resolved::NotScript => self.statics.handle_in(ex, docroot).await,
-                        Resolved::Missing | Resolved::Refused(PathError::Hidden) => {
-                            ex.send_status(404)
-                        }
-                        Resolved::Refused(PathError::Invalid) => ex.send_status(400),
-                    },
-                }
-            }
+            Target::Proxy(i) => match self.caches.get(i) {
+                Some(Some(c)) => self.cached(ex, i, c).await,
+                _ => self.proxy(ex, i).await,
+            },
             Target::NotFound => ex.send_status(404),
+        }
+    }
+}
+
+impl Edge {
+    /// The content of proxy route `i`: its upstream, or its FastCGI
+    /// scripts and the files beside them.
+    async fn proxy(&self, ex: &mut Exchange<'_>, i: usize) -> Result<(), Error> {
+        let route = &self.router.routes()[i];
+        let up = &self.proxy.upstreams[route.upstream];
+        if self.proxy.headers.underscores == Underscores::Reject
+            && ex.headers().any(|(n, _)| n.contains(&b'_'))
+        {
+            return ex.send_status(400);
+        }
+        match &self.scripts[i] {
+            None => {
+                let codec = H1 {
+                    route,
+                    headers: &self.proxy.headers,
+                    via: self.proxy.via.as_deref(),
+                };
+                let h2 = {
+                    let l = up.borrow();
+                    match l.shared.cfg.http().map(|h| h.version) {
+                        Some(HttpVersion::H2) => true,
+                        // h2c is never guessed: `auto` is ALPN's.
+                        Some(HttpVersion::Auto) => l.shared.tls.is_some(),
+                        _ => false,
+                    }
+                };
+                let grpc = self.is_grpc(ex, Target::Proxy(i));
+                if !h2 && !grpc {
+                    // Inline, not boxed: the request's future is out
+                    // of its connection's already (a reused block
+                    // over HTTP/1, the stream's own task over
+                    // HTTP/2), and a second allocation per proxied
+                    // request, apart from the first, cost 7% of an
+                    // HTTP/2 proxied request's CPU.
+                    return forward(ex, up, &codec).await;
+                }
+                proxy_h2(ex, up, codec, h2, grpc).await
+            }
+            Some((scripts, docroot)) => match scripts.resolve(ex.path()) {
+                Resolved::Script {
+                    script_name,
+                    path_info,
+                } => {
+                    let codec = FastCgi {
+                        route: scripts.route(),
+                        script_name: &script_name,
+                        path_info: &path_info,
+                        raw_uri: route.forward_path == ForwardPath::Raw,
+                    };
+                    forward(ex, up, &codec).await
+                }
+                // From the route's root, as its scripts (nginx's
+                // `root` in a location holds for all of it).
+                Resolved::NotScript => self.statics.handle_in(ex, docroot).await,
+                Resolved::Missing | Resolved::Refused(PathError::Hidden) => ex.send_status(404),
+                Resolved::Refused(PathError::Invalid) => ex.send_status(400),
+            },
         }
     }
 }

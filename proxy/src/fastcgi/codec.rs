@@ -165,7 +165,7 @@ impl FastCgi<'_> {
             content_length,
             server_software: b"ringside",
         };
-        encode_params(&mut params, &req, ex.headers());
+        encode_params(&mut params, &req, ex.upstream_headers());
         record::write_stream(out, RecordType::Params, REQUEST_ID, &params);
         record::write_stream(out, RecordType::Params, REQUEST_ID, b"");
     }

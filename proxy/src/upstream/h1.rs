@@ -133,7 +133,7 @@ impl H1<'_> {
             upgrade: &offered[..upgrade],
             settings: self.headers,
         };
-        write_request_head(out, &f, ex.headers());
+        write_request_head(out, &f, ex.upstream_headers());
     }
 
     /// The path sent upstream, before the route's prefix is replaced.
@@ -262,6 +262,9 @@ impl H1<'_> {
             RespBody::Chunked | RespBody::UntilClose => Body::Stream,
         };
         {
+            if ex.capturing() {
+                ex.capture_date(head.fields.get(&inb, "date"));
+            }
             let hs = head
                 .fields
                 .iter(&inb)

@@ -568,6 +568,9 @@ impl Relay<'_> {
                     }
                     _ => Body::Stream,
                 };
+                if ex.capturing() {
+                    ex.capture_date(r.fields.get("date"));
+                }
                 let hs = r
                     .fields
                     .iter()

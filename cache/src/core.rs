@@ -1,0 +1,197 @@
+//! One core's cache for one `[cache.NAME]`: its store, the fills under
+//! way (so that concurrent misses for a key wait for one fetch), the keys
+//! whose responses were not storable (hit-for-miss), and its counters.
+//! Nothing here is shared with another core, so nothing locks.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use ringside_runtime::shutdown::LocalEvent;
+
+use crate::entry::{Entry, Variant};
+use crate::key::Key;
+use crate::policy::{vary, Limits};
+use crate::store::memory::Memory;
+use crate::Settings;
+
+/// Keys remembered as not storable, at most; past it the oldest half is
+/// forgotten (they are fetched collapsed once more, and remembered again).
+const PASSES_MAX: usize = 16_384;
+
+pub struct CoreCache {
+    pub settings: Settings,
+    pub limits: Limits,
+    store: RefCell<Memory<Entry>>,
+    fills: RefCell<HashMap<u64, Rc<LocalEvent>>>,
+    /// Key hash → until when (unix seconds) it is fetched uncollapsed.
+    passes: RefCell<HashMap<u64, u64>>,
+    pub stats: Stats,
+}
+
+/// Counters of one core's cache, for `/metrics`.
+#[derive(Default)]
+pub struct Stats {
+    pub hits: Cell<u64>,
+    pub misses: Cell<u64>,
+    pub stale: Cell<u64>,
+    pub revalidated: Cell<u64>,
+    pub collapsed: Cell<u64>,
+    pub stored: Cell<u64>,
+    pub passes: Cell<u64>,
+    pub purged: Cell<u64>,
+}
+
+impl CoreCache {
+    pub fn new(settings: Settings) -> CoreCache {
+        let limits = Limits {
+            heuristic_percent: settings.heuristic_percent,
+            heuristic_max: settings.heuristic_max.as_secs(),
+            stale_while_revalidate_max: settings.stale_while_revalidate_max.as_secs(),
+            stale_if_error_max: settings.stale_if_error_max.as_secs(),
+        };
+        CoreCache {
+            store: RefCell::new(Memory::new(settings.memory)),
+            settings,
+            limits,
+            fills: RefCell::default(),
+            passes: RefCell::default(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The stored variant of `key` whose Vary matches the request.
+    pub fn lookup<'h>(
+        &self,
+        key: &Key,
+        request: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+    ) -> Option<Rc<Variant>> {
+        let mut store = self.store.borrow_mut();
+        let e = store.get(key.hash)?;
+        if e.key[..] != key.bytes[..] {
+            return None;
+        }
+        e.variants
+            .iter()
+            .find(|v| vary::secondary(&v.vary, request.clone()) == v.secondary)
+            .cloned()
+    }
+
+    /// Whether the key has anything stored (a miss on it is a Vary miss).
+    pub fn has(&self, key: &Key) -> bool {
+        let store = self.store.borrow();
+        store
+            .peek(key.hash)
+            .is_some_and(|e| e.key[..] == key.bytes[..])
+    }
+
+    /// Stores `v` under `key`, in place of the variant with the same
+    /// secondary key.
+    pub fn store(&self, key: &Key, v: Variant) {
+        let mut store = self.store.borrow_mut();
+        let mut entry = match store.remove(key.hash) {
+            Some(e) if e.key[..] == key.bytes[..] => e,
+            _ => Entry {
+                key: key.bytes.clone().into_boxed_slice(),
+                variants: Vec::new(),
+            },
+        };
+        entry
+            .variants
+            .retain(|o| !(o.secondary == v.secondary && o.vary == v.vary));
+        entry.variants.insert(0, Rc::new(v));
+        // A key that varies on what every client sends differently is
+        // held to a few variants.
+        entry.variants.truncate(8);
+        let w = entry.weight();
+        if store.insert(key.hash, entry, w).is_ok() {
+            self.stats.stored.set(self.stats.stored.get() + 1);
+        }
+    }
+
+    /// Drops what is stored under `key`.
+    pub fn invalidate(&self, key: &Key) -> bool {
+        let mut store = self.store.borrow_mut();
+        match store.peek(key.hash) {
+            Some(e) if e.key[..] == key.bytes[..] => store.remove(key.hash).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Purges the entries `pick` selects; soft: marked stale instead.
+    /// Returns how many.
+    pub fn purge(&self, soft: bool, mut pick: impl FnMut(&Entry) -> bool) -> usize {
+        let mut n = 0;
+        let removed = self.store.borrow_mut().retain(|_, e| {
+            if !pick(e) {
+                return true;
+            }
+            n += 1;
+            if soft {
+                e.variants.iter().for_each(|v| v.soft_purged.set(true));
+            }
+            soft
+        });
+        self.stats.purged.set(self.stats.purged.get() + n as u64);
+        removed.max(n)
+    }
+
+    /// The fetch under way for `key`, if one is.
+    pub fn fill_of(&self, key: &Key) -> Option<Rc<LocalEvent>> {
+        self.fills.borrow().get(&key.hash).cloned()
+    }
+
+    /// Marks a fetch of `key` under way until the guard drops.
+    pub fn begin_fill(self: &Rc<Self>, key: &Key) -> Option<FillGuard> {
+        let mut fills = self.fills.borrow_mut();
+        if fills.contains_key(&key.hash) {
+            return None;
+        }
+        fills.insert(key.hash, Rc::new(LocalEvent::default()));
+        Some(FillGuard {
+            cache: self.clone(),
+            hash: key.hash,
+        })
+    }
+
+    /// Whether `key` is fetched without collapsing now (hit-for-miss).
+    pub fn is_pass(&self, key: &Key, now: u64) -> bool {
+        self.passes
+            .borrow()
+            .get(&key.hash)
+            .is_some_and(|&until| until > now)
+    }
+
+    pub fn note_pass(&self, key: &Key, now: u64) {
+        let mut p = self.passes.borrow_mut();
+        if p.len() >= PASSES_MAX {
+            p.retain(|_, until| *until > now);
+            if p.len() >= PASSES_MAX {
+                p.clear();
+            }
+        }
+        p.insert(key.hash, now + self.settings.hit_for_miss.as_secs());
+        self.stats.passes.set(self.stats.passes.get() + 1);
+    }
+
+    /// Bytes the memory tier holds, entries, and evictions so far.
+    pub fn usage(&self) -> (u64, usize, u64) {
+        let s = self.store.borrow();
+        (s.bytes(), s.len(), s.evictions())
+    }
+}
+
+/// A fill under way; its end (stored or not) wakes the requests that
+/// waited for it.
+pub struct FillGuard {
+    cache: Rc<CoreCache>,
+    hash: u64,
+}
+
+impl Drop for FillGuard {
+    fn drop(&mut self) {
+        if let Some(ev) = self.cache.fills.borrow_mut().remove(&self.hash) {
+            ev.set();
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! What the store keeps under a key: the key itself (the store is indexed
+//! by its hash) and the key's variants, one per `Vary` secondary key.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use ringside_http::capture::Fields;
+
+use crate::policy::{self, Meta};
+
+pub struct Entry {
+    pub key: Box<[u8]>,
+    /// Newest first.
+    pub variants: Vec<Rc<Variant>>,
+}
+
+impl Entry {
+    /// Bytes charged for the entry.
+    pub fn weight(&self) -> u64 {
+        self.key.len() as u64 + self.variants.iter().map(|v| v.weight()).sum::<u64>()
+    }
+}
+
+/// One stored response.
+pub struct Variant {
+    /// The names its Vary lists, and the hash of the values they had.
+    pub vary: Vec<Box<[u8]>>,
+    pub secondary: u64,
+    pub meta: Meta,
+    pub status: u16,
+    /// As the origin sent them (Date included), less Age and the fields
+    /// only this cache reads.
+    pub headers: Fields,
+    pub body: Bytes,
+    /// `Surrogate-Key` and `Cache-Tag` members, for purges by tag.
+    pub tags: Vec<Box<[u8]>>,
+    /// A soft purge: taken as stale from now on.
+    pub soft_purged: Cell<bool>,
+}
+
+impl Variant {
+    pub fn weight(&self) -> u64 {
+        let h: usize = self
+            .headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 32)
+            .sum();
+        (h + self.body.len() + 128) as u64
+    }
+
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| &v[..])
+    }
+
+    pub fn pairs(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
+        self.headers.iter().map(|(n, v)| (&n[..], &v[..]))
+    }
+
+    /// The meta as a purge left it: soft-purged, it is stale now.
+    pub fn meta(&self) -> Meta {
+        let mut m = self.meta;
+        if self.soft_purged.get() {
+            m.lifetime = 0;
+        }
+        m
+    }
+
+    /// The validators a revalidation sends (RFC 9111 §4.3.1).
+    pub fn validators(&self) -> Vec<(&'static [u8], Box<[u8]>)> {
+        let mut v = Vec::new();
+        if let Some(e) = self.header("etag") {
+            v.push((&b"If-None-Match"[..], e.into()));
+        }
+        if let Some(lm) = self.header("last-modified") {
+            v.push((&b"If-Modified-Since"[..], lm.into()));
+        }
+        v
+    }
+
+    /// The tags a response carries.
+    pub fn tags_of<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) -> Vec<Box<[u8]>> {
+        headers
+            .filter(|(n, _)| {
+                n.eq_ignore_ascii_case(b"surrogate-key") || n.eq_ignore_ascii_case(b"cache-tag")
+            })
+            .flat_map(|(_, v)| v.split(|&b| b == b' ' || b == b','))
+            .filter(|t| !t.is_empty())
+            .map(Box::from)
+            .collect()
+    }
+
+    /// This variant after a 304 (RFC 9111 §4.3.4): its fields updated,
+    /// its age reckoned anew from the 304.
+    pub fn refreshed(&self, fresh: &Fields, meta: Meta) -> Variant {
+        let fresh = fresh.iter().map(|(n, v)| (&n[..], &v[..]));
+        let headers = policy::updated_by_304(self.pairs(), fresh)
+            .into_iter()
+            .map(|(n, v)| (n.into(), v.into()))
+            .collect();
+        Variant {
+            vary: self.vary.clone(),
+            secondary: self.secondary,
+            meta,
+            status: self.status,
+            headers,
+            body: self.body.clone(),
+            tags: self.tags.clone(),
+            soft_purged: Cell::new(false),
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The cache step of a route with `cache = "NAME"`, between access and
+//! content: a fresh stored response answers the request; a stale one is
+//! served (within the client's max-stale) or revalidated with its
+//! validators through the forward loop; a miss joins the fetch already
+//! under way for its key or starts one, whose response goes to the client
+//! and, when RFC 9111 lets a shared cache keep it, into this core's store.
+//!
+//! ```text
+//! GET/HEAD ─▶ key ─▶ lookup ─ fresh ─────────────────────────▶ answer from store (hit)
+//!                       │ stale, client's max-stale ──────────▶ answer stale
+//!                       │ stale ─▶ forward with validators ─ 304 ─▶ refresh, answer from store
+//!                       │                                  ─ 200 ─▶ relay and store
+//!                       │                                  ─ 5xx/failed, stale-if-error ─▶ answer stale
+//!                       │ miss ─▶ fill under way? wait for it (lock timeout) ─▶ look again
+//!                       ▼
+//!                    forward, capturing ─▶ complete and storable? store : remember as a pass
+//! POST/PUT/DELETE/PATCH ─▶ forward; a success invalidates the target and its Location
+//! PURGE (allowed addresses) ─▶ drop the URL, a prefix, or a tag's responses; soft: mark stale
+//! ```
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ringside_cache::entry::Variant;
+use ringside_cache::key::Key;
+use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
+use ringside_cache::purge::{Broadcast, Member, Order, Target};
+use ringside_cache::{serve, CoreCache};
+use ringside_http::capture::{Capture, Fields};
+use ringside_http::{Error, Exchange, Method};
+use ringside_runtime::coalesce::Queued;
+use ringside_runtime::task;
+
+use super::Edge;
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn bump(c: &std::cell::Cell<u64>) {
+    c.set(c.get() + 1);
+}
+
+impl Edge {
+    /// Proxy route `i`'s request through its cache `c`.
+    pub(super) async fn cached(
+        &self,
+        ex: &mut Exchange<'_>,
+        i: usize,
+        c: &Rc<CoreCache>,
+    ) -> Result<(), Error> {
+        let method = ex.method();
+        if ex.method_bytes() == b"PURGE" {
+            return purge(ex, c, self.purges.as_deref());
+        }
+        if !matches!(method, Method::Get | Method::Head) {
+            // Caught for its head alone: its Location and
+            // Content-Location say what else it changed.
+            let mut cap = Box::new(Capture::new(0));
+            cap.strip_conditions = false;
+            ex.capture(cap);
+            let r = self.proxy(ex, i).await;
+            let cap = ex.take_capture().expect("captured");
+            if policy::invalidates(ex.method_bytes(), ex.status()) {
+                invalidate(ex, c, &cap.headers);
+            }
+            return r;
+        }
+        let now = unix_now();
+        let key = Key::of(ex, &c.settings);
+        let req = Directives::of_request(ex.headers());
+        let mut found = c.lookup(&key, ex.headers());
+        if let Some(v) = &found {
+            match policy::usable(&v.meta(), &req, now) {
+                Usable::Fresh => {
+                    bump(&c.stats.hits);
+                    let line = hit_line(v, now);
+                    return serve::answer(ex, v, now, line.as_bytes());
+                }
+                Usable::Stale { .. } => {
+                    bump(&c.stats.stale);
+                    return serve::answer(ex, v, now, b"ringside; hit; fwd=stale");
+                }
+                Usable::Validate => {}
+            }
+        }
+        if req.only_if_cached {
+            return ex.send_with(
+                504,
+                [(
+                    &b"Cache-Status"[..],
+                    &b"ringside; fwd=miss; detail=only-if-cached"[..],
+                )]
+                .into_iter(),
+                b"",
+            );
+        }
+        let mut _fill = None;
+        if found.is_none() && method == Method::Get && !c.is_pass(&key, now) {
+            if let Some(ev) = c.fill_of(&key) {
+                // Another request fetches this key: wait for its end, then
+                // take what it stored (or go on alone when it stored
+                // nothing, or took too long).
+                let _q = Queued::new();
+                bump(&c.stats.collapsed);
+                let _ = task::timeout(c.settings.lock_timeout, ev.wait()).await;
+                let now = unix_now();
+                found = c.lookup(&key, ex.headers());
+                if let Some(v) = &found {
+                    if policy::usable(&v.meta(), &req, now) == Usable::Fresh {
+                        bump(&c.stats.hits);
+                        return serve::answer(ex, v, now, b"ringside; hit; detail=collapsed");
+                    }
+                }
+            }
+            _fill = c.begin_fill(&key);
+        }
+        bump(&c.stats.misses);
+        let fwd = match &found {
+            Some(_) => "stale",
+            None if c.has(&key) => "vary-miss",
+            None => "uri-miss",
+        };
+        let mut cap = Box::new(Capture::new(c.settings.max_object));
+        cap.cache_status = Some(format!("ringside; fwd={fwd}").into_bytes().into());
+        if let Some(v) = &found {
+            cap.validators = v.validators();
+            cap.hold_not_modified = !cap.validators.is_empty();
+            cap.hold_errors = v.meta().serves_on_error(now);
+        } else {
+            // Nothing stored to answer the client's own conditions or
+            // ranges from: they go on, and a 304 or 206 is never stored.
+            cap.strip_conditions = false;
+        }
+        ex.capture(cap);
+        let r = self.proxy(ex, i).await;
+        let cap = ex.take_capture().expect("captured");
+        let response_time = unix_now();
+        if let Some(v) = &found {
+            if !ex.responded() {
+                if r.is_ok() && cap.status == 304 {
+                    bump(&c.stats.revalidated);
+                    let mut fresh = cap.headers.clone();
+                    if let Some(d) = &cap.date {
+                        fresh.retain(|(n, _)| !n.eq_ignore_ascii_case(b"date"));
+                        fresh.push((Box::from(&b"Date"[..]), d.clone()));
+                    }
+                    let merged = policy::updated_by_304(
+                        v.pairs(),
+                        fresh.iter().map(|(n, v)| (&n[..], &v[..])),
+                    );
+                    let meta = Meta::of(
+                        v.status,
+                        merged.iter().copied(),
+                        now,
+                        response_time,
+                        &c.limits,
+                    );
+                    let nv = v.refreshed(&fresh, meta);
+                    let out = serve::answer(
+                        ex,
+                        &nv,
+                        response_time,
+                        b"ringside; fwd=stale; fwd-status=304",
+                    );
+                    c.store(&key, nv);
+                    return out;
+                }
+                if (r.is_err() || cap.status >= 500) && v.meta().serves_on_error(response_time) {
+                    bump(&c.stats.stale);
+                    let line = b"ringside; hit; fwd=stale; detail=stale-if-error";
+                    return serve::answer(ex, v, response_time, line);
+                }
+            }
+        }
+        r?;
+        if method == Method::Get && ex.complete() && cap.status != 0 && !cap.over {
+            keep(c, &key, ex, *cap, now, response_time);
+        }
+        Ok(())
+    }
+}
+
+/// Stores a response caught whole, when a shared cache may; else
+/// remembers the key as one to fetch without waiting (hit-for-miss).
+fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, response_time: u64) {
+    let facts = RequestFacts {
+        get: true,
+        authorization: ex.header("authorization").is_some(),
+        no_store: Directives::of_request(ex.headers()).no_store,
+    };
+    let mut headers: Fields = cap
+        .headers
+        .into_iter()
+        .filter(|(n, _)| policy::kept_in_store(n) || n.eq_ignore_ascii_case(b"age"))
+        .collect();
+    if let Some(d) = cap.date {
+        headers.push((Box::from(&b"Date"[..]), d));
+    }
+    let pairs = headers.iter().map(|(n, v)| (&n[..], &v[..]));
+    if policy::storable(facts, cap.status, pairs.clone()).is_err() {
+        c.note_pass(key, now);
+        return;
+    }
+    let meta = Meta::of(cap.status, pairs.clone(), now, response_time, &c.limits);
+    let vary = policy::vary::names(pairs.clone());
+    let secondary = policy::vary::secondary(&vary, ex.headers());
+    let tags = Variant::tags_of(pairs);
+    // Age was read into the meta; it is sent as reckoned from now on.
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case(b"age"));
+    c.store(
+        key,
+        Variant {
+            vary,
+            secondary,
+            meta,
+            status: cap.status,
+            headers,
+            body: cap.body.into(),
+            tags,
+            soft_purged: Default::default(),
+        },
+    );
+}
+
+fn hit_line(v: &Variant, now: u64) -> String {
+    let m = v.meta();
+    let ttl = m.lifetime as i64 - m.age(now) as i64;
+    format!("ringside; hit; ttl={ttl}")
+}
+
+/// After a successful unsafe request: its target and the same host's
+/// `Location` and `Content-Location` are dropped (RFC 9111 §4.4).
+fn invalidate(ex: &Exchange<'_>, c: &CoreCache, response: &Fields) {
+    let key = Key::of(ex, &c.settings);
+    c.invalidate(&key);
+    for (n, v) in response {
+        let named =
+            n.eq_ignore_ascii_case(b"location") || n.eq_ignore_ascii_case(b"content-location");
+        if let Some(k) = named.then(|| key.sibling(v)).flatten() {
+            c.invalidate(&k);
+        }
+    }
+}
+
+/// `PURGE`: from loopback or the cache's `purge_from` only. The target
+/// names a URL, or with a trailing `*` a prefix; `Surrogate-Key` (or
+/// `Cache-Tag`) names tags instead; `Soft-Purge: 1` marks stale rather
+/// than drops. Applied here, and posted to every other core.
+fn purge(ex: &mut Exchange<'_>, c: &CoreCache, cast: Option<&Purges>) -> Result<(), Error> {
+    let allowed = ex.peer().is_ok_and(|a| {
+        let ip = a.ip().to_canonical();
+        ip.is_loopback() || c.settings.purge_from.iter().any(|n| n.contains(ip))
+    });
+    if !allowed {
+        return ex.send_status(403);
+    }
+    let soft = ex.header("soft-purge").is_some_and(|v| v == b"1");
+    let tags: Vec<Vec<u8>> = ex
+        .headers()
+        .filter(|(n, _)| {
+            n.eq_ignore_ascii_case(b"surrogate-key") || n.eq_ignore_ascii_case(b"cache-tag")
+        })
+        .flat_map(|(_, v)| v.split(|&b| b == b' ' || b == b','))
+        .filter(|t| !t.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    let target = if !tags.is_empty() {
+        Target::Tags(tags)
+    } else if let Some(prefix) = ex.path().strip_suffix(b"*") {
+        Target::Prefix(prefix.to_vec())
+    } else {
+        Target::Key(Key::of(ex, &c.settings).bytes)
+    };
+    let order = Order {
+        cache: c.settings.name.clone(),
+        target,
+        soft,
+    };
+    let n = order.apply(c);
+    if let Some(p) = cast {
+        p.0.send(&p.1, &order);
+    }
+    let body = format!("{{\"purged_here\": {n}}}\n");
+    ex.send(
+        200,
+        &[("Content-Type", b"application/json")],
+        body.as_bytes(),
+    )
+}
+
+/// The purge broadcast of this config's cores, and this core's place in it.
+pub struct Purges(pub Arc<Broadcast>, pub Member);
