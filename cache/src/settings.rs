@@ -34,7 +34,7 @@ pub struct Settings {
     pub key_headers: Vec<String>,
     /// Cookies whose values join the key.
     pub key_cookies: Vec<String>,
-    /// Client addresses a `PURGE` is taken from (besides loopback).
+    /// Client addresses a `PURGE` is taken from; empty: loopback only.
     pub purge_from: Vec<Cidr>,
 }
 

@@ -246,14 +246,19 @@ fn invalidate(ex: &Exchange<'_>, c: &CoreCache, response: &Fields) {
     }
 }
 
-/// `PURGE`: from loopback or the cache's `purge_from` only. The target
+/// `PURGE`: from the cache's `purge_from` only (loopback where it has
+/// none). The target
 /// names a URL, or with a trailing `*` a prefix; `Surrogate-Key` (or
 /// `Cache-Tag`) names tags instead; `Soft-Purge: 1` marks stale rather
 /// than drops. Applied here, and posted to every other core.
 fn purge(ex: &mut Exchange<'_>, c: &CoreCache, cast: Option<&Purges>) -> Result<(), Error> {
+    // Loopback alone by default; a purge_from list replaces it.
     let allowed = ex.peer().is_ok_and(|a| {
         let ip = a.ip().to_canonical();
-        ip.is_loopback() || c.settings.purge_from.iter().any(|n| n.contains(ip))
+        match &c.settings.purge_from[..] {
+            [] => ip.is_loopback(),
+            from => from.iter().any(|n| n.contains(ip)),
+        }
     });
     if !allowed {
         return ex.send_status(403);
