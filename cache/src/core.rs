@@ -3,9 +3,11 @@
 //! whose responses were not storable (hit-for-miss), and its counters.
 //! Nothing here is shared with another core, so nothing locks.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 use ringside_runtime::shutdown::LocalEvent;
 
@@ -26,24 +28,36 @@ pub struct CoreCache {
     fills: RefCell<HashMap<u64, Rc<LocalEvent>>>,
     /// Key hash → until when (unix seconds) it is fetched uncollapsed.
     passes: RefCell<HashMap<u64, u64>>,
-    pub stats: Stats,
+    pub stats: Arc<Stats>,
 }
 
-/// Counters of one core's cache, for `/metrics`.
-#[derive(Default)]
+/// Counters of one core's cache, for `/metrics`: written by the core
+/// alone (a load and a store, no read-modify-write), read by the metrics
+/// endpoint's thread.
+#[derive(Debug, Default)]
 pub struct Stats {
-    pub hits: Cell<u64>,
-    pub misses: Cell<u64>,
-    pub stale: Cell<u64>,
-    pub revalidated: Cell<u64>,
-    pub collapsed: Cell<u64>,
-    pub stored: Cell<u64>,
-    pub passes: Cell<u64>,
-    pub purged: Cell<u64>,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub stale: AtomicU64,
+    pub revalidated: AtomicU64,
+    pub collapsed: AtomicU64,
+    pub stored: AtomicU64,
+    pub passes: AtomicU64,
+    pub purged: AtomicU64,
+    pub evictions: AtomicU64,
+    /// Gauges: bytes charged and entries in the memory tier.
+    pub bytes: AtomicU64,
+    pub entries: AtomicU64,
+}
+
+/// Adds one to a counter only this core writes.
+pub fn bump(c: &AtomicU64) {
+    c.store(c.load(Relaxed) + 1, Relaxed);
 }
 
 impl CoreCache {
-    pub fn new(settings: Settings) -> CoreCache {
+    /// `stats`: this core's counters of the cache, kept by the metrics.
+    pub fn new(settings: Settings, stats: Arc<Stats>) -> CoreCache {
         let limits = Limits {
             heuristic_percent: settings.heuristic_percent,
             heuristic_max: settings.heuristic_max.as_secs(),
@@ -56,7 +70,7 @@ impl CoreCache {
             limits,
             fills: RefCell::default(),
             passes: RefCell::default(),
-            stats: Stats::default(),
+            stats,
         }
     }
 
@@ -105,17 +119,20 @@ impl CoreCache {
         entry.variants.truncate(8);
         let w = entry.weight();
         if store.insert(key.hash, entry, w).is_ok() {
-            self.stats.stored.set(self.stats.stored.get() + 1);
+            bump(&self.stats.stored);
         }
+        self.gauges(&store);
     }
 
     /// Drops what is stored under `key`.
     pub fn invalidate(&self, key: &Key) -> bool {
         let mut store = self.store.borrow_mut();
-        match store.peek(key.hash) {
+        let gone = match store.peek(key.hash) {
             Some(e) if e.key[..] == key.bytes[..] => store.remove(key.hash).is_some(),
             _ => false,
-        }
+        };
+        self.gauges(&store);
+        gone
     }
 
     /// Purges the entries `pick` selects; soft: marked stale instead.
@@ -132,7 +149,9 @@ impl CoreCache {
             }
             soft
         });
-        self.stats.purged.set(self.stats.purged.get() + n as u64);
+        let s = &self.stats.purged;
+        s.store(s.load(Relaxed) + n as u64, Relaxed);
+        self.gauges(&self.store.borrow());
         removed.max(n)
     }
 
@@ -171,7 +190,13 @@ impl CoreCache {
             }
         }
         p.insert(key.hash, now + self.settings.hit_for_miss.as_secs());
-        self.stats.passes.set(self.stats.passes.get() + 1);
+        bump(&self.stats.passes);
+    }
+
+    fn gauges(&self, store: &Memory<Entry>) {
+        self.stats.bytes.store(store.bytes(), Relaxed);
+        self.stats.entries.store(store.len() as u64, Relaxed);
+        self.stats.evictions.store(store.evictions(), Relaxed);
     }
 
     /// Bytes the memory tier holds, entries, and evictions so far.

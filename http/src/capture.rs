@@ -34,6 +34,9 @@ pub struct Capture {
     /// stale response may stand in, a 5xx. The cache answers instead.
     pub hold_not_modified: bool,
     pub hold_errors: bool,
+    /// The client was answered already (a stale response served while
+    /// this fetch refreshes it): nothing of this response goes to it.
+    pub detached: bool,
     /// `Cache-Status` (RFC 9211) for the response passed on.
     pub cache_status: Option<Box<[u8]>>,
 }
@@ -58,7 +61,9 @@ impl Capture {
 
     /// Whether a response of `status` is kept from the client.
     pub fn holds(&self, status: u16) -> bool {
-        (self.hold_not_modified && status == 304) || (self.hold_errors && status >= 500)
+        self.detached
+            || (self.hold_not_modified && status == 304)
+            || (self.hold_errors && status >= 500)
     }
 
     pub(crate) fn body(&mut self, data: &[u8]) {

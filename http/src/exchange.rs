@@ -223,11 +223,9 @@ impl<'a> Exchange<'a> {
     /// Whether the upstream's response was kept from the client for the
     /// cache to answer in its place (see [`Capture::holds`]).
     pub fn held(&self) -> bool {
-        self.out == Out::None
-            && self
-                .capture
-                .as_ref()
-                .is_some_and(|c| c.status != 0 && c.holds(c.status))
+        self.capture
+            .as_ref()
+            .is_some_and(|c| c.status != 0 && c.holds(c.status))
     }
     /// Whether the response was written whole: started, and its body
     /// ended as its framing says.
@@ -381,7 +379,6 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
         body: Body,
     ) -> Result<(), Error> {
-        self.check_first()?;
         let mut marked = None;
         if let Some(c) = &mut self.capture {
             c.head(status, headers.clone());
@@ -390,6 +387,7 @@ impl<'a> Exchange<'a> {
             }
             marked = c.cache_status.clone();
         }
+        self.check_first()?;
         let headers = headers
             .map(shorten)
             .chain(marked.as_deref().map(|v| (&b"Cache-Status"[..], v)));
@@ -508,6 +506,9 @@ impl<'a> Exchange<'a> {
     ) -> Result<(), Error> {
         if !crate::status::is_interim(status) {
             return Err(Error::internal("not an interim status"));
+        }
+        if self.capture.as_ref().is_some_and(|c| c.detached) {
+            return Ok(());
         }
         self.check_first()?;
         wire!(self, w => w.write_interim(status, headers).await)
@@ -661,7 +662,7 @@ impl<'a> Exchange<'a> {
         }
         if let Some(c) = &mut self.capture {
             c.body(data);
-            if self.out == Out::None && c.holds(c.status) {
+            if c.holds(c.status) {
                 return Ok(());
             }
         }

@@ -33,6 +33,10 @@ pub struct Entry<'a> {
     /// The limit that refused it: `"rate"` (a `[[rate_limit]]`) or
     /// `"connections"` (`max_client_connections`).
     pub limited: Option<&'static str>,
+    /// What a route's cache did (nginx's `$upstream_cache_status`: HIT,
+    /// MISS, EXPIRED, REVALIDATED, STALE, UPDATING, BYPASS); none on a
+    /// route without a cache.
+    pub cache: Option<&'static str>,
 }
 
 const MONTHS: [&str; 12] = [
@@ -143,8 +147,9 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
 /// body_bytes, referer, user_agent, host, request_time (seconds),
 /// upstream_status (as nginx's `$upstream_status`: `"502, 200"` after a
 /// retry, `"-"` without a status), upstream_error (the reason of the
-/// last failed try, `"-"` when none failed) and limited (`"rate"` or
-/// `"connections"` for a request a limit refused, else null).
+/// last failed try, `"-"` when none failed), limited (`"rate"` or
+/// `"connections"` for a request a limit refused, else null) and cache
+/// (what a route's cache did, see [`Entry::cache`], else null).
 pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|_, iso| {
         let _ = write!(Buf(out), "{{\"time\":\"{iso}\",\"remote\":");
@@ -203,8 +208,12 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
         e.upstream.error()
     );
     let _ = match e.limited {
-        Some(l) => writeln!(Buf(out), "\"{l}\"}}"),
-        None => writeln!(Buf(out), "null}}"),
+        Some(l) => write!(Buf(out), "\"{l}\""),
+        None => write!(Buf(out), "null"),
+    };
+    let _ = match e.cache {
+        Some(c) => writeln!(Buf(out), ",\"cache\":\"{c}\"}}"),
+        None => writeln!(Buf(out), ",\"cache\":null}}"),
     };
 }
 
@@ -227,6 +236,7 @@ mod tests {
             elapsed: Duration::from_micros(1500),
             upstream: Outcome::default(),
             limited: None,
+            cache: None,
         }
     }
 

@@ -22,6 +22,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ringside_cache::core::{bump, FillGuard};
 use ringside_cache::entry::Variant;
 use ringside_cache::key::Key;
 use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
@@ -32,16 +33,12 @@ use ringside_http::{Error, Exchange, Method};
 use ringside_runtime::coalesce::Queued;
 use ringside_runtime::task;
 
-use super::Edge;
+use super::{set_cache_status, Edge};
 
 fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn bump(c: &std::cell::Cell<u64>) {
-    c.set(c.get() + 1);
 }
 
 impl Edge {
@@ -54,11 +51,13 @@ impl Edge {
     ) -> Result<(), Error> {
         let method = ex.method();
         if ex.method_bytes() == b"PURGE" {
+            set_cache_status(ex, "BYPASS");
             return purge(ex, c, self.purges.as_deref());
         }
         if !matches!(method, Method::Get | Method::Head) {
             // Caught for its head alone: its Location and
             // Content-Location say what else it changed.
+            set_cache_status(ex, "BYPASS");
             let mut cap = Box::new(Capture::new(0));
             cap.strip_conditions = false;
             ex.capture(cap);
@@ -76,13 +75,28 @@ impl Edge {
         if let Some(v) = &found {
             match policy::usable(&v.meta(), &req, now) {
                 Usable::Fresh => {
+                    set_cache_status(ex, "HIT");
                     bump(&c.stats.hits);
                     let line = hit_line(v, now);
                     return serve::answer(ex, v, now, line.as_bytes());
                 }
-                Usable::Stale { .. } => {
+                Usable::Stale { refresh: false } => {
+                    set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
                     return serve::answer(ex, v, now, b"ringside; hit; fwd=stale");
+                }
+                // Within stale-while-revalidate: served stale, and one
+                // request refreshes it after its answer went out.
+                Usable::Stale { refresh: true } => {
+                    set_cache_status(ex, "UPDATING");
+                    bump(&c.stats.stale);
+                    let line = b"ringside; hit; fwd=stale; detail=updating";
+                    serve::answer(ex, v, now, line)?;
+                    if let Some(fill) = c.begin_fill(&key) {
+                        let v = v.clone();
+                        return self.refresh(ex, i, c, &key, &v, fill, now).await;
+                    }
+                    return Ok(());
                 }
                 Usable::Validate => {}
             }
@@ -99,11 +113,11 @@ impl Edge {
             );
         }
         let mut _fill = None;
-        if found.is_none() && method == Method::Get && !c.is_pass(&key, now) {
+        if method == Method::Get && !c.is_pass(&key, now) {
             if let Some(ev) = c.fill_of(&key) {
-                // Another request fetches this key: wait for its end, then
-                // take what it stored (or go on alone when it stored
-                // nothing, or took too long).
+                // Another request fetches (or revalidates) this key: wait
+                // for its end, then take what it stored (or go on alone
+                // when it stored nothing, or took too long).
                 let _q = Queued::new();
                 bump(&c.stats.collapsed);
                 let _ = task::timeout(c.settings.lock_timeout, ev.wait()).await;
@@ -111,6 +125,7 @@ impl Edge {
                 found = c.lookup(&key, ex.headers());
                 if let Some(v) = &found {
                     if policy::usable(&v.meta(), &req, now) == Usable::Fresh {
+                        set_cache_status(ex, "HIT");
                         bump(&c.stats.hits);
                         return serve::answer(ex, v, now, b"ringside; hit; detail=collapsed");
                     }
@@ -119,6 +134,12 @@ impl Edge {
             _fill = c.begin_fill(&key);
         }
         bump(&c.stats.misses);
+        let verdict = match &found {
+            Some(_) => "EXPIRED",
+            None if _fill.is_none() && method == Method::Get => "BYPASS",
+            None => "MISS",
+        };
+        set_cache_status(ex, verdict);
         let fwd = match &found {
             Some(_) => "stale",
             None if c.has(&key) => "vary-miss",
@@ -142,24 +163,9 @@ impl Edge {
         if let Some(v) = &found {
             if !ex.responded() {
                 if r.is_ok() && cap.status == 304 {
+                    set_cache_status(ex, "REVALIDATED");
                     bump(&c.stats.revalidated);
-                    let mut fresh = cap.headers.clone();
-                    if let Some(d) = &cap.date {
-                        fresh.retain(|(n, _)| !n.eq_ignore_ascii_case(b"date"));
-                        fresh.push((Box::from(&b"Date"[..]), d.clone()));
-                    }
-                    let merged = policy::updated_by_304(
-                        v.pairs(),
-                        fresh.iter().map(|(n, v)| (&n[..], &v[..])),
-                    );
-                    let meta = Meta::of(
-                        v.status,
-                        merged.iter().copied(),
-                        now,
-                        response_time,
-                        &c.limits,
-                    );
-                    let nv = v.refreshed(&fresh, meta);
+                    let nv = refreshed(c, v, &cap, now, response_time);
                     let out = serve::answer(
                         ex,
                         &nv,
@@ -170,6 +176,7 @@ impl Edge {
                     return out;
                 }
                 if (r.is_err() || cap.status >= 500) && v.meta().serves_on_error(response_time) {
+                    set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=stale-if-error";
                     return serve::answer(ex, v, response_time, line);
@@ -177,11 +184,74 @@ impl Edge {
             }
         }
         r?;
-        if method == Method::Get && ex.complete() && cap.status != 0 && !cap.over {
-            keep(c, &key, ex, *cap, now, response_time);
+        if method == Method::Get && ex.complete() && cap.status != 0 {
+            if cap.over {
+                // Too large to keep: later requests for it go on side by
+                // side rather than wait for one another's whole transfer.
+                c.note_pass(&key, now);
+            } else {
+                keep(c, &key, ex, *cap, now, response_time);
+            }
         }
         Ok(())
     }
+}
+
+impl Edge {
+    /// Revalidates `v` after its stale copy answered the client
+    /// (stale-while-revalidate): the answer is sent first, then the
+    /// upstream's response is caught whole, none of it to the client, and
+    /// refreshes or replaces what is stored. Over HTTP/1 the connection's
+    /// next request waits for it, as under nginx's background update.
+    #[allow(clippy::too_many_arguments)]
+    async fn refresh(
+        &self,
+        ex: &mut Exchange<'_>,
+        i: usize,
+        c: &Rc<CoreCache>,
+        key: &Key,
+        v: &Rc<Variant>,
+        _fill: FillGuard,
+        now: u64,
+    ) -> Result<(), Error> {
+        ex.flush().await?;
+        let mut cap = Box::new(Capture::new(c.settings.max_object));
+        cap.validators = v.validators();
+        cap.detached = true;
+        ex.capture(cap);
+        let r = self.proxy(ex, i).await;
+        let cap = ex.take_capture().expect("captured");
+        let response_time = unix_now();
+        if r.is_err() || cap.status == 0 {
+            return Ok(());
+        }
+        if cap.status == 304 {
+            bump(&c.stats.revalidated);
+            let nv = refreshed(c, v, &cap, now, response_time);
+            c.store(key, nv);
+        } else if !cap.over {
+            keep(c, key, ex, *cap, now, response_time);
+        }
+        Ok(())
+    }
+}
+
+/// `v` refreshed by the 304 `cap` caught (RFC 9111 §4.3.4).
+fn refreshed(c: &CoreCache, v: &Variant, cap: &Capture, now: u64, response_time: u64) -> Variant {
+    let mut fresh = cap.headers.clone();
+    if let Some(d) = &cap.date {
+        fresh.retain(|(n, _)| !n.eq_ignore_ascii_case(b"date"));
+        fresh.push((Box::from(&b"Date"[..]), d.clone()));
+    }
+    let merged = policy::updated_by_304(v.pairs(), fresh.iter().map(|(n, v)| (&n[..], &v[..])));
+    let meta = Meta::of(
+        v.status,
+        merged.iter().copied(),
+        now,
+        response_time,
+        &c.limits,
+    );
+    v.refreshed(&fresh, meta)
 }
 
 /// Stores a response caught whole, when a shared cache may; else

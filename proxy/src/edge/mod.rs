@@ -76,6 +76,8 @@ pub struct Edge {
     caches: Vec<Option<Rc<ringside_cache::CoreCache>>>,
     /// Where this core's purges go to reach the other cores.
     purges: Option<Rc<cache::Purges>>,
+    /// This core's counters, for those made later (the caches').
+    core_stats: Arc<metrics::CoreStats>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -95,9 +97,38 @@ const RATE_LIMITED: u64 = 1 << 63;
 /// keeps as it is.
 const AUTHENTICATED: u64 = 1 << 31;
 
+/// What a route's cache did with the request, for the access log: three
+/// bits below [`AUTHENTICATED`] (0: no cache on the route), as nginx's
+/// `$upstream_cache_status` names them.
+const CACHE_AT: u32 = 28;
+const CACHE_STATUS: [&str; 8] = [
+    "",
+    "HIT",
+    "MISS",
+    "EXPIRED",
+    "REVALIDATED",
+    "STALE",
+    "UPDATING",
+    "BYPASS",
+];
+
 /// The route tag (an index into the per-tag tables) of a request's tag.
 fn route_of(tag: u64) -> usize {
-    (tag & (AUTHENTICATED - 1)) as usize
+    (tag & ((1 << CACHE_AT) - 1)) as usize
+}
+
+/// The cache's verdict in a request's tag, if its route has a cache.
+fn cache_status_of(tag: u64) -> Option<&'static str> {
+    match CACHE_STATUS[(tag >> CACHE_AT & 7) as usize] {
+        "" => None,
+        s => Some(s),
+    }
+}
+
+/// Notes the cache's verdict (an index into [`CACHE_STATUS`]) in the tag.
+fn set_cache_status(ex: &mut Exchange<'_>, status: &str) {
+    let n = CACHE_STATUS.iter().position(|s| *s == status).unwrap_or(0) as u64;
+    ex.set_tag(ex.tag() & !(7 << CACHE_AT) | n << CACHE_AT);
 }
 
 struct LogSettings {
@@ -236,6 +267,7 @@ impl Edge {
             allow_trace: proxy.allow_trace,
             caches: Vec::new(),
             purges: None,
+            core_stats,
         })
     }
 
@@ -285,7 +317,14 @@ impl Edge {
         };
         let cores: Vec<Rc<ringside_cache::CoreCache>> = settings
             .iter()
-            .map(|s| kept(s).unwrap_or_else(|| Rc::new(ringside_cache::CoreCache::new(s.clone()))))
+            .map(|s| {
+                kept(s).unwrap_or_else(|| {
+                    Rc::new(ringside_cache::CoreCache::new(
+                        s.clone(),
+                        self.core_stats.cache(&s.name),
+                    ))
+                })
+            })
             .collect();
         self.caches = self
             .router
@@ -375,6 +414,7 @@ impl Edge {
                 elapsed,
                 upstream,
                 limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
+                cache: cache_status_of(ex.tag()),
             },
         );
     }
@@ -406,6 +446,7 @@ impl Edge {
                         elapsed: r.elapsed,
                         upstream: Outcome::default(),
                         limited,
+                        cache: None,
                     },
                 );
             }

@@ -120,6 +120,8 @@ pub struct CoreStats {
     pub client_limit: Arc<ringside_http::client_limit::ClientLimitStats>,
     routes: Mutex<Vec<(RouteLabel, Arc<RouteStats>)>>,
     servers: Mutex<Vec<(ServerKey, Arc<ServerStats>)>>,
+    /// By `[cache.NAME]`.
+    caches: Mutex<Vec<(String, Arc<ringside_cache::core::Stats>)>>,
 }
 
 /// (upstream name, server address).
@@ -135,6 +137,25 @@ impl CoreStats {
         let s = Arc::new(RouteStats::default());
         routes.push((label, s.clone()));
         s
+    }
+
+    /// The counters of a cache, made on first use.
+    pub fn cache(&self, name: &str) -> Arc<ringside_cache::core::Stats> {
+        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, s)) = caches.iter().find(|(n, _)| n == name) {
+            return s.clone();
+        }
+        let s = Arc::default();
+        caches.push((name.to_owned(), Arc::clone(&s)));
+        s
+    }
+
+    /// Each cache's counters, by name.
+    pub fn caches(&self) -> Vec<(String, Arc<ringside_cache::core::Stats>)> {
+        self.caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The counters of a server of an upstream, made on first use.
@@ -193,6 +214,7 @@ impl Registry {
             client_limit: Arc::default(),
             routes: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),
+            caches: Mutex::new(Vec::new()),
         });
         cores.push(c.clone());
         cores.sort_by_key(|c| c.worker);

@@ -146,6 +146,7 @@ pub fn render(reg: &Registry) -> String {
     let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
     render_http2(&cores, &mut out);
     render_compression(&cores, &mut out);
+    render_caches(&cores, &mut out);
     render_client_limit(&cores, &mut out);
 
     let mut routes: BTreeMap<RouteLabel, RouteSum> = BTreeMap::new();
@@ -440,6 +441,70 @@ fn render_client_limit(cores: &[std::sync::Arc<super::CoreStats>], out: &mut Str
     for c in cores {
         let n = c.client_limit.refused.load(Relaxed);
         let _ = writeln!(out, "{name}{{worker=\"{}\"}} {n}", c.worker);
+    }
+}
+
+/// The response caches, per worker and cache: requests by what the cache
+/// did, responses stored, keys passed (not storable), entries purged and
+/// evicted, and what the memory tier holds.
+fn render_caches(cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
+    use ringside_cache::core::Stats;
+    use std::sync::atomic::Ordering::Relaxed;
+    let all: Vec<_> = cores.iter().map(|c| (c.worker, c.caches())).collect();
+    if all.iter().all(|(_, cs)| cs.is_empty()) {
+        return;
+    }
+    let name = "ringside_cache_requests_total";
+    family(
+        out,
+        name,
+        "counter",
+        "Requests on cached routes by what the cache did, per worker and cache.",
+    );
+    for (w, caches) in &all {
+        for (cache, s) in caches {
+            let results: [(&str, &std::sync::atomic::AtomicU64); 5] = [
+                ("hit", &s.hits),
+                ("miss", &s.misses),
+                ("stale", &s.stale),
+                ("revalidated", &s.revalidated),
+                ("collapsed", &s.collapsed),
+            ];
+            for (result, n) in results {
+                let _ = writeln!(
+                    out,
+                    "{name}{{worker=\"{w}\",cache=\"{cache}\",result=\"{result}\"}} {}",
+                    n.load(Relaxed)
+                );
+            }
+        }
+    }
+    /// A family's name, type and help, and how to read it.
+    type Family = (&'static str, &'static str, &'static str, fn(&Stats) -> u64);
+    let families: [Family; 6] = [
+        ("ringside_cache_stored_total", "counter", "Responses stored, per worker and cache.", |s| s.stored.load(Relaxed)),
+        ("ringside_cache_passes_total", "counter", "Responses not storable (their keys fetched uncollapsed for a while), per worker and cache.", |s| s.passes.load(Relaxed)),
+        ("ringside_cache_purged_total", "counter", "Entries purged, per worker and cache.", |s| s.purged.load(Relaxed)),
+        ("ringside_cache_evictions_total", "counter", "Entries evicted for room, per worker and cache.", |s| s.evictions.load(Relaxed)),
+        ("ringside_cache_bytes", "gauge", "Bytes the memory tier holds (bodies, heads and bookkeeping), per worker and cache.", |s| s.bytes.load(Relaxed)),
+        ("ringside_cache_entries", "gauge", "Keys the memory tier holds, per worker and cache.", |s| s.entries.load(Relaxed)),
+    ];
+    for (name, kind, help, read) in families {
+        family(out, name, kind, help);
+        for (w, caches) in &all {
+            for (cache, s) in caches {
+                let tier = if name == "ringside_cache_bytes" {
+                    ",tier=\"memory\""
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "{name}{{worker=\"{w}\",cache=\"{cache}\"{tier}}} {}",
+                    read(s)
+                );
+            }
+        }
     }
 }
 
