@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::cache_origin::{config, is_hit, pattern, Answer, CacheOrigin};
+use common::cache_origin::{cache_status, config, is_hit, pattern, Answer, CacheOrigin};
 use common::client::{Conn, Resp};
 use common::{Ringside, TempDir, BACKENDS};
 
@@ -76,9 +76,16 @@ fn a_thousand_concurrent_misses_reach_the_origin_once() {
             "{backend}: {} concurrent requests for a cold key",
             rs.len()
         );
-        // All but the one that fetched were answered from the store.
+        // All but the one that fetched were answered from the store, and
+        // some waited for that fetch (they came while it was under way).
         let hits = rs.iter().filter(|r| is_hit(r)).count();
         assert_eq!(hits, rs.len() - 1, "{backend}: hits");
+        let collapsed = rs
+            .iter()
+            .filter(|r| cache_status(r).contains("detail=collapsed"))
+            .count();
+        assert!(collapsed > 0, "{backend}: no request waited for the fetch");
+        eprintln!("{backend}: {collapsed} of {} waited for the fetch", rs.len());
         srv.stop();
     }
 }
