@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::cache_origin::{cache_status, config, is_hit, pattern, Answer, CacheOrigin};
+use common::cache_origin::{cache_status, config, fetch, is_hit, pattern, Answer, CacheOrigin};
 use common::client::{Conn, Resp};
 use common::{Ringside, TempDir, BACKENDS};
 
@@ -85,7 +85,10 @@ fn a_thousand_concurrent_misses_reach_the_origin_once() {
             .filter(|r| cache_status(r).contains("detail=collapsed"))
             .count();
         assert!(collapsed > 0, "{backend}: no request waited for the fetch");
-        eprintln!("{backend}: {collapsed} of {} waited for the fetch", rs.len());
+        eprintln!(
+            "{backend}: {collapsed} of {} waited for the fetch",
+            rs.len()
+        );
         srv.stop();
     }
 }
@@ -131,4 +134,82 @@ fn a_private_response_is_not_collapsed_after_the_first() {
         );
         srv.stop();
     }
+}
+
+/// After one response the cache may not keep, the key is a pass for
+/// `hit_for_miss`: concurrent requests for it all reach the origin while
+/// none has been answered yet (the origin holds them all at a gate), none
+/// waiting for another's fetch. `lock_timeout` is long, so a request that
+/// did wait would not reach the origin before the gate opens.
+fn side_by_side(cases: &[(&'static str, Answer)]) {
+    const N: usize = 20;
+    for backend in ["io-uring", "epoll"] {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-collapse-pass");
+        let cache = "lock_timeout = \"60s\"\nmax_object = \"16k\"";
+        let cfg = dir.write("r.toml", config(origin.addr, cache, "").as_bytes());
+        let srv = Ringside::workers(backend, 1, &cfg);
+        for (path, answer) in cases {
+            let path = *path;
+            origin.set(path, answer.clone());
+            let first = fetch(srv.addr, "GET", path, &[]);
+            assert_eq!(first.status, 200, "{backend} {path}");
+            assert!(first.body == answer.body, "{backend} {path}: body");
+            origin.set(path, answer.clone().gated());
+            origin.close_gate();
+            let ready = Arc::new(Barrier::new(N));
+            let addr = srv.addr;
+            let hs: Vec<_> = (0..N)
+                .map(|_| {
+                    let ready = ready.clone();
+                    std::thread::spawn(move || {
+                        let mut c = Conn::open(addr);
+                        ready.wait();
+                        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+                        c.read(false).expect("a response")
+                    })
+                })
+                .collect();
+            // Bounded (20 s): fails when the requests wait for one another.
+            origin.wait_count(path, 1 + N);
+            origin.open_gate();
+            for h in hs {
+                let r = h.join().expect("client");
+                assert_eq!(r.status, 200, "{backend} {path}");
+                assert!(r.body == answer.body, "{backend} {path}: body");
+                assert!(!is_hit(&r), "{backend} {path}: {}", r.head);
+            }
+        }
+        srv.stop();
+    }
+}
+
+#[test]
+fn a_pass_key_is_fetched_side_by_side() {
+    side_by_side(&[
+        (
+            "/private",
+            Answer::ok("p").header("Cache-Control", "private"),
+        ),
+        (
+            "/no-store",
+            Answer::ok("n").header("Cache-Control", "no-store"),
+        ),
+        (
+            "/cookie",
+            Answer::ok("c")
+                .header("Cache-Control", "max-age=60")
+                .header("Set-Cookie", "a=b"),
+        ),
+    ]);
+}
+
+/// A body above `max_object` is not storable either: its key is a pass
+/// too, not collapsed onto each first request's whole transfer again.
+#[test]
+fn a_key_above_max_object_is_a_pass() {
+    side_by_side(&[(
+        "/above-max-object",
+        Answer::ok(pattern(BODY, 3)).header("Cache-Control", "max-age=60"),
+    )]);
 }

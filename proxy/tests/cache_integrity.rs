@@ -25,7 +25,9 @@ fn a_cut_body_is_never_stored() {
         let whole = pattern(10_000, 3);
         origin.set(
             "/cut",
-            Answer::ok(&whole[..5000]).header("Cache-Control", CC).cut(10_000),
+            Answer::ok(&whole[..5000])
+                .header("Cache-Control", CC)
+                .cut(10_000),
         );
         let r = fetch(srv.addr, "GET", "/cut", &[]);
         assert!(
@@ -35,12 +37,23 @@ fn a_cut_body_is_never_stored() {
             r.body.len()
         );
         assert_eq!(origin.count("/cut"), 1, "{backend}");
-        origin.set("/cut", Answer::ok(whole.clone()).header("Cache-Control", CC));
+        origin.set(
+            "/cut",
+            Answer::ok(whole.clone()).header("Cache-Control", CC),
+        );
         let r = fetch(srv.addr, "GET", "/cut", &[]);
-        assert_eq!(origin.count("/cut"), 2, "{backend}: the cut response was stored");
+        assert_eq!(
+            origin.count("/cut"),
+            2,
+            "{backend}: the cut response was stored"
+        );
         assert!(!is_hit(&r), "{backend}: {}", r.head);
         assert_eq!(r.status, 200, "{backend}");
-        assert!(r.complete && r.body == whole, "{backend}: {} bytes", r.body.len());
+        assert!(
+            r.complete && r.body == whole,
+            "{backend}: {} bytes",
+            r.body.len()
+        );
         let r = fetch(srv.addr, "GET", "/cut", &[]);
         assert!(is_hit(&r), "{backend}: the whole one is stored: {}", r.head);
         assert!(r.body == whole, "{backend}");
@@ -57,7 +70,10 @@ fn a_body_above_max_object_is_passed_whole_and_not_stored() {
         let big = pattern(64 * 1024, 4);
         let small = pattern(16 * 1024, 5);
         origin.set("/big", Answer::ok(big.clone()).header("Cache-Control", CC));
-        origin.set("/small", Answer::ok(small.clone()).header("Cache-Control", CC));
+        origin.set(
+            "/small",
+            Answer::ok(small.clone()).header("Cache-Control", CC),
+        );
         for i in 1..=3 {
             let r = fetch(srv.addr, "GET", "/big", &[]);
             assert_eq!(r.status, 200, "{backend}: {}", r.head);
@@ -65,7 +81,11 @@ fn a_body_above_max_object_is_passed_whole_and_not_stored() {
             assert_eq!(r.body.len(), big.len(), "{backend}");
             assert!(r.body == big, "{backend}: body differs");
             assert!(!is_hit(&r), "{backend}: {}", r.head);
-            assert_eq!(origin.count("/big"), i, "{backend}: stored above max_object");
+            assert_eq!(
+                origin.count("/big"),
+                i,
+                "{backend}: stored above max_object"
+            );
         }
         // At max_object exactly: stored.
         for _ in 0..2 {
@@ -87,7 +107,11 @@ fn head_on_a_cold_key_does_not_store_an_empty_get() {
         origin.set("/h", Answer::ok(body.clone()).header("Cache-Control", CC));
         let r = fetch(srv.addr, "HEAD", "/h", &[]);
         assert_eq!(r.status, 200, "{backend}: {}", r.head);
-        assert_eq!(r.header("content-length").as_deref(), Some("5000"), "{backend}");
+        assert_eq!(
+            r.header("content-length").as_deref(),
+            Some("5000"),
+            "{backend}"
+        );
         assert_eq!(origin.seen("/h")[0].method, "HEAD", "{backend}");
         let r = fetch(srv.addr, "GET", "/h", &[]);
         assert_eq!(r.status, 200, "{backend}: {}", r.head);
@@ -99,7 +123,11 @@ fn head_on_a_cold_key_does_not_store_an_empty_get() {
         assert!(is_hit(&r) && r.body == body, "{backend}: {}", r.head);
         let r = fetch(srv.addr, "HEAD", "/h", &[]);
         assert!(is_hit(&r), "{backend}: {}", r.head);
-        assert_eq!(r.header("content-length").as_deref(), Some("5000"), "{backend}");
+        assert_eq!(
+            r.header("content-length").as_deref(),
+            Some("5000"),
+            "{backend}"
+        );
         assert_eq!(origin.count("/h"), 2, "{backend}");
         srv.stop();
     }
@@ -154,7 +182,11 @@ fn a_malformed_request_gets_400_and_reaches_nobody() {
             let r = c.read_after(bad).expect("a response");
             assert_eq!(r.status, 400, "{backend}: {bad:?}: {}", r.head);
         }
-        assert_eq!(origin.total(), 0, "{backend}: a malformed request reached the origin");
+        assert_eq!(
+            origin.total(),
+            0,
+            "{backend}: a malformed request reached the origin"
+        );
         // The key was not touched: a good request is a plain miss.
         let r = fetch(srv.addr, "GET", "/x", &[]);
         assert_eq!(r.status, 200, "{backend}");

@@ -62,7 +62,12 @@ fn hit(srv: &Ringside, origin: &CacheOrigin, path: &str) -> bool {
     let r = fetch(srv.addr, "GET", path, &[]);
     assert_eq!(r.status, 200, "{}", r.head);
     let reached = origin.count(path) > before;
-    assert_eq!(is_hit(&r), !reached, "{path}: Cache-Status vs origin: {}", r.head);
+    assert_eq!(
+        is_hit(&r),
+        !reached,
+        "{path}: Cache-Status vs origin: {}",
+        r.head
+    );
     !reached
 }
 
@@ -78,7 +83,10 @@ fn purge_by_url_only_from_purge_from() {
 
         let r = purge_from(srv.addr, REFUSED, "/p", &[]);
         assert_eq!(r.status, 403, "{backend}: PURGE from {REFUSED}: {}", r.head);
-        assert!(hit(&srv, &origin, "/p"), "{backend}: a refused PURGE purged");
+        assert!(
+            hit(&srv, &origin, "/p"),
+            "{backend}: a refused PURGE purged"
+        );
 
         let r = purge_from(srv.addr, ALLOWED, "/p", &[]);
         assert_eq!(purged_here(&r), 1, "{backend}");
@@ -190,7 +198,11 @@ fn a_purge_reaches_every_worker() {
             let r = fetch(srv.addr, "GET", "/w", &[]);
             assert_eq!(r.text(), "old", "{backend}");
         }
-        assert_eq!(origin.count("/w"), WORKERS, "{backend}: one copy per worker");
+        assert_eq!(
+            origin.count("/w"),
+            WORKERS,
+            "{backend}: one copy per worker"
+        );
 
         origin.set(
             "/w",

@@ -83,7 +83,11 @@ fn stale_if_error_serves_when_the_origin_hangs_or_fails() {
         origin.set("/hang", Answer::ok("never sent").hang());
         let r = fetch(srv.addr, "GET", "/hang", &[]);
         assert_stale_if_error(&r, "kept while it hangs", &format!("{backend}: hang"));
-        assert_eq!(origin.count("/hang"), 2, "{backend}: the stale one was tried");
+        assert_eq!(
+            origin.count("/hang"),
+            2,
+            "{backend}: the stale one was tried"
+        );
 
         store_stale(&srv, &origin, "/fail", cc, "kept while it fails");
         origin.set("/fail", Answer::ok("origin error page").status(503));
@@ -101,15 +105,31 @@ fn must_revalidate_and_an_expired_window_are_not_served_stale() {
         let dir = TempDir::new("cache-stale-mustrev");
         let srv = server(backend, &origin, &dir);
         let strict = "max-age=60, must-revalidate, stale-if-error=600";
-        store_stale(&srv, &origin, "/strict-hang", strict, "must not be served stale");
-        store_stale(&srv, &origin, "/strict-fail", strict, "must not be served stale");
+        store_stale(
+            &srv,
+            &origin,
+            "/strict-hang",
+            strict,
+            "must not be served stale",
+        );
+        store_stale(
+            &srv,
+            &origin,
+            "/strict-fail",
+            strict,
+            "must not be served stale",
+        );
         // Stale by 40 s, but stale-if-error allows only 10.
         let short = "max-age=60, stale-if-error=10";
         store_stale(&srv, &origin, "/short", short, "too stale");
 
         origin.set("/strict-hang", Answer::ok("x").hang());
         let r = fetch(srv.addr, "GET", "/strict-hang", &[]);
-        assert_eq!(r.status, 504, "{backend}: must-revalidate, hang: {}", r.head);
+        assert_eq!(
+            r.status, 504,
+            "{backend}: must-revalidate, hang: {}",
+            r.head
+        );
         assert_ne!(r.text(), "must not be served stale", "{backend}");
 
         origin.set("/strict-fail", Answer::ok("origin says 500").status(500));
@@ -119,7 +139,11 @@ fn must_revalidate_and_an_expired_window_are_not_served_stale() {
 
         origin.down();
         let r = fetch(srv.addr, "GET", "/strict-fail", &[]);
-        assert_eq!(r.status, 502, "{backend}: must-revalidate, down: {}", r.head);
+        assert_eq!(
+            r.status, 502,
+            "{backend}: must-revalidate, down: {}",
+            r.head
+        );
         assert_ne!(r.text(), "must not be served stale", "{backend}");
         let r = fetch(srv.addr, "GET", "/short", &[]);
         assert_eq!(r.status, 502, "{backend}: past stale-if-error: {}", r.head);

@@ -38,10 +38,18 @@ fn vary_accept_language_keeps_a_variant_per_language() {
         let fr = [("Accept-Language", "fr")];
         let r = get(&srv, "/lang", &en);
         assert_eq!(r.text(), "lang:en", "{backend}");
-        assert!(cache_status(&r).contains("fwd=uri-miss"), "{backend}: {}", r.head);
+        assert!(
+            cache_status(&r).contains("fwd=uri-miss"),
+            "{backend}: {}",
+            r.head
+        );
         let r = get(&srv, "/lang", &fr);
         assert_eq!(r.text(), "lang:fr", "{backend}: fr given en's variant");
-        assert!(cache_status(&r).contains("fwd=vary-miss"), "{backend}: {}", r.head);
+        assert!(
+            cache_status(&r).contains("fwd=vary-miss"),
+            "{backend}: {}",
+            r.head
+        );
         assert_eq!(origin.count("/lang"), 2, "{backend}");
         for _ in 0..3 {
             let r = get(&srv, "/lang", &en);
@@ -159,9 +167,19 @@ fn authorization_gets_only_what_may_be_shared() {
         let r = get(&srv, "/me", &alice);
         assert_eq!(r.text(), "for Bearer alice", "{backend}");
         let r = get(&srv, "/me", &bob);
-        assert_eq!(r.text(), "for Bearer bob", "{backend}: Bob given Alice's: {}", r.head);
+        assert_eq!(
+            r.text(),
+            "for Bearer bob",
+            "{backend}: Bob given Alice's: {}",
+            r.head
+        );
         let r = get(&srv, "/me", &[]);
-        assert_eq!(r.text(), "for -", "{backend}: anonymous given a user's: {}", r.head);
+        assert_eq!(
+            r.text(),
+            "for -",
+            "{backend}: anonymous given a user's: {}",
+            r.head
+        );
         assert_eq!(origin.count("/me"), 3, "{backend}");
 
         // public, s-maxage, must-revalidate: shared on purpose.
@@ -179,7 +197,12 @@ fn authorization_gets_only_what_may_be_shared() {
             let r = get(&srv, path, &alice);
             assert_eq!(r.text(), "shared Bearer alice", "{backend} {cc}");
             let r = get(&srv, path, &bob);
-            assert_eq!(r.text(), "shared Bearer alice", "{backend} {cc}: {}", r.head);
+            assert_eq!(
+                r.text(),
+                "shared Bearer alice",
+                "{backend} {cc}: {}",
+                r.head
+            );
             assert!(is_hit(&r), "{backend} {cc}: {}", r.head);
             assert_eq!(origin.count(path), 1, "{backend} {cc}");
         }

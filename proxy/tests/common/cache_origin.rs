@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -37,13 +37,17 @@ pub struct Answer {
     pub mode: Mode,
     /// A request field whose value (or `-`) is appended to the body.
     pub echo: Option<String>,
+    /// Held until the gate opens ([`CacheOrigin::open_gate`]).
+    pub gated: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
     /// `Content-Length: declared`, then the body (shorter), then close.
-    Cut { declared: usize },
+    Cut {
+        declared: usize,
+    },
     /// Read the request and never answer (until the origin is dropped or
     /// goes down).
     Hang,
@@ -58,6 +62,7 @@ impl Answer {
             delay: Duration::ZERO,
             mode: Mode::Normal,
             echo: None,
+            gated: false,
         }
     }
     pub fn status(mut self, status: u16) -> Answer {
@@ -79,6 +84,11 @@ impl Answer {
     /// Appends the request's `name` field (or `-`) to the body.
     pub fn echo(mut self, name: &str) -> Answer {
         self.echo = Some(name.to_owned());
+        self
+    }
+    /// Answered only once the gate is open.
+    pub fn gated(mut self) -> Answer {
+        self.gated = true;
         self
     }
     pub fn hang(mut self) -> Answer {
@@ -125,6 +135,9 @@ struct State {
     accepted: AtomicUsize,
     stop: AtomicBool,
     down: AtomicBool,
+    /// Whether gated answers are held.
+    gate_closed: Mutex<bool>,
+    gate: Condvar,
 }
 
 pub struct CacheOrigin {
@@ -203,6 +216,22 @@ impl CacheOrigin {
         self.state.max_in_flight.store(0, Ordering::SeqCst);
     }
 
+    /// Holds gated answers from now on.
+    pub fn close_gate(&self) {
+        *self.state.gate_closed.lock().unwrap() = true;
+    }
+
+    /// Lets gated answers go.
+    pub fn open_gate(&self) {
+        *self.state.gate_closed.lock().unwrap() = false;
+        self.state.gate.notify_all();
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.state.in_flight.load(Ordering::SeqCst)
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> usize {
         self.state.accepted.load(Ordering::SeqCst)
@@ -233,6 +262,7 @@ impl CacheOrigin {
 impl Drop for CacheOrigin {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
+        self.open_gate();
         self.down();
     }
 }
@@ -311,6 +341,12 @@ fn serve(c: TcpStream, st: &State) {
         if let Some(name) = &a.echo {
             let v = req.header(name).unwrap_or_else(|| "-".to_owned());
             a.body.extend_from_slice(v.as_bytes());
+        }
+        if a.gated {
+            let mut closed = st.gate_closed.lock().unwrap();
+            while *closed && !st.stop.load(Ordering::SeqCst) {
+                closed = st.gate.wait(closed).unwrap();
+            }
         }
         if !a.delay.is_zero() {
             std::thread::sleep(a.delay);
