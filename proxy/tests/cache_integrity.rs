@@ -195,3 +195,122 @@ fn a_malformed_request_gets_400_and_reaches_nobody() {
         srv.stop();
     }
 }
+
+/// `Date` as now, in IMF-fixdate.
+fn http_date_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let mon = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][(m - 1) as usize];
+    format!(
+        "{wd}, {d:02} {mon} {y} {:02}:{:02}:{:02} GMT",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A hit carries the origin's Date as it came, an Age at least the
+/// origin's, and a ttl of what is left of max-age; the host's case does
+/// not make another key.
+#[test]
+fn a_hit_carries_the_origins_date_and_its_age() {
+    for backend in ["io-uring", "epoll"] {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-date");
+        let srv = server(backend, &origin, &dir, "");
+        let date = http_date_now();
+        origin.set(
+            "/d",
+            Answer::ok("dated")
+                .header("Cache-Control", "max-age=60")
+                .header("Date", &date)
+                .header("Age", "10"),
+        );
+        fetch(srv.addr, "GET", "/d", &[]);
+        let mut c = Conn::open(srv.addr);
+        let r = c
+            .read_after("GET /d HTTP/1.1\r\nHost: T\r\n\r\n")
+            .expect("response");
+        assert!(is_hit(&r), "{backend}: Host T is another key: {}", r.head);
+        assert_eq!(r.header("date").as_deref(), Some(&date[..]), "{backend}");
+        let age: u64 = r.header("age").expect("Age").parse().unwrap();
+        assert!((10..60).contains(&age), "{backend}: Age {age}");
+        let cs = common::cache_origin::cache_status(&r);
+        let ttl: i64 = cs
+            .split("ttl=")
+            .nth(1)
+            .and_then(|t| t.split(';').next())
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{backend}: no ttl in {cs:?}"));
+        assert_eq!(ttl, 60 - age as i64, "{backend}: {cs:?} with Age {age}");
+        assert_eq!(origin.count("/d"), 1, "{backend}");
+        srv.stop();
+    }
+}
+
+/// A request with `Cache-Control: no-store` leaves nothing stored.
+#[test]
+fn a_no_store_request_is_not_stored() {
+    for backend in ["io-uring", "epoll"] {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-nostore");
+        let srv = server(backend, &origin, &dir, "");
+        origin.set(
+            "/ns",
+            Answer::ok("ns").header("Cache-Control", "max-age=60"),
+        );
+        fetch(srv.addr, "GET", "/ns", &[("Cache-Control", "no-store")]);
+        let r = fetch(srv.addr, "GET", "/ns", &[]);
+        assert!(!is_hit(&r), "{backend}: {}", r.head);
+        assert_eq!(origin.count("/ns"), 2, "{backend}");
+        srv.stop();
+    }
+}
+
+/// A revalidation whose 200 is cut leaves the stale response in place:
+/// with the origin down afterwards, stale-if-error still serves it.
+#[test]
+fn a_cut_refetch_keeps_the_stale_response() {
+    for backend in ["io-uring", "epoll"] {
+        let mut origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-cut-stale");
+        let srv = server(backend, &origin, &dir, "");
+        let cc = "max-age=60, stale-if-error=600";
+        origin.set(
+            "/cs",
+            Answer::ok("the old one")
+                .header("Cache-Control", cc)
+                .header("Age", "100"),
+        );
+        fetch(srv.addr, "GET", "/cs", &[]);
+        origin.set(
+            "/cs",
+            Answer::ok("the new o")
+                .header("Cache-Control", "max-age=60")
+                .cut(100),
+        );
+        let r = fetch(srv.addr, "GET", "/cs", &[]);
+        assert!(!r.complete || r.status >= 500, "{backend}: {}", r.head);
+        origin.down();
+        let r = fetch(srv.addr, "GET", "/cs", &[]);
+        assert_eq!(r.status, 200, "{backend}: {}", r.head);
+        assert_eq!(r.text(), "the old one", "{backend}");
+        srv.stop();
+    }
+}

@@ -227,3 +227,84 @@ fn a_purge_reaches_every_worker() {
         srv.stop();
     }
 }
+
+/// A successful POST, PUT, DELETE or PATCH drops its target and the same
+/// host's `Location` / `Content-Location`; a failed one drops nothing.
+#[test]
+fn unsafe_methods_invalidate() {
+    for backend in ["io-uring", "epoll"] {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-purge-unsafe");
+        let cfg = dir.write("r.toml", purge_config(&origin).as_bytes());
+        let srv = Ringside::workers(backend, 1, &cfg);
+        for m in ["POST", "PUT", "DELETE", "PATCH"] {
+            let [doc, made, also, kept] =
+                ["doc", "made", "also", "kept"].map(|n| format!("/{n}-{m}"));
+            for p in [&doc, &made, &also, &kept] {
+                stored(&srv, &origin, p, &[]);
+            }
+            origin.set(
+                &doc,
+                Answer::ok("done")
+                    .status(201)
+                    .header("Location", &made)
+                    .header("Content-Location", &format!("http://t{also}")),
+            );
+            let r = fetch(srv.addr, m, &doc, &[("Content-Length", "0")]);
+            assert_eq!(r.status, 201, "{backend} {m}: {}", r.head);
+            origin.set(
+                &doc,
+                Answer::ok("again").header("Cache-Control", "max-age=60"),
+            );
+            for p in [&doc, &made, &also] {
+                assert!(!hit(&srv, &origin, p), "{backend} {m}: {p} not invalidated");
+            }
+            assert!(hit(&srv, &origin, &kept), "{backend} {m}");
+        }
+        // A 4xx answer invalidates nothing.
+        stored(&srv, &origin, "/doc", &[]);
+        origin.set("/doc", Answer::ok("no").status(409));
+        let r = fetch(srv.addr, "POST", "/doc", &[("Content-Length", "0")]);
+        assert_eq!(r.status, 409, "{backend}");
+        origin.set(
+            "/doc",
+            Answer::ok("body of /doc").header("Cache-Control", "max-age=60"),
+        );
+        assert!(
+            hit(&srv, &origin, "/doc"),
+            "{backend}: a failed POST invalidated"
+        );
+        srv.stop();
+    }
+}
+
+/// A purge by URL drops all the key's Vary variants.
+#[test]
+fn purge_drops_every_variant() {
+    for backend in ["io-uring", "epoll"] {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-purge-vary");
+        let cfg = dir.write("r.toml", purge_config(&origin).as_bytes());
+        let srv = Ringside::workers(backend, 1, &cfg);
+        origin.set(
+            "/v",
+            Answer::ok("v:")
+                .header("Cache-Control", "max-age=60")
+                .header("Vary", "Accept-Language")
+                .echo("accept-language"),
+        );
+        for l in ["en", "fr", "en", "fr"] {
+            fetch(srv.addr, "GET", "/v", &[("Accept-Language", l)]);
+        }
+        assert_eq!(origin.count("/v"), 2, "{backend}");
+        let r = purge_from(srv.addr, ALLOWED, "/v", &[]);
+        assert!(purged_here(&r) >= 1, "{backend}");
+        for l in ["en", "fr"] {
+            let r = fetch(srv.addr, "GET", "/v", &[("Accept-Language", l)]);
+            assert!(!is_hit(&r), "{backend}: {l} variant left: {}", r.head);
+            assert_eq!(r.text(), format!("v:{l}"), "{backend}");
+        }
+        assert_eq!(origin.count("/v"), 4, "{backend}");
+        srv.stop();
+    }
+}
