@@ -2,6 +2,7 @@
 //! read for the address (the readiness signal), stopped by pid on drop.
 #![allow(dead_code)]
 
+pub mod cache_origin;
 pub mod client;
 pub mod fcgi_fake;
 pub mod h2;
