@@ -124,6 +124,22 @@ impl CoreCache {
         self.gauges(&store);
     }
 
+    /// Charges `key`'s entry again for what it grew by (a compressed
+    /// copy), in its place in the store.
+    pub fn recharge(&self, key: &Key) {
+        let mut store = self.store.borrow_mut();
+        let copy = match store.peek(key.hash) {
+            Some(e) if e.key[..] == key.bytes[..] => Entry {
+                key: e.key.clone(),
+                variants: e.variants.clone(),
+            },
+            _ => return,
+        };
+        let w = copy.weight();
+        let _ = store.insert(key.hash, copy, w);
+        self.gauges(&store);
+    }
+
     /// Drops what is stored under `key`.
     pub fn invalidate(&self, key: &Key) -> bool {
         let mut store = self.store.borrow_mut();

@@ -1,7 +1,7 @@
 //! What the store keeps under a key: the key itself (the store is indexed
 //! by its hash) and the key's variants, one per `Vary` secondary key.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -37,6 +37,9 @@ pub struct Variant {
     pub tags: Vec<Box<[u8]>>,
     /// A soft purge: taken as stale from now on.
     pub soft_purged: Cell<bool>,
+    /// Compressed copies of the body, made once each on the first hit
+    /// that takes the coding.
+    pub encoded: RefCell<Vec<crate::serve::Encoded>>,
 }
 
 impl Variant {
@@ -46,7 +49,37 @@ impl Variant {
             .iter()
             .map(|(n, v)| n.len() + v.len() + 32)
             .sum();
-        (h + self.body.len() + 128) as u64
+        let e: usize = self
+            .encoded
+            .borrow()
+            .iter()
+            .map(|e| e.body.len() + 32)
+            .sum();
+        (h + self.body.len() + e + 128) as u64
+    }
+
+    /// The compressed copy in `coding`, made now (and kept) if there is
+    /// none yet, and whether it was made now; `None` when compressing
+    /// failed or gained nothing.
+    pub fn encoded_in(
+        &self,
+        coding: ringside_http::semantics::negotiation::Coding,
+        levels: &ringside_http::compress::Levels,
+    ) -> Option<(Bytes, bool)> {
+        if let Some(e) = self.encoded.borrow().iter().find(|e| e.coding == coding) {
+            return (!e.body.is_empty()).then(|| (e.body.clone(), false));
+        }
+        let out = ringside_http::compress::encoder::compress(coding, levels, &self.body).ok();
+        // An empty copy marks a coding that gained nothing: not tried again.
+        let body: Bytes = out
+            .filter(|o| o.len() < self.body.len())
+            .unwrap_or_default()
+            .into();
+        self.encoded.borrow_mut().push(crate::serve::Encoded {
+            coding,
+            body: body.clone(),
+        });
+        (!body.is_empty()).then_some((body, true))
     }
 
     pub fn header(&self, name: &str) -> Option<&[u8]> {
@@ -110,6 +143,7 @@ impl Variant {
             body: self.body.clone(),
             tags: self.tags.clone(),
             soft_purged: Cell::new(false),
+            encoded: RefCell::default(),
         }
     }
 }

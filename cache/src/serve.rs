@@ -1,13 +1,19 @@
 //! Answering a request from a stored response, as a static file is
 //! answered: the client's own conditions (RFC 9110 §13) and a single range
 //! from the stored body, HEAD without it, and `Age` as this cache reckons
-//! it (RFC 9111 §4: a stored response sent is given its current age).
+//! it (RFC 9111 §4: a stored response sent is given its current age). A
+//! compressed copy, made once per coding and kept beside the identity
+//! body, goes to a client that takes it, with the variant ETag and Vary
+//! the compression layer gives a compressed response.
 
+use bytes::Bytes;
+use ringside_http::compress;
 use ringside_http::semantics::conditional::{
     evaluate, if_range_matches, parse_http_date, Conditions, Precondition,
 };
+use ringside_http::semantics::negotiation::Coding;
 use ringside_http::semantics::range::{
-    content_range, parse_range, RangeOutcome, CONTENT_RANGE_MAX,
+    content_range, content_range_unsatisfied, parse_range, RangeOutcome, CONTENT_RANGE_MAX,
 };
 use ringside_http::{Error, Exchange, Method};
 
@@ -22,6 +28,12 @@ fn sent(name: &[u8]) -> bool {
         && !name.eq_ignore_ascii_case(b"cdn-cache-control")
 }
 
+/// Fields a compressed copy replaces or drops.
+fn encoded_replaces(name: &[u8]) -> bool {
+    let is = |f: &str| name.eq_ignore_ascii_case(f.as_bytes());
+    is("etag") || is("vary") || is("accept-ranges")
+}
+
 /// The fields a 304 repeats from the response it stands for (RFC 9110
 /// §15.4.5).
 fn in_304(name: &[u8]) -> bool {
@@ -34,24 +46,68 @@ fn in_304(name: &[u8]) -> bool {
         || is("last-modified")
 }
 
-/// Sends `v` for `ex`, `status_line` as its Cache-Status.
+/// What goes out: the ETag, a Vary, a Content-Encoding, the body.
+type Shape<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]);
+
+/// A compressed copy to send: its coding and bytes.
+pub struct Encoded {
+    pub coding: Coding,
+    pub body: Bytes,
+}
+
+/// Sends `v` for `ex`, `status_line` as its Cache-Status; `encoded`: the
+/// compressed copy the client takes, if any; `varies`: the route
+/// compresses such a response, so even its identity copy says
+/// `Vary: Accept-Encoding`, as a response compressed on its way out does.
 pub fn answer(
     ex: &mut Exchange<'_>,
     v: &Variant,
     now: u64,
     status_line: &[u8],
+    encoded: Option<&Encoded>,
+    varies: bool,
 ) -> Result<(), Error> {
     let mut age = [0u8; 20];
     let age = ringside_http::grammar::decimal(v.meta().age(now), &mut age);
-    let own = [(&b"Age"[..], age), (&b"Cache-Status"[..], status_line)];
-    let stored = v.pairs().filter(|(n, _)| sent(n));
     // The origin's Date goes out as it came, if it is one (RFC 9110
     // §6.6.1: a cache does not make its own).
     let date = v
         .header("date")
         .filter(|d| d.len() == 29 && parse_http_date(d).is_some());
+    let (etag_owned, vary_owned);
+    let (etag, vary, coding, body): Shape<'_> = match encoded {
+        None if varies => {
+            vary_owned = compress::vary_with_accept_encoding(v.header("vary"));
+            let etag = v.header("etag").unwrap_or_default();
+            (etag, vary_owned.as_deref(), None, &v.body)
+        }
+        None => (v.header("etag").unwrap_or_default(), None, None, &v.body),
+        Some(e) => {
+            etag_owned = v
+                .header("etag")
+                .and_then(|t| compress::variant_etag(t, e.coding));
+            vary_owned = compress::vary_with_accept_encoding(v.header("vary"));
+            let vary = vary_owned.as_deref().or(v.header("vary"));
+            let etag = etag_owned.as_deref().unwrap_or_default();
+            (etag, vary, Some(e.coding.token().as_bytes()), &e.body)
+        }
+    };
+    let own = [(&b"Age"[..], age), (&b"Cache-Status"[..], status_line)];
+    let replaced = |n: &[u8]| {
+        (encoded.is_some() && encoded_replaces(n))
+            || (vary.is_some() && n.eq_ignore_ascii_case(b"vary"))
+    };
+    let added = [
+        (!etag.is_empty() && encoded.is_some()).then_some((&b"ETag"[..], etag)),
+        vary.map(|v| (&b"Vary"[..], v)),
+        coding.map(|c| (&b"Content-Encoding"[..], c)),
+    ];
+    let stored = v
+        .pairs()
+        .filter(|(n, _)| sent(n) && !replaced(n))
+        .chain(added.into_iter().flatten())
+        .chain(own);
     if v.status == 200 && matches!(ex.method(), Method::Get | Method::Head) {
-        let etag = v.header("etag").unwrap_or_default();
         let lm = v.header("last-modified").and_then(parse_http_date);
         let c = Conditions {
             if_match: ex.header("if-match"),
@@ -62,15 +118,18 @@ pub fn answer(
         match evaluate(&c, etag, lm.unwrap_or(0)) {
             Precondition::Proceed => {}
             Precondition::NotModified => {
-                let hs = stored.filter(|(n, _)| in_304(n)).chain(own);
+                let hs = stored.filter(|(n, _)| in_304(n) || n.eq_ignore_ascii_case(b"age"));
                 return ex.send_dated(304, hs, date, b"");
             }
             Precondition::Failed => return ex.send_status(412),
         }
-        let total = v.body.len() as u64;
+        let total = body.len() as u64;
+        // Ranges of the identity body only, as for a file.
         let ranged = ex.header("range").filter(|_| {
-            ex.header("if-range")
-                .is_none_or(|ir| if_range_matches(ir, etag, lm.unwrap_or(u64::MAX)))
+            encoded.is_none()
+                && ex
+                    .header("if-range")
+                    .is_none_or(|ir| if_range_matches(ir, etag, lm.unwrap_or(u64::MAX)))
         });
         if let Some(r) = ranged {
             match parse_range(r, total) {
@@ -79,24 +138,19 @@ pub fn answer(
                     let cr = content_range(r, total, &mut cr);
                     let hs = stored
                         .filter(|(n, _)| !n.eq_ignore_ascii_case(b"content-range"))
-                        .chain(own)
                         .chain([(&b"Content-Range"[..], cr)]);
-                    let body = &v.body[r.start as usize..=r.end as usize];
-                    return ex.send_dated(206, hs, date, body);
+                    let part = &body[r.start as usize..=r.end as usize];
+                    return ex.send_dated(206, hs, date, part);
                 }
                 RangeOutcome::Unsatisfiable => {
                     let mut cr = [0u8; CONTENT_RANGE_MAX];
-                    let cr =
-                        ringside_http::semantics::range::content_range_unsatisfied(total, &mut cr);
-                    return ex.send_with(
-                        416,
-                        own.into_iter().chain([(&b"Content-Range"[..], cr)]),
-                        b"",
-                    );
+                    let cr = content_range_unsatisfied(total, &mut cr);
+                    let hs = own.into_iter().chain([(&b"Content-Range"[..], cr)]);
+                    return ex.send_with(416, hs, b"");
                 }
                 _ => {}
             }
         }
     }
-    ex.send_dated(v.status, stored.chain(own), date, &v.body)
+    ex.send_dated(v.status, stored, date, body)
 }

@@ -27,8 +27,10 @@ use ringside_cache::entry::Variant;
 use ringside_cache::key::Key;
 use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
 use ringside_cache::purge::{Broadcast, Member, Order, Target};
-use ringside_cache::{serve, CoreCache};
+use ringside_cache::serve::{self, Encoded};
+use ringside_cache::CoreCache;
 use ringside_http::capture::{Capture, Fields};
+use ringside_http::compress;
 use ringside_http::{Error, Exchange, Method};
 use ringside_runtime::coalesce::Queued;
 use ringside_runtime::task;
@@ -77,13 +79,14 @@ impl Edge {
                 Usable::Fresh => {
                     set_cache_status(ex, "HIT");
                     bump(&c.stats.hits);
-                    let line = hit_line(v, now);
-                    return serve::answer(ex, v, now, line.as_bytes());
+                    let mut buf = [0u8; 48];
+                    let line = hit_line(v, now, &mut buf);
+                    return answer(ex, c, &key, v, now, line);
                 }
                 Usable::Stale { refresh: false } => {
                     set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
-                    return serve::answer(ex, v, now, b"ringside; hit; fwd=stale");
+                    return answer(ex, c, &key, v, now, b"ringside; hit; fwd=stale");
                 }
                 // Within stale-while-revalidate: served stale, and one
                 // request refreshes it after its answer went out.
@@ -91,7 +94,7 @@ impl Edge {
                     set_cache_status(ex, "UPDATING");
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=updating";
-                    serve::answer(ex, v, now, line)?;
+                    answer(ex, c, &key, v, now, line)?;
                     if let Some(fill) = c.begin_fill(&key) {
                         let v = v.clone();
                         return self.refresh(ex, i, c, &key, &v, fill, now).await;
@@ -127,7 +130,7 @@ impl Edge {
                     if policy::usable(&v.meta(), &req, now) == Usable::Fresh {
                         set_cache_status(ex, "HIT");
                         bump(&c.stats.hits);
-                        return serve::answer(ex, v, now, b"ringside; hit; detail=collapsed");
+                        return answer(ex, c, &key, v, now, b"ringside; hit; detail=collapsed");
                     }
                 }
             }
@@ -166,12 +169,8 @@ impl Edge {
                     set_cache_status(ex, "REVALIDATED");
                     bump(&c.stats.revalidated);
                     let nv = refreshed(c, v, &cap, now, response_time);
-                    let out = serve::answer(
-                        ex,
-                        &nv,
-                        response_time,
-                        b"ringside; fwd=stale; fwd-status=304",
-                    );
+                    let line = b"ringside; fwd=stale; fwd-status=304";
+                    let out = answer(ex, c, &key, &nv, response_time, line);
                     c.store(&key, nv);
                     return out;
                 }
@@ -179,7 +178,7 @@ impl Edge {
                     set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=stale-if-error";
-                    return serve::answer(ex, v, response_time, line);
+                    return answer(ex, c, &key, v, response_time, line);
                 }
             }
         }
@@ -292,14 +291,47 @@ fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, res
             body: cap.body.into(),
             tags,
             soft_purged: Default::default(),
+            encoded: Default::default(),
         },
     );
 }
 
-fn hit_line(v: &Variant, now: u64) -> String {
+/// Answers from the store: compressed where the route compresses such a
+/// response and the client takes a coding (the copy made once and kept).
+fn answer(
+    ex: &mut Exchange<'_>,
+    c: &CoreCache,
+    key: &Key,
+    v: &Variant,
+    now: u64,
+    line: &[u8],
+) -> Result<(), Error> {
+    let mut varies = false;
+    let encoded = ex.compression().cloned().and_then(|p| {
+        if !p.eligible(v.status, v.pairs(), Some(v.body.len() as u64)) {
+            return None;
+        }
+        varies = true;
+        let coding = p.choose(ex.header("accept-encoding"), &compress::CACHED_ORDER)?;
+        let (body, made) = v.encoded_in(coding, &p.levels)?;
+        if made {
+            c.recharge(key);
+        }
+        Some(Encoded { coding, body })
+    });
+    serve::answer(ex, v, now, line, encoded.as_ref(), varies)
+}
+
+/// `ringside; hit; ttl=N` in `buf`, without an allocation per hit.
+fn hit_line<'b>(v: &Variant, now: u64, buf: &'b mut [u8; 48]) -> &'b [u8] {
+    const HEAD: &[u8] = b"ringside; hit; ttl=";
     let m = v.meta();
-    let ttl = m.lifetime as i64 - m.age(now) as i64;
-    format!("ringside; hit; ttl={ttl}")
+    let left = m.lifetime.saturating_sub(m.age(now));
+    buf[..HEAD.len()].copy_from_slice(HEAD);
+    let mut digits = [0u8; 20];
+    let d = ringside_http::grammar::decimal(left, &mut digits);
+    buf[HEAD.len()..HEAD.len() + d.len()].copy_from_slice(d);
+    &buf[..HEAD.len() + d.len()]
 }
 
 /// After a successful unsafe request: its target and the same host's
