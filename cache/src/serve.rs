@@ -108,7 +108,10 @@ pub fn answer(
         .chain(added.into_iter().flatten())
         .chain(own);
     if v.status == 200 && matches!(ex.method(), Method::Get | Method::Head) {
-        let lm = v.header("last-modified").and_then(parse_http_date);
+        // Without a Last-Modified, the Date stands in for it (RFC 9110
+        // §13.1.3: the time the response was known current).
+        let lm_real = v.header("last-modified").and_then(parse_http_date);
+        let lm = lm_real.or_else(|| v.header("date").and_then(parse_http_date));
         let c = Conditions {
             if_match: ex.header("if-match"),
             if_none_match: ex.header("if-none-match"),
@@ -129,7 +132,7 @@ pub fn answer(
             encoded.is_none()
                 && ex
                     .header("if-range")
-                    .is_none_or(|ir| if_range_matches(ir, etag, lm.unwrap_or(u64::MAX)))
+                    .is_none_or(|ir| if_range_matches(ir, etag, lm_real.unwrap_or(u64::MAX)))
         });
         if let Some(r) = ranged {
             match parse_range(r, total) {

@@ -188,7 +188,7 @@ impl Meta {
             m
         } else if let (false, Some(e)) = (targeted, first("expires")) {
             // An invalid Expires (say "0") is a time in the past.
-            parse_http_date(e).map_or(0, |e| e.saturating_sub(date))
+            lenient_date(e).map_or(0, |e| e.saturating_sub(date))
         } else if heuristically_cacheable(status) || d.public {
             // §4.2.2: a fraction of the time since Last-Modified.
             first("last-modified")
@@ -237,6 +237,51 @@ impl Meta {
             && self.staleness(now) <= self.stale_if_error
             && self.stale_if_error > 0
     }
+}
+
+/// An HTTP-date as senders get it wrong: names in any case, and a weekday
+/// that is not the date's (RFC 9110 §5.6.7 asks a recipient to be
+/// lenient with a date it only uses for freshness).
+pub fn lenient_date(v: &[u8]) -> Option<u64> {
+    if let Some(t) = parse_http_date(v) {
+        return Some(t);
+    }
+    let v = ringside_http::grammar::trim_ows(v);
+    if v.len() > 40 {
+        return None;
+    }
+    // Title case for names, GMT in capitals.
+    let mut fixed = v.to_vec();
+    let mut word_start = true;
+    for b in &mut fixed {
+        if b.is_ascii_alphabetic() {
+            *b = if word_start {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            };
+            word_start = false;
+        } else {
+            word_start = true;
+        }
+    }
+    if fixed.ends_with(b"Gmt") {
+        let n = fixed.len();
+        fixed[n - 3..].copy_from_slice(b"GMT");
+    }
+    if let Some(t) = parse_http_date(&fixed) {
+        return Some(t);
+    }
+    // A wrong weekday: the one that parses.
+    if fixed.len() >= 4 && (fixed[3] == b',' || fixed[3] == b' ') {
+        for day in [b"Sun", b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat"] {
+            fixed[..3].copy_from_slice(day);
+            if let Some(t) = parse_http_date(&fixed) {
+                return Some(t);
+            }
+        }
+    }
+    None
 }
 
 /// `Age`'s first member, when it is a valid delta-seconds (§5.1: else

@@ -449,3 +449,20 @@ fn vary_keys() {
     );
     assert!(vary::is_star(pairs(&[("Vary", "a, *")])));
 }
+
+#[test]
+fn expires_is_read_leniently() {
+    let want =
+        ringside_http::semantics::conditional::parse_http_date(b"Mon, 08 Aug 2050 02:01:18 GMT");
+    assert!(want.is_some());
+    for v in [
+        "Mon, 08 Aug 2050 02:01:18 GMT",
+        "mon, 08 aug 2050 02:01:18 gmt",
+        "Thu, 08 Aug 2050 02:01:18 GMT",
+        "Thu Aug  8 02:01:18 2050",
+    ] {
+        assert_eq!(lenient_date(v.as_bytes()), want, "{v}");
+    }
+    assert_eq!(lenient_date(b"0"), None);
+    assert_eq!(lenient_date(b"Mon, 32 Aug 2050 02:01:18 GMT"), None);
+}
