@@ -314,3 +314,29 @@ fn a_cut_refetch_keeps_the_stale_response() {
         srv.stop();
     }
 }
+
+#[test]
+fn a_get_with_a_body_goes_to_the_origin_with_it_and_is_not_stored() {
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-get-body");
+        let srv = server(backend, &origin, &dir, "");
+        origin.set("/q", Answer::ok("answer").header("Cache-Control", CC));
+        // Stored by a plain GET first: a GET with a body still goes on.
+        assert_eq!(fetch(srv.addr, "GET", "/q", &[]).status, 200);
+        for n in 0..2 {
+            let mut c = Conn::open(srv.addr);
+            c.send(b"GET /q HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nquery");
+            let r = c.read(false).expect("response");
+            assert_eq!(r.status, 200, "{backend}: {}", r.head);
+            assert!(
+                !is_hit(&r),
+                "{backend}: a GET with a body was answered from the store"
+            );
+            assert_eq!(origin.count("/q"), 2 + n, "{backend}");
+        }
+        // ...and left the stored response alone.
+        assert!(is_hit(&fetch(srv.addr, "GET", "/q", &[])), "{backend}");
+        srv.stop();
+    }
+}

@@ -70,6 +70,12 @@ impl Edge {
             }
             return r;
         }
+        if ex.body_kind() != ringside_http::BodyKind::Empty {
+            // A GET with a body: the body may matter to the origin, so it
+            // goes on with it, neither answered from the store nor stored.
+            set_cache_status(ex, "BYPASS");
+            return self.proxy(ex, i).await;
+        }
         let now = unix_now();
         let key = Key::of(ex, &c.settings);
         let req = Directives::of_request(ex.headers());
