@@ -40,6 +40,44 @@ pub struct Variant {
     /// Compressed copies of the body, made once each on the first hit
     /// that takes the coding.
     pub encoded: RefCell<Vec<crate::serve::Encoded>>,
+    /// Its Last-Modified and Date, read once (a hit compares the client's
+    /// conditions with them).
+    pub dates: Dates,
+}
+
+/// A stored response's Last-Modified and Date in unix seconds, and
+/// whether its Date is sent as it came.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dates {
+    pub last_modified: Option<u64>,
+    pub date: Option<u64>,
+    /// A well-formed IMF-fixdate: sent on hits in place of now.
+    pub date_sendable: bool,
+}
+
+impl Dates {
+    pub fn of<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone) -> Dates {
+        use ringside_http::semantics::conditional::parse_http_date;
+        let find = |name: &str| {
+            headers
+                .clone()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+                .map(|(_, v)| v)
+        };
+        let lm = find("last-modified").and_then(parse_http_date);
+        let date_field = find("date");
+        let date = date_field.and_then(parse_http_date);
+        Dates {
+            last_modified: lm,
+            date,
+            date_sendable: date.is_some() && date_field.is_some_and(|d| d.len() == 29),
+        }
+    }
+}
+
+/// Stored fields as name and value slices.
+pub fn headers_iter(h: &Fields) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
+    h.iter().map(|(n, v)| (&n[..], &v[..]))
 }
 
 impl Variant {
@@ -130,7 +168,7 @@ impl Variant {
     /// its age reckoned anew from the 304.
     pub fn refreshed(&self, fresh: &Fields, meta: Meta) -> Variant {
         let fresh = fresh.iter().map(|(n, v)| (&n[..], &v[..]));
-        let headers = policy::updated_by_304(self.pairs(), fresh)
+        let headers: Fields = policy::updated_by_304(self.pairs(), fresh)
             .into_iter()
             .map(|(n, v)| (n.into(), v.into()))
             .collect();
@@ -139,11 +177,12 @@ impl Variant {
             secondary: self.secondary,
             meta,
             status: self.status,
-            headers,
             body: self.body.clone(),
             tags: self.tags.clone(),
             soft_purged: Cell::new(false),
             encoded: RefCell::default(),
+            dates: Dates::of(headers_iter(&headers)),
+            headers,
         }
     }
 }

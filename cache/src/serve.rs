@@ -8,9 +8,7 @@
 
 use bytes::Bytes;
 use ringside_http::compress;
-use ringside_http::semantics::conditional::{
-    evaluate, if_range_matches, parse_http_date, Conditions, Precondition,
-};
+use ringside_http::semantics::conditional::{evaluate, if_range_matches, Conditions, Precondition};
 use ringside_http::semantics::negotiation::Coding;
 use ringside_http::semantics::range::{
     content_range, content_range_unsatisfied, parse_range, RangeOutcome, CONTENT_RANGE_MAX,
@@ -49,6 +47,42 @@ fn in_304(name: &[u8]) -> bool {
 /// What goes out: the ETag, a Vary, a Content-Encoding, the body.
 type Shape<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]);
 
+/// The request fields a stored response is answered by, found in one
+/// pass over the request's fields.
+#[derive(Default)]
+struct Asked<'a> {
+    any: bool,
+    if_match: Option<&'a [u8]>,
+    if_none_match: Option<&'a [u8]>,
+    if_modified_since: Option<&'a [u8]>,
+    if_unmodified_since: Option<&'a [u8]>,
+    range: Option<&'a [u8]>,
+    if_range: Option<&'a [u8]>,
+}
+
+impl<'a> Asked<'a> {
+    fn of(ex: &'a Exchange<'_>) -> Asked<'a> {
+        let mut a = Asked::default();
+        for (n, v) in ex.headers() {
+            // Every field asked for starts with "if-" or is "range".
+            let slot = match n.len() {
+                5 if n.eq_ignore_ascii_case(b"range") => &mut a.range,
+                8 if n.eq_ignore_ascii_case(b"if-match") => &mut a.if_match,
+                8 if n.eq_ignore_ascii_case(b"if-range") => &mut a.if_range,
+                13 if n.eq_ignore_ascii_case(b"if-none-match") => &mut a.if_none_match,
+                17 if n.eq_ignore_ascii_case(b"if-modified-since") => &mut a.if_modified_since,
+                19 if n.eq_ignore_ascii_case(b"if-unmodified-since") => &mut a.if_unmodified_since,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(v);
+            }
+            a.any = true;
+        }
+        a
+    }
+}
+
 /// A compressed copy to send: its coding and bytes.
 pub struct Encoded {
     pub coding: Coding,
@@ -71,9 +105,7 @@ pub fn answer(
     let age = ringside_http::grammar::decimal(v.meta().age(now), &mut age);
     // The origin's Date goes out as it came, if it is one (RFC 9110
     // §6.6.1: a cache does not make its own).
-    let date = v
-        .header("date")
-        .filter(|d| d.len() == 29 && parse_http_date(d).is_some());
+    let date = v.dates.date_sendable.then(|| v.header("date")).flatten();
     let (etag_owned, vary_owned);
     let (etag, vary, coding, body): Shape<'_> = match encoded {
         None if varies => {
@@ -107,16 +139,17 @@ pub fn answer(
         .filter(|(n, _)| sent(n) && !replaced(n))
         .chain(added.into_iter().flatten())
         .chain(own);
-    if v.status == 200 && matches!(ex.method(), Method::Get | Method::Head) {
+    let asked = Asked::of(ex);
+    if v.status == 200 && asked.any && matches!(ex.method(), Method::Get | Method::Head) {
         // Without a Last-Modified, the Date stands in for it (RFC 9110
         // §13.1.3: the time the response was known current).
-        let lm_real = v.header("last-modified").and_then(parse_http_date);
-        let lm = lm_real.or_else(|| v.header("date").and_then(parse_http_date));
+        let lm_real = v.dates.last_modified;
+        let lm = lm_real.or(v.dates.date);
         let c = Conditions {
-            if_match: ex.header("if-match"),
-            if_none_match: ex.header("if-none-match"),
-            if_modified_since: lm.and(ex.header("if-modified-since")),
-            if_unmodified_since: lm.and(ex.header("if-unmodified-since")),
+            if_match: asked.if_match,
+            if_none_match: asked.if_none_match,
+            if_modified_since: lm.and(asked.if_modified_since),
+            if_unmodified_since: lm.and(asked.if_unmodified_since),
         };
         match evaluate(&c, etag, lm.unwrap_or(0)) {
             Precondition::Proceed => {}
@@ -128,10 +161,10 @@ pub fn answer(
         }
         let total = body.len() as u64;
         // Ranges of the identity body only, as for a file.
-        let ranged = ex.header("range").filter(|_| {
+        let ranged = asked.range.filter(|_| {
             encoded.is_none()
-                && ex
-                    .header("if-range")
+                && asked
+                    .if_range
                     .is_none_or(|ir| if_range_matches(ir, etag, lm_real.unwrap_or(u64::MAX)))
         });
         if let Some(r) = ranged {

@@ -100,6 +100,12 @@ const CLOCK: libc::clockid_t = libc::CLOCK_REALTIME_COARSE;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 const CLOCK: libc::clockid_t = libc::CLOCK_REALTIME;
 
+/// Seconds since the Unix epoch from the (coarse) realtime clock: what a
+/// cache reckons ages by, cheaper than `SystemTime`'s arithmetic.
+pub fn unix_now() -> u64 {
+    now_secs()
+}
+
 /// Seconds since the Unix epoch from the (coarse) realtime clock.
 fn now_secs() -> u64 {
     let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();

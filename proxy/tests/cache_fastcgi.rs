@@ -35,7 +35,10 @@ fn a_php_page_is_cached_and_purged_by_its_tag() {
         assert_eq!(purged.status, 200, "{backend}: {}", purged.head);
         let again = fetch(srv.addr, "GET", "/cached.php?p=7", &[]);
         assert!(!is_hit(&again), "{backend}: {}", again.head);
-        assert_ne!(again.body, first.body, "{backend}: not run again after the purge");
+        assert_ne!(
+            again.body, first.body,
+            "{backend}: not run again after the purge"
+        );
         // The other page kept its stored response.
         let kept = fetch(srv.addr, "GET", "/cached.php?p=8", &[]);
         assert!(is_hit(&kept), "{backend}: {}", kept.head);

@@ -20,10 +20,9 @@
 
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringside_cache::core::{bump, FillGuard};
-use ringside_cache::entry::Variant;
+use ringside_cache::entry::{headers_iter, Dates, Variant};
 use ringside_cache::key::Key;
 use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
 use ringside_cache::purge::{Broadcast, Member, Order, Target};
@@ -38,9 +37,7 @@ use ringside_runtime::task;
 use super::{set_cache_status, Edge};
 
 fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    ringside_http::date::unix_now()
 }
 
 impl Edge {
@@ -293,6 +290,7 @@ fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, res
             secondary,
             meta,
             status: cap.status,
+            dates: Dates::of(headers_iter(&headers)),
             headers,
             body: cap.body.into(),
             tags,
