@@ -1,3 +1,4 @@
 //! Each core's stored responses.
 
+pub mod disk;
 pub mod memory;
