@@ -628,3 +628,79 @@ pub async fn create_dir(path: &std::path::Path) -> io::Result<()> {
     }
     std::fs::create_dir(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file calls on each backend built in that runs here.
+    #[test]
+    fn file_calls_on_each_backend() {
+        #[allow(unused_mut)] // a glommio-only build tests none
+        let mut backends: Vec<crate::Backend> = Vec::new();
+        #[cfg(feature = "io-uring")]
+        if crate::backend::probe_uring().is_ok() {
+            backends.push(crate::Backend::IoUring);
+        }
+        #[cfg(feature = "epoll")]
+        backends.push(crate::Backend::Epoll);
+        for backend in backends {
+            let dir = std::env::temp_dir().join(format!(
+                "ringside-fs-{}-{}",
+                std::process::id(),
+                backend.name()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let d = dir.clone();
+            std::thread::spawn(move || {
+                crate::worker::run_local(backend, async move {
+                    let sub = d.join("sub");
+                    create_dir(&sub).await.unwrap();
+                    assert_eq!(
+                        create_dir(&sub).await.unwrap_err().kind(),
+                        io::ErrorKind::AlreadyExists
+                    );
+                    let a = sub.join("a");
+                    let f = File::create_new(&a).await.unwrap();
+                    assert!(File::create_new(&a).await.is_err());
+                    f.write_all_at(b"hello ".to_vec(), 0).await.0.unwrap();
+                    f.write_all_at(bytes::Bytes::from_static(b"world"), 6)
+                        .await
+                        .0
+                        .unwrap();
+                    f.sync_data().await.unwrap();
+                    assert_eq!(f.len().await.unwrap(), 11);
+                    drop(f);
+                    let b = sub.join("b");
+                    rename(&a, &b).await.unwrap();
+                    assert!(!a.exists());
+                    let f = File::open(&b).await.unwrap();
+                    let (r, buf) = f.read_exact_at(vec![0; 5], 6).await;
+                    r.unwrap();
+                    assert_eq!(buf, b"world");
+                    let (r, _) = f.read_exact_at(vec![0; 5], 7).await;
+                    assert_eq!(r.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+                    let (r, buf) = f.read_at(vec![0; 64], 0).await;
+                    assert_eq!(r.unwrap(), 11);
+                    assert_eq!(buf.len(), 64);
+                    assert_eq!(&buf[..11], b"hello world");
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut f.std(), &mut s).unwrap();
+                    assert_eq!(s, "hello world");
+                    drop(f);
+                    remove_file(&b).await.unwrap();
+                    assert!(!b.exists());
+                    assert_eq!(
+                        remove_file(&b).await.unwrap_err().kind(),
+                        io::ErrorKind::NotFound
+                    );
+                })
+                .unwrap()
+            })
+            .join()
+            .unwrap_or_else(|_| panic!("failed on {backend}"));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}

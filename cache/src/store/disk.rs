@@ -474,10 +474,17 @@ impl Disk {
             self.discard(hash, "key or head checksum");
             return Ok(None);
         }
+        let whole = buf.len() as u64 >= file_len;
         let buf = Bytes::from(buf);
-        let head = buf.slice(key_end..body_offset as usize);
+        // Sliced when the body comes along too; else copied, so as not to
+        // hold the first read's 64 KiB while the body is sent.
+        let head = if whole {
+            buf.slice(key_end..body_offset as usize)
+        } else {
+            Bytes::copy_from_slice(&buf[key_end..body_offset as usize])
+        };
         let mut body = None;
-        if buf.len() as u64 >= file_len {
+        if whole {
             let b = buf.slice(body_offset as usize..file_len as usize);
             if crc32c(0, &b) != header.body_crc {
                 self.discard(hash, "body checksum");

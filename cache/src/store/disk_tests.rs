@@ -39,7 +39,9 @@ impl Drop for TempDir {
 }
 
 /// The backends to run each test on: io_uring where the kernel allows it,
-/// and epoll (the blocking file path).
+/// and epoll (the blocking file path); glommio (blocking, like epoll) with
+/// RINGSIDE_TEST_GLOMMIO set, as its executor wants locked memory that a
+/// test host may not grant.
 fn backends() -> Vec<Backend> {
     let mut b = Vec::new();
     if ringside_runtime::backend::probe_uring().is_ok() {
@@ -48,6 +50,9 @@ fn backends() -> Vec<Backend> {
         eprintln!("io_uring refused here: testing the epoll backend only");
     }
     b.push(Backend::Epoll);
+    if std::env::var_os("RINGSIDE_TEST_GLOMMIO").is_some() {
+        b.push(Backend::Glommio);
+    }
     b
 }
 
