@@ -10,7 +10,7 @@
 //! 64-byte header, the full key, the head block (the caller's opaque bytes:
 //! the stored response's metadata and fields), then the body, at
 //! [`Found::body_offset`] so that the edge can send it with sendfile or
-//! splice (see [`format`] for the header).
+//! splice (see [`mod@format`] for the header).
 //!
 //! # Never torn, never stale
 //!
