@@ -6,7 +6,9 @@
 //!   a stored response's fields and a clock, table-tested without sockets.
 //! - [`store`]: each core's own entries, bounded in bytes, with an admission
 //!   and eviction policy a scan cannot flush (S3-FIFO); no locks, as no
-//!   other core ever reads them.
+//!   other core ever reads them. Behind it, each core's disk tier
+//!   ([`store::disk`]): checksummed files in the core's own directory,
+//!   kept across restarts.
 //! - [`settings`]: what a `[cache.NAME]` section configures.
 
 pub mod core;

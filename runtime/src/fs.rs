@@ -407,3 +407,300 @@ async fn copy_fallback(
     }
     Ok(())
 }
+
+// ---- Files read and written by the core: the disk cache's objects ----
+//
+// On the io-uring backend each call below is one io_uring operation
+// (openat, read, write, statx, fsync, renameat, unlinkat, mkdirat), so the
+// core serves its other connections while the disk works. Elsewhere they
+// are the plain blocking calls: the readiness engines (epoll, kqueue,
+// devpoll) have no readiness for regular files, and glommio's files are its
+// own types (DMA or buffered), which this small API does not wrap; there a
+// call holds the core for as long as the disk takes, which the page cache
+// makes short for the recently written and read files these are.
+
+/// Whether this thread's engine does file I/O through io_uring.
+#[cfg(feature = "io-uring")]
+#[inline]
+fn on_uring() -> bool {
+    crate::backend::current() == crate::Backend::IoUring
+}
+
+/// An open file for [`File::read_exact_at`] and [`File::write_all_at`]
+/// through the core's engine (see above). [`File::std`] lends it as a
+/// `std::fs::File` for the calls that take one (the zero-copy send).
+pub struct File {
+    /// The descriptor, seen as a std file. Closed on drop only when
+    /// `uring` is None; otherwise the monoio file owns it.
+    std: std::mem::ManuallyDrop<std::fs::File>,
+    #[cfg(feature = "io-uring")]
+    uring: Option<monoio::fs::File>,
+}
+
+impl Drop for File {
+    fn drop(&mut self) {
+        #[cfg(feature = "io-uring")]
+        if self.uring.is_some() {
+            // The monoio file closes the descriptor.
+            return;
+        }
+        // SAFETY: dropped once, here; nothing else owns the descriptor.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.std) }
+    }
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File")
+            .field("fd", &self.std.as_raw_fd())
+            .finish()
+    }
+}
+
+impl File {
+    fn from_std(f: std::fs::File) -> File {
+        File {
+            std: std::mem::ManuallyDrop::new(f),
+            #[cfg(feature = "io-uring")]
+            uring: None,
+        }
+    }
+
+    #[cfg(feature = "io-uring")]
+    fn from_monoio(f: monoio::fs::File) -> File {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the view never closes the descriptor (ManuallyDrop, and
+        // Drop skips it while `uring` holds the owner).
+        let std = unsafe { std::fs::File::from_raw_fd(f.as_raw_fd()) };
+        File {
+            std: std::mem::ManuallyDrop::new(std),
+            uring: Some(f),
+        }
+    }
+
+    /// Opens `path` for reading.
+    pub async fn open(path: &std::path::Path) -> io::Result<File> {
+        #[cfg(feature = "io-uring")]
+        if on_uring() {
+            let f = monoio::fs::OpenOptions::new().read(true).open(path).await?;
+            return Ok(File::from_monoio(f));
+        }
+        std::fs::File::open(path).map(File::from_std)
+    }
+
+    /// Creates `path` for writing, failing if it exists (`O_EXCL`), with
+    /// mode 0600 (before the umask).
+    pub async fn create_new(path: &std::path::Path) -> io::Result<File> {
+        #[cfg(feature = "io-uring")]
+        if on_uring() {
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = monoio::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .await?;
+            return Ok(File::from_monoio(f));
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map(File::from_std)
+    }
+
+    /// The file as a `std::fs::File`, for calls that take one. Do not
+    /// close it (it is borrowed).
+    pub fn std(&self) -> &std::fs::File {
+        &self.std
+    }
+
+    /// Reads exactly `buf.len()` bytes at `pos` into `buf`; a file that
+    /// ends first is `UnexpectedEof`. The buffer comes back either way.
+    pub async fn read_exact_at(&self, buf: Vec<u8>, pos: u64) -> (io::Result<()>, Vec<u8>) {
+        #[cfg(feature = "io-uring")]
+        if let Some(f) = &self.uring {
+            use monoio::buf::{IoBufMut, SliceMut};
+            // A slice of exactly len: monoio fills a Vec up to its capacity.
+            let len = buf.len();
+            let (r, back) = f.read_exact_at(buf.slice_mut(0..len), pos).await;
+            let mut back = SliceMut::into_inner(back);
+            // SAFETY: 0..len was initialized before the read, which only
+            // overwrote bytes (monoio sets the length to what it read).
+            unsafe { back.set_len(len) };
+            return (r, back);
+        }
+        let mut buf = buf;
+        let r = std::os::unix::fs::FileExt::read_exact_at(&*self.std, &mut buf, pos);
+        (r, buf)
+    }
+
+    /// Reads up to `buf.len()` bytes at `pos` into `buf`, returning how many
+    /// (0 at the end of the file); `buf`'s length is left as it was.
+    pub async fn read_at(&self, buf: Vec<u8>, pos: u64) -> (io::Result<usize>, Vec<u8>) {
+        #[cfg(feature = "io-uring")]
+        if let Some(f) = &self.uring {
+            use monoio::buf::{IoBufMut, SliceMut};
+            let len = buf.len();
+            let (r, back) = f.read_at(buf.slice_mut(0..len), pos).await;
+            let mut back = SliceMut::into_inner(back);
+            // SAFETY: as in read_exact_at.
+            unsafe { back.set_len(len) };
+            return (r, back);
+        }
+        let mut buf = buf;
+        let r = std::os::unix::fs::FileExt::read_at(&*self.std, &mut buf, pos);
+        (r, buf)
+    }
+
+    /// Writes all of `buf` at `pos`. The buffer comes back either way.
+    pub async fn write_all_at<B>(&self, buf: B, pos: u64) -> (io::Result<()>, B)
+    where
+        B: AsRef<[u8]> + WriteBuf,
+    {
+        #[cfg(feature = "io-uring")]
+        if let Some(f) = &self.uring {
+            return f.write_all_at(buf, pos).await;
+        }
+        let r = std::os::unix::fs::FileExt::write_all_at(&*self.std, buf.as_ref(), pos);
+        (r, buf)
+    }
+
+    /// The file's length, from its metadata (statx on io_uring).
+    pub async fn len(&self) -> io::Result<u64> {
+        #[cfg(feature = "io-uring")]
+        if let Some(f) = &self.uring {
+            return f.metadata().await.map(|m| m.len());
+        }
+        self.std.metadata().map(|m| m.len())
+    }
+
+    /// Flushes the file's data (and the metadata needed to read it back)
+    /// to the device: fdatasync.
+    pub async fn sync_data(&self) -> io::Result<()> {
+        #[cfg(feature = "io-uring")]
+        if let Some(f) = &self.uring {
+            return f.sync_data().await;
+        }
+        self.std.sync_data()
+    }
+}
+
+/// Buffers [`File::write_all_at`] takes: owned, so that io_uring may hold
+/// them while the kernel writes.
+#[cfg(feature = "io-uring")]
+pub trait WriteBuf: monoio::buf::IoBuf {}
+#[cfg(feature = "io-uring")]
+impl<T: monoio::buf::IoBuf> WriteBuf for T {}
+/// Buffers [`File::write_all_at`] takes: owned, so that io_uring may hold
+/// them while the kernel writes.
+#[cfg(not(feature = "io-uring"))]
+pub trait WriteBuf: 'static {}
+#[cfg(not(feature = "io-uring"))]
+impl<T: 'static> WriteBuf for T {}
+
+/// Renames `from` to `to`, replacing `to` atomically if it exists.
+pub async fn rename(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {
+    #[cfg(feature = "io-uring")]
+    if on_uring() {
+        return monoio::fs::rename(from, to).await;
+    }
+    std::fs::rename(from, to)
+}
+
+/// Removes the file at `path`.
+pub async fn remove_file(path: &std::path::Path) -> io::Result<()> {
+    #[cfg(feature = "io-uring")]
+    if on_uring() {
+        return monoio::fs::remove_file(path).await;
+    }
+    std::fs::remove_file(path)
+}
+
+/// Creates the directory `path` (mode 0777 before the umask); its parent
+/// must exist.
+pub async fn create_dir(path: &std::path::Path) -> io::Result<()> {
+    #[cfg(feature = "io-uring")]
+    if on_uring() {
+        return monoio::fs::create_dir(path).await;
+    }
+    std::fs::create_dir(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file calls on each backend built in that runs here.
+    #[test]
+    fn file_calls_on_each_backend() {
+        #[allow(unused_mut)] // a glommio-only build tests none
+        let mut backends: Vec<crate::Backend> = Vec::new();
+        #[cfg(feature = "io-uring")]
+        if crate::backend::probe_uring().is_ok() {
+            backends.push(crate::Backend::IoUring);
+        }
+        #[cfg(feature = "epoll")]
+        backends.push(crate::Backend::Epoll);
+        for backend in backends {
+            let dir = std::env::temp_dir().join(format!(
+                "ringside-fs-{}-{}",
+                std::process::id(),
+                backend.name()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let d = dir.clone();
+            std::thread::spawn(move || {
+                crate::worker::run_local(backend, async move {
+                    let sub = d.join("sub");
+                    create_dir(&sub).await.unwrap();
+                    assert_eq!(
+                        create_dir(&sub).await.unwrap_err().kind(),
+                        io::ErrorKind::AlreadyExists
+                    );
+                    let a = sub.join("a");
+                    let f = File::create_new(&a).await.unwrap();
+                    assert!(File::create_new(&a).await.is_err());
+                    f.write_all_at(b"hello ".to_vec(), 0).await.0.unwrap();
+                    f.write_all_at(bytes::Bytes::from_static(b"world"), 6)
+                        .await
+                        .0
+                        .unwrap();
+                    f.sync_data().await.unwrap();
+                    assert_eq!(f.len().await.unwrap(), 11);
+                    drop(f);
+                    let b = sub.join("b");
+                    rename(&a, &b).await.unwrap();
+                    assert!(!a.exists());
+                    let f = File::open(&b).await.unwrap();
+                    let (r, buf) = f.read_exact_at(vec![0; 5], 6).await;
+                    r.unwrap();
+                    assert_eq!(buf, b"world");
+                    let (r, _) = f.read_exact_at(vec![0; 5], 7).await;
+                    assert_eq!(r.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+                    let (r, buf) = f.read_at(vec![0; 64], 0).await;
+                    assert_eq!(r.unwrap(), 11);
+                    assert_eq!(buf.len(), 64);
+                    assert_eq!(&buf[..11], b"hello world");
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut f.std(), &mut s).unwrap();
+                    assert_eq!(s, "hello world");
+                    drop(f);
+                    remove_file(&b).await.unwrap();
+                    assert!(!b.exists());
+                    assert_eq!(
+                        remove_file(&b).await.unwrap_err().kind(),
+                        io::ErrorKind::NotFound
+                    );
+                })
+                .unwrap()
+            })
+            .join()
+            .unwrap_or_else(|_| panic!("failed on {backend}"));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}

@@ -546,6 +546,34 @@ async fn accept_loop<H: 'static, D: Driver<H>>(
     }
 }
 
+/// Builds an engine of `backend` on this thread and runs `fut` on it to
+/// completion, as a worker runs its own (the runtime's API works inside,
+/// [`crate::task::spawn`] and [`crate::fs`] included): for tests and tools
+/// that need a core without a server. The thread must not run an engine
+/// already.
+pub fn run_local<T, Fut: std::future::Future<Output = T>>(
+    backend: Backend,
+    fut: Fut,
+) -> io::Result<T> {
+    if !backend.is_built() {
+        return Err(io::Error::other(format!(
+            "backend {backend} is not built in"
+        )));
+    }
+    backend::set_current(backend);
+    let out = std::cell::Cell::new(None);
+    let run = async {
+        out.set(Some(fut.await));
+    };
+    run_engine(
+        backend,
+        crate::config::RuntimeConfig::default().ring_entries,
+        run,
+    )?;
+    out.into_inner()
+        .ok_or_else(|| io::Error::other("the engine stopped before the future completed"))
+}
+
 /// Builds this thread's engine and runs `fut` on it to completion.
 fn run_engine<Fut: std::future::Future<Output = ()>>(
     backend: Backend,

@@ -1,3 +1,5 @@
-//! Each core's stored responses.
+//! Each core's stored responses: in memory ([`memory`]) and on disk
+//! ([`disk`]).
 
+pub mod disk;
 pub mod memory;
