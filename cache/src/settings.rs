@@ -13,6 +13,11 @@ pub struct Settings {
     pub memory: u64,
     /// A response with a larger body is passed on, never stored.
     pub max_object: u64,
+    /// The disk tier's directory (each core keeps `core-<N>` beneath it),
+    /// if the cache has one.
+    pub disk: Option<std::path::PathBuf>,
+    /// Bytes of objects each core keeps on disk.
+    pub disk_size: u64,
     /// How long requests for a key wait for another request's fetch of it
     /// before they go to the origin on their own (nginx's
     /// `proxy_cache_lock_timeout`).
@@ -45,6 +50,8 @@ impl Settings {
             name: name.to_owned(),
             memory: 64 << 20,
             max_object: 4 << 20,
+            disk: None,
+            disk_size: 1 << 30,
             lock_timeout: Duration::from_secs(5),
             stale_while_revalidate_max: Duration::from_secs(86_400),
             stale_if_error_max: Duration::from_secs(86_400),

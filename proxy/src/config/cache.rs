@@ -118,6 +118,8 @@ impl Cx<'_> {
         Ok(Settings {
             memory,
             max_object,
+            disk: d.disk.clone(),
+            disk_size: d.disk_size,
             lock_timeout: time(&c.lock_timeout, "lock_timeout", d.lock_timeout)?,
             stale_while_revalidate_max: time(
                 &c.stale_while_revalidate_max,
