@@ -29,6 +29,8 @@ pub struct CoreCache {
     /// Key hash → until when (unix seconds) it is fetched uncollapsed.
     passes: RefCell<HashMap<u64, u64>>,
     pub stats: Arc<Stats>,
+    /// The disk tier, where the cache has one (see [`crate::on_disk`]).
+    pub(crate) disk: Option<crate::on_disk::Tier>,
 }
 
 /// Counters of one core's cache, for `/metrics`: written by the core
@@ -45,9 +47,14 @@ pub struct Stats {
     pub passes: AtomicU64,
     pub purged: AtomicU64,
     pub evictions: AtomicU64,
-    /// Gauges: bytes charged and entries in the memory tier.
+    /// Keys brought back from the disk tier into memory.
+    pub from_disk: AtomicU64,
+    /// Gauges: bytes charged and entries in the memory tier, and in the
+    /// disk tier.
     pub bytes: AtomicU64,
     pub entries: AtomicU64,
+    pub disk_bytes: AtomicU64,
+    pub disk_entries: AtomicU64,
 }
 
 /// Adds one to a counter only this core writes.
@@ -57,14 +64,17 @@ pub fn bump(c: &AtomicU64) {
 
 impl CoreCache {
     /// `stats`: this core's counters of the cache, kept by the metrics.
-    pub fn new(settings: Settings, stats: Arc<Stats>) -> CoreCache {
+    /// `worker`: this core's index, which names its disk tier directory.
+    pub fn new(settings: Settings, stats: Arc<Stats>, worker: usize) -> CoreCache {
         let limits = Limits {
             heuristic_percent: settings.heuristic_percent,
             heuristic_max: settings.heuristic_max.as_secs(),
             stale_while_revalidate_max: settings.stale_while_revalidate_max.as_secs(),
             stale_if_error_max: settings.stale_if_error_max.as_secs(),
         };
+        let disk = crate::on_disk::Tier::open(&settings, worker);
         CoreCache {
+            disk,
             store: RefCell::new(Memory::new(settings.memory)),
             settings,
             limits,
@@ -100,8 +110,17 @@ impl CoreCache {
     }
 
     /// Stores `v` under `key`, in place of the variant with the same
-    /// secondary key.
-    pub fn store(&self, key: &Key, v: Variant) {
+    /// secondary key, and writes it through to the disk tier.
+    pub fn store(self: &Rc<Self>, key: &Key, v: Variant) {
+        let (v, stored) = self.keep_in_memory(key, v);
+        if stored {
+            bump(&self.stats.stored);
+            self.write_through(key, &v);
+        }
+    }
+
+    /// Puts `v` in the memory tier; whether it fitted.
+    pub(crate) fn keep_in_memory(&self, key: &Key, v: Variant) -> (Rc<Variant>, bool) {
         let mut store = self.store.borrow_mut();
         let mut entry = match store.remove(key.hash) {
             Some(e) if e.key[..] == key.bytes[..] => e,
@@ -113,14 +132,40 @@ impl CoreCache {
         entry
             .variants
             .retain(|o| !(o.secondary == v.secondary && o.vary == v.vary));
-        entry.variants.insert(0, Rc::new(v));
+        let v = Rc::new(v);
+        entry.variants.insert(0, v.clone());
         // A key that varies on what every client sends differently is
         // held to a few variants.
         entry.variants.truncate(8);
         let w = entry.weight();
-        if store.insert(key.hash, entry, w).is_ok() {
-            bump(&self.stats.stored);
+        let fitted = store.insert(key.hash, entry, w).is_ok();
+        self.gauges(&store);
+        (v, fitted)
+    }
+
+    /// Puts `new` in the place of `old` in `key`'s entry, if `old` is
+    /// still there.
+    pub(crate) fn replace(&self, key: &Key, old: &Rc<Variant>, new: Variant) {
+        let mut store = self.store.borrow_mut();
+        let mut copy = match store.peek(key.hash) {
+            Some(e)
+                if e.key[..] == key.bytes[..] && e.variants.iter().any(|v| Rc::ptr_eq(v, old)) =>
+            {
+                Entry {
+                    key: e.key.clone(),
+                    variants: e.variants.clone(),
+                }
+            }
+            _ => return,
+        };
+        for v in &mut copy.variants {
+            if Rc::ptr_eq(v, old) {
+                *v = Rc::new(new);
+                break;
+            }
         }
+        let w = copy.weight();
+        let _ = store.insert(key.hash, copy, w);
         self.gauges(&store);
     }
 
@@ -148,7 +193,26 @@ impl CoreCache {
             _ => false,
         };
         self.gauges(&store);
+        if let Some(t) = &self.disk {
+            t.disk.remove(key.hash);
+        }
         gone
+    }
+
+    /// Applies a purge order here: entries in memory at once, the disk
+    /// tier's file of a URL with it, and an order by prefix or tag noted
+    /// for the objects only on disk. How many entries it took in memory.
+    pub fn purge_order(&self, order: &crate::purge::Order, now: u64) -> usize {
+        let n = self.purge(order.soft, |e| {
+            e.variants.iter().any(|v| order.matches(&e.key, &v.tags))
+        });
+        if let Some(t) = &self.disk {
+            match &order.target {
+                crate::purge::Target::Key(k) => t.disk.remove(Key::from_bytes(k.clone()).hash),
+                _ => t.note(now, order),
+            }
+        }
+        n
     }
 
     /// Purges the entries `pick` selects; soft: marked stale instead.
@@ -209,10 +273,19 @@ impl CoreCache {
         bump(&self.stats.passes);
     }
 
-    fn gauges(&self, store: &Memory<Entry>) {
+    /// Brings the gauges up to date (after the disk tier's index was read).
+    pub(crate) fn refresh_gauges(&self) {
+        self.gauges(&self.store.borrow());
+    }
+
+    pub(crate) fn gauges(&self, store: &Memory<Entry>) {
         self.stats.bytes.store(store.bytes(), Relaxed);
         self.stats.entries.store(store.len() as u64, Relaxed);
         self.stats.evictions.store(store.evictions(), Relaxed);
+        if let Some(t) = &self.disk {
+            self.stats.disk_bytes.store(t.disk.bytes(), Relaxed);
+            self.stats.disk_entries.store(t.disk.len() as u64, Relaxed);
+        }
     }
 
     /// Bytes the memory tier holds, entries, and evictions so far.

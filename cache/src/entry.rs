@@ -32,7 +32,7 @@ pub struct Variant {
     /// As the origin sent them (Date included), less Age and the fields
     /// only this cache reads.
     pub headers: Fields,
-    pub body: Bytes,
+    pub body: Body,
     /// `Surrogate-Key` and `Cache-Tag` members, for purges by tag.
     pub tags: Vec<Box<[u8]>>,
     /// A soft purge: taken as stale from now on.
@@ -43,6 +43,40 @@ pub struct Variant {
     /// Its Last-Modified and Date, read once (a hit compares the client's
     /// conditions with them).
     pub dates: Dates,
+}
+
+/// Where a stored body is: in memory, or (a large one) in its disk tier
+/// file, sent from there without a copy.
+#[derive(Clone)]
+pub enum Body {
+    Memory(Bytes),
+    Disk(Rc<crate::store::disk::Found>),
+}
+
+impl Body {
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::Memory(b) => b.len() as u64,
+            Body::Disk(f) => f.body_len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes, when they are in memory.
+    pub fn bytes(&self) -> Option<&Bytes> {
+        match self {
+            Body::Memory(b) => Some(b),
+            Body::Disk(_) => None,
+        }
+    }
+
+    /// Bytes it holds in memory (a file's body holds none).
+    fn in_memory(&self) -> usize {
+        self.bytes().map_or(0, Bytes::len)
+    }
 }
 
 /// A stored response's Last-Modified and Date in unix seconds, and
@@ -93,7 +127,7 @@ impl Variant {
             .iter()
             .map(|e| e.body.len() + 32)
             .sum();
-        (h + self.body.len() + e + 128) as u64
+        (h + self.body.in_memory() + e + 128) as u64
     }
 
     /// The compressed copy in `coding`, made now (and kept) if there is
@@ -107,10 +141,13 @@ impl Variant {
         if let Some(e) = self.encoded.borrow().iter().find(|e| e.coding == coding) {
             return (!e.body.is_empty()).then(|| (e.body.clone(), false));
         }
-        let out = ringside_http::compress::encoder::compress(coding, levels, &self.body).ok();
+        // A body on disk is sent as it is: large, and most often a kind
+        // (media, archives) compression does not help.
+        let identity = self.body.bytes()?;
+        let out = ringside_http::compress::encoder::compress(coding, levels, identity).ok();
         // An empty copy marks a coding that gained nothing: not tried again.
         let body: Bytes = out
-            .filter(|o| o.len() < self.body.len())
+            .filter(|o| o.len() < identity.len())
             .unwrap_or_default()
             .into();
         self.encoded.borrow_mut().push(crate::serve::Encoded {

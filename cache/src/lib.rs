@@ -14,8 +14,10 @@
 pub mod core;
 pub mod entry;
 pub mod key;
+pub mod on_disk;
 pub mod policy;
 pub mod purge;
+pub mod record;
 pub mod serve;
 pub mod settings;
 pub mod store;

@@ -8,8 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use ringside_runtime::doorbell::{self, Bell, Listener};
 
-use crate::entry::Entry;
-use crate::key::Key;
 use crate::CoreCache;
 
 /// What a purge drops (or, soft, marks stale).
@@ -34,15 +32,7 @@ pub struct Order {
 impl Order {
     /// Applies the order to one core's cache; how many entries it took.
     pub fn apply(&self, c: &CoreCache) -> usize {
-        let pick = |e: &Entry| match &self.target {
-            Target::Key(k) => e.key[..] == k[..],
-            Target::Prefix(p) => Key::path_starts_with(&e.key, p),
-            Target::Tags(tags) => e
-                .variants
-                .iter()
-                .any(|v| v.tags.iter().any(|t| tags.iter().any(|w| w[..] == t[..]))),
-        };
-        c.purge(self.soft, pick)
+        c.purge_order(self, ringside_http::date::unix_now())
     }
 }
 

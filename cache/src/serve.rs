@@ -15,7 +15,7 @@ use ringside_http::semantics::range::{
 };
 use ringside_http::{Error, Exchange, Method};
 
-use crate::entry::Variant;
+use crate::entry::{Body, Variant};
 use crate::policy;
 
 /// Fields of a stored response not sent from the store: the protocol
@@ -45,7 +45,7 @@ fn in_304(name: &[u8]) -> bool {
 }
 
 /// What goes out: the ETag, a Vary, a Content-Encoding, the body.
-type Shape<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>, &'a [u8]);
+type Shape<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>, Out<'a>);
 
 /// The request fields a stored response is answered by, found in one
 /// pass over the request's fields.
@@ -93,7 +93,7 @@ pub struct Encoded {
 /// compressed copy the client takes, if any; `varies`: the route
 /// compresses such a response, so even its identity copy says
 /// `Vary: Accept-Encoding`, as a response compressed on its way out does.
-pub fn answer(
+pub async fn answer(
     ex: &mut Exchange<'_>,
     v: &Variant,
     now: u64,
@@ -103,6 +103,8 @@ pub fn answer(
 ) -> Result<(), Error> {
     let mut age = [0u8; 20];
     let age = ringside_http::grammar::decimal(v.meta().age(now), &mut age);
+    // Outlives the fields below, which a 206 adds its Content-Range to.
+    let mut range_buf = [0u8; CONTENT_RANGE_MAX];
     // The origin's Date goes out as it came, if it is one (RFC 9110
     // §6.6.1: a cache does not make its own).
     let date = v.dates.date_sendable.then(|| v.header("date")).flatten();
@@ -111,9 +113,14 @@ pub fn answer(
         None if varies => {
             vary_owned = compress::vary_with_accept_encoding(v.header("vary"));
             let etag = v.header("etag").unwrap_or_default();
-            (etag, vary_owned.as_deref(), None, &v.body)
+            (etag, vary_owned.as_deref(), None, Out::of(&v.body))
         }
-        None => (v.header("etag").unwrap_or_default(), None, None, &v.body),
+        None => (
+            v.header("etag").unwrap_or_default(),
+            None,
+            None,
+            Out::of(&v.body),
+        ),
         Some(e) => {
             etag_owned = v
                 .header("etag")
@@ -121,7 +128,12 @@ pub fn answer(
             vary_owned = compress::vary_with_accept_encoding(v.header("vary"));
             let vary = vary_owned.as_deref().or(v.header("vary"));
             let etag = etag_owned.as_deref().unwrap_or_default();
-            (etag, vary, Some(e.coding.token().as_bytes()), &e.body)
+            (
+                etag,
+                vary,
+                Some(e.coding.token().as_bytes()),
+                Out::Bytes(&e.body),
+            )
         }
     };
     let own = [(&b"Age"[..], age), (&b"Cache-Status"[..], status_line)];
@@ -159,7 +171,7 @@ pub fn answer(
             }
             Precondition::Failed => return ex.send_status(412),
         }
-        let total = body.len() as u64;
+        let total = body.len();
         // Ranges of the identity body only, as for a file.
         let ranged = asked.range.filter(|_| {
             encoded.is_none()
@@ -170,13 +182,11 @@ pub fn answer(
         if let Some(r) = ranged {
             match parse_range(r, total) {
                 RangeOutcome::Single(r) => {
-                    let mut cr = [0u8; CONTENT_RANGE_MAX];
-                    let cr = content_range(r, total, &mut cr);
+                    let cr = content_range(r, total, &mut range_buf);
                     let hs = stored
                         .filter(|(n, _)| !n.eq_ignore_ascii_case(b"content-range"))
                         .chain([(&b"Content-Range"[..], cr)]);
-                    let part = &body[r.start as usize..=r.end as usize];
-                    return ex.send_dated(206, hs, date, part);
+                    return body.send(ex, 206, hs, date, r.start, r.len()).await;
                 }
                 RangeOutcome::Unsatisfiable => {
                     let mut cr = [0u8; CONTENT_RANGE_MAX];
@@ -188,5 +198,51 @@ pub fn answer(
             }
         }
     }
-    ex.send_dated(v.status, stored, date, body)
+    let len = body.len();
+    body.send(ex, v.status, stored, date, 0, len).await
+}
+
+/// The body a hit sends: bytes in memory, or a range of a disk tier's
+/// file sent without a copy.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    Bytes(&'a [u8]),
+    File(&'a crate::store::disk::Found),
+}
+
+impl<'a> Out<'a> {
+    fn of(b: &'a Body) -> Out<'a> {
+        match b {
+            Body::Memory(b) => Out::Bytes(b),
+            Body::Disk(f) => Out::File(f),
+        }
+    }
+
+    fn len(self) -> u64 {
+        match self {
+            Out::Bytes(b) => b.len() as u64,
+            Out::File(f) => f.body_len,
+        }
+    }
+
+    /// Sends `len` bytes from `at` as the body of a `status` response.
+    async fn send<'h>(
+        self,
+        ex: &mut Exchange<'_>,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        date: Option<&[u8]>,
+        at: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        match self {
+            Out::Bytes(b) => {
+                ex.send_dated(status, headers, date, &b[at as usize..(at + len) as usize])
+            }
+            Out::File(f) => {
+                ex.send_file_dated(status, headers, date, f.std_file(), f.body_offset + at, len)
+                    .await
+            }
+        }
+    }
 }

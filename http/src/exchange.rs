@@ -618,6 +618,28 @@ impl<'a> Exchange<'a> {
         self.write_file(file, offset, len).await
     }
 
+    /// Sends `len` bytes of `file` from `offset` as the body, with headers
+    /// as name and value bytes and the Date of a stored response (see
+    /// [`Exchange::send_dated`]); never compressed.
+    pub async fn send_file_dated<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        date: Option<&[u8]>,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        self.check_first()?;
+        self.write_head_dated(status, headers, Framing::Length(len), date);
+        self.out = if self.is_head() || len == 0 {
+            Out::Done
+        } else {
+            Out::Sized(len)
+        };
+        self.write_file(file, offset, len).await
+    }
+
     /// Starts a body of exactly `len` bytes, to be written in pieces with
     /// [`Exchange::write_body`] and [`Exchange::write_file`]. A body left
     /// short ends the connection, so it never passes for complete.

@@ -57,6 +57,8 @@ purge_from = ["10.0.0.0/8", "::1", "all"]
             name: "pages".into(),
             memory: 256 << 20,
             max_object: 1 << 20,
+            disk: None,
+            disk_size: 1 << 30,
             lock_timeout: Duration::from_millis(250),
             stale_while_revalidate_max: Duration::from_secs(3600),
             stale_if_error_max: Duration::ZERO,

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use ringside_cache::core::{bump, FillGuard};
-use ringside_cache::entry::{headers_iter, Dates, Variant};
+use ringside_cache::entry::{headers_iter, Body, Dates, Variant};
 use ringside_cache::key::Key;
 use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
 use ringside_cache::purge::{Broadcast, Member, Order, Target};
@@ -76,7 +76,7 @@ impl Edge {
         let now = unix_now();
         let key = Key::of(ex, &c.settings);
         let req = Directives::of_request(ex.headers());
-        let mut found = c.lookup(&key, ex.headers());
+        let mut found = c.find(&key, ex.headers()).await;
         if let Some(v) = &found {
             match policy::usable(&v.meta(), &req, now) {
                 Usable::Fresh => {
@@ -84,12 +84,12 @@ impl Edge {
                     bump(&c.stats.hits);
                     let mut buf = [0u8; 48];
                     let line = hit_line(v, now, &mut buf);
-                    return answer(ex, c, &key, v, now, line);
+                    return answer(ex, c, &key, v, now, line).await;
                 }
                 Usable::Stale { refresh: false } => {
                     set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
-                    return answer(ex, c, &key, v, now, b"ringside; hit; fwd=stale");
+                    return answer(ex, c, &key, v, now, b"ringside; hit; fwd=stale").await;
                 }
                 // Within stale-while-revalidate: served stale, and one
                 // request refreshes it after its answer went out.
@@ -97,7 +97,7 @@ impl Edge {
                     set_cache_status(ex, "UPDATING");
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=updating";
-                    answer(ex, c, &key, v, now, line)?;
+                    answer(ex, c, &key, v, now, line).await?;
                     if let Some(fill) = c.begin_fill(&key) {
                         let v = v.clone();
                         return self.refresh(ex, i, c, &key, &v, fill, now).await;
@@ -128,12 +128,13 @@ impl Edge {
                 bump(&c.stats.collapsed);
                 let _ = task::timeout(c.settings.lock_timeout, ev.wait()).await;
                 let now = unix_now();
-                found = c.lookup(&key, ex.headers());
+                found = c.find(&key, ex.headers()).await;
                 if let Some(v) = &found {
                     if policy::usable(&v.meta(), &req, now) == Usable::Fresh {
                         set_cache_status(ex, "HIT");
                         bump(&c.stats.hits);
-                        return answer(ex, c, &key, v, now, b"ringside; hit; detail=collapsed");
+                        return answer(ex, c, &key, v, now, b"ringside; hit; detail=collapsed")
+                            .await;
                     }
                 }
             }
@@ -173,7 +174,7 @@ impl Edge {
                     bump(&c.stats.revalidated);
                     let nv = refreshed(c, v, &cap, now, response_time);
                     let line = b"ringside; fwd=stale; fwd-status=304";
-                    let out = answer(ex, c, &key, &nv, response_time, line);
+                    let out = answer(ex, c, &key, &nv, response_time, line).await;
                     c.store(&key, nv);
                     return out;
                 }
@@ -181,7 +182,7 @@ impl Edge {
                     set_cache_status(ex, "STALE");
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=stale-if-error";
-                    return answer(ex, c, &key, v, response_time, line);
+                    return answer(ex, c, &key, v, response_time, line).await;
                 }
             }
         }
@@ -258,7 +259,14 @@ fn refreshed(c: &CoreCache, v: &Variant, cap: &Capture, now: u64, response_time:
 
 /// Stores a response caught whole, when a shared cache may; else
 /// remembers the key as one to fetch without waiting (hit-for-miss).
-fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, response_time: u64) {
+fn keep(
+    c: &Rc<CoreCache>,
+    key: &Key,
+    ex: &Exchange<'_>,
+    cap: Capture,
+    now: u64,
+    response_time: u64,
+) {
     let facts = RequestFacts {
         get: true,
         authorization: ex.header("authorization").is_some(),
@@ -292,7 +300,7 @@ fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, res
             status: cap.status,
             dates: Dates::of(headers_iter(&headers)),
             headers,
-            body: cap.body.into(),
+            body: Body::Memory(cap.body.into()),
             tags,
             soft_purged: Default::default(),
             encoded: Default::default(),
@@ -302,7 +310,7 @@ fn keep(c: &CoreCache, key: &Key, ex: &Exchange<'_>, cap: Capture, now: u64, res
 
 /// Answers from the store: compressed where the route compresses such a
 /// response and the client takes a coding (the copy made once and kept).
-fn answer(
+async fn answer(
     ex: &mut Exchange<'_>,
     c: &CoreCache,
     key: &Key,
@@ -312,7 +320,7 @@ fn answer(
 ) -> Result<(), Error> {
     let mut varies = false;
     let encoded = ex.compression().cloned().and_then(|p| {
-        if !p.eligible(v.status, v.pairs(), Some(v.body.len() as u64)) {
+        if !p.eligible(v.status, v.pairs(), Some(v.body.len())) {
             return None;
         }
         varies = true;
@@ -323,7 +331,7 @@ fn answer(
         }
         Some(Encoded { coding, body })
     });
-    serve::answer(ex, v, now, line, encoded.as_ref(), varies)
+    serve::answer(ex, v, now, line, encoded.as_ref(), varies).await
 }
 
 /// `ringside; hit; ttl=N` in `buf`, without an allocation per hit.

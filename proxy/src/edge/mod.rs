@@ -319,10 +319,13 @@ impl Edge {
             .iter()
             .map(|s| {
                 kept(s).unwrap_or_else(|| {
-                    Rc::new(ringside_cache::CoreCache::new(
+                    let c = Rc::new(ringside_cache::CoreCache::new(
                         s.clone(),
                         self.core_stats.cache(&s.name),
-                    ))
+                        self.core_stats.worker,
+                    ));
+                    c.start();
+                    c
                 })
             })
             .collect();

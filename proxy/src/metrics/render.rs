@@ -481,28 +481,45 @@ fn render_caches(cores: &[std::sync::Arc<super::CoreStats>], out: &mut String) {
     }
     /// A family's name, type and help, and how to read it.
     type Family = (&'static str, &'static str, &'static str, fn(&Stats) -> u64);
-    let families: [Family; 6] = [
+    let families: [Family; 5] = [
         ("ringside_cache_stored_total", "counter", "Responses stored, per worker and cache.", |s| s.stored.load(Relaxed)),
         ("ringside_cache_passes_total", "counter", "Responses not storable (their keys fetched uncollapsed for a while), per worker and cache.", |s| s.passes.load(Relaxed)),
         ("ringside_cache_purged_total", "counter", "Entries purged, per worker and cache.", |s| s.purged.load(Relaxed)),
-        ("ringside_cache_evictions_total", "counter", "Entries evicted for room, per worker and cache.", |s| s.evictions.load(Relaxed)),
-        ("ringside_cache_bytes", "gauge", "Bytes the memory tier holds (bodies, heads and bookkeeping), per worker and cache.", |s| s.bytes.load(Relaxed)),
-        ("ringside_cache_entries", "gauge", "Keys the memory tier holds, per worker and cache.", |s| s.entries.load(Relaxed)),
+        ("ringside_cache_evictions_total", "counter", "Entries evicted from the memory tier for room, per worker and cache.", |s| s.evictions.load(Relaxed)),
+        ("ringside_cache_disk_reads_total", "counter", "Keys brought back from the disk tier into memory, per worker and cache.", |s| s.from_disk.load(Relaxed)),
     ];
     for (name, kind, help, read) in families {
         family(out, name, kind, help);
         for (w, caches) in &all {
             for (cache, s) in caches {
-                let tier = if name == "ringside_cache_bytes" {
-                    ",tier=\"memory\""
-                } else {
-                    ""
-                };
                 let _ = writeln!(
                     out,
-                    "{name}{{worker=\"{w}\",cache=\"{cache}\"{tier}}} {}",
+                    "{name}{{worker=\"{w}\",cache=\"{cache}\"}} {}",
                     read(s)
                 );
+            }
+        }
+    }
+    type Tiered = (
+        &'static str,
+        &'static str,
+        fn(&Stats) -> u64,
+        fn(&Stats) -> u64,
+    );
+    let tiered: [Tiered; 2] = [
+        ("ringside_cache_bytes", "Bytes each tier holds (bodies, heads and bookkeeping; on disk, files rounded to 4 KiB), per worker and cache.", |s| s.bytes.load(Relaxed), |s| s.disk_bytes.load(Relaxed)),
+        ("ringside_cache_entries", "Entries each tier holds, per worker and cache.", |s| s.entries.load(Relaxed), |s| s.disk_entries.load(Relaxed)),
+    ];
+    for (name, help, memory, disk) in tiered {
+        family(out, name, "gauge", help);
+        for (w, caches) in &all {
+            for (cache, s) in caches {
+                for (tier, n) in [("memory", memory(s)), ("disk", disk(s))] {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{worker=\"{w}\",cache=\"{cache}\",tier=\"{tier}\"}} {n}"
+                    );
+                }
             }
         }
     }

@@ -96,6 +96,15 @@ impl Ringside {
         Self::workers_with(workers, cfg, &["--admin", "127.0.0.1:0"])
     }
 
+    /// [`Ringside::with_admin`] on `backend`.
+    pub fn with_admin_on(backend: &str, workers: u32, cfg: &Path) -> Ringside {
+        Self::workers_with(
+            workers,
+            cfg,
+            &["--admin", "127.0.0.1:0", "--backend", backend],
+        )
+    }
+
     fn workers_with(workers: u32, cfg: &Path, extra: &[&str]) -> Ringside {
         let workers = workers.to_string();
         let mut args = vec!["--listen", "127.0.0.1:0", "--workers", &workers];
