@@ -82,7 +82,7 @@ REPO = base.REPO
 # Name -> size; --file also takes the sizes' short names.
 OBJECTS = {"26.txt": 26, "11k.txt": 11 * 1024, "1m.bin": 1 << 20}
 ALIASES = {"26": "26.txt", "26b": "26.txt", "11k": "11k.txt", "1m": "1m.bin"}
-SERVERS = ("ringside-static", "ringside-cache", "nginx-cache", "varnish")
+SERVERS = ("ringside-static", "ringside-cache", "ringside-cache-disk", "nginx-cache", "varnish")
 
 
 def make_root():
@@ -112,7 +112,7 @@ def start_origin(root):
 def ringside_kind(name):
     """("static" | "cache", the cpu_per_request.py server name of its
     binary and suffixes) for ringside-static..., baseline-cache..."""
-    m = re.match(r"(ringside|baseline)-(static|cache)(.*)$", name)
+    m = re.match(r"(ringside|baseline)-(static|cache-disk|cache)(.*)$", name)
     if not m:
         return None
     return m.group(2), m.group(1) + m.group(3)
@@ -132,10 +132,13 @@ def start(name, root, args, origin_port):
             cmd = [exe, "--listen", f"127.0.0.1:{port}", "--workers", "1", "--root", root, "--admin", admin]
         else:
             conf = os.path.join(prefix, "ringside.toml")
+            # cache-disk: a disk tier in the run's own directory, where a
+            # body above 64 KiB is kept and sent from (sendfile/splice).
+            disk = f'disk = "{prefix}/disk"\n' if kind[0] == "cache-disk" else ""
             with open(conf, "w") as f:
                 f.write(f'[server]\nlisten = ["127.0.0.1:{port}"]\n\n'
                         f'[admin]\nlisten = "{admin}"\n\n'
-                        '[cache.bench]\n\n'
+                        f'[cache.bench]\n{disk}\n'
                         f'[upstream.origin]\nservers = ["127.0.0.1:{origin_port}"]\n\n'
                         '[[route]]\nprefix = "/"\nupstream = "origin"\ncache = "bench"\n')
             cmd = [exe, "--workers", "1", "--config", conf]
