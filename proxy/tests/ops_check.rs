@@ -113,6 +113,73 @@ fn an_access_log_that_cannot_be_opened_fails_check_and_start_at_its_line() {
     start_refused(&file, want);
 }
 
+/// A cache's disk directory is made by check and by the start, parents
+/// too, as nginx makes its `proxy_cache_path`; one that cannot be made
+/// (beneath a regular file) fails both at its `disk` key.
+#[test]
+fn a_cache_disk_that_cannot_be_made_fails_check_and_start_at_its_key() {
+    let dir = TempDir::new("check-cache-disk");
+    dir.write("file", b"not a directory\n");
+    let config = |disk: &str| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\n\n[admin]\nlisten = \"off\"\n\n[cache.pages]\ndisk = \"{disk}\"\n"
+        )
+    };
+    let file = dir.write("ringside.toml", config("file/pages").as_bytes());
+    let want = "ringside.toml:8:8: [cache.pages] disk: cannot create";
+    let why = format!("{} is not a directory", dir.path().join("file").display());
+    let out = isolated(&["check", s(&file)]);
+    expect(&out, false, &[want, &why, "test failed"]);
+    start_refused(&file, want);
+    // A missing directory is made, and check passes.
+    let file = dir.write("made.toml", config("made/pages").as_bytes());
+    expect(
+        &isolated(&["check", s(&file)]),
+        true,
+        &["made.toml: test is successful"],
+    );
+    assert!(dir.path().join("made/pages").is_dir());
+}
+
+/// Run as root with `[server] user`, check gives a directory it makes to
+/// that user, and refuses one that user cannot write, naming the user.
+#[test]
+fn a_cache_disk_must_be_writable_by_the_servers_user() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test runs check as root (the test command runs as root)"
+    );
+    let dir = TempDir::new("check-cache-disk-user");
+    std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(0o755)).unwrap();
+    let config = |disk: &str| {
+        format!(
+            "[server]\nlisten = [\"127.0.0.1:0\"]\nuser = \"nobody\"\n\n[admin]\nlisten = \"off\"\n\n[cache.pages]\ndisk = \"{disk}\"\n"
+        )
+    };
+    let made = dir.write("made.toml", config("cache/pages").as_bytes());
+    expect(
+        &isolated(&["check", s(&made)]),
+        true,
+        &["test is successful"],
+    );
+    let meta = std::fs::metadata(dir.path().join("cache/pages")).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (65534, 0o700));
+    // Root's, 0755: nobody cannot write it.
+    std::fs::create_dir(dir.path().join("roots")).unwrap();
+    std::fs::set_permissions(dir.path().join("roots"), PermissionsExt::from_mode(0o755)).unwrap();
+    let file = dir.write("ringside.toml", config("roots").as_bytes());
+    expect(
+        &isolated(&["check", s(&file)]),
+        false,
+        &[
+            "ringside.toml:9:8: [cache.pages] disk: the user nobody, whom the server runs as, cannot write",
+            "Permission denied",
+        ],
+    );
+}
+
 /// A pid file whose directory is missing fails the start at its line;
 /// `check` warns only, as a stopped service has no /run/ringside yet.
 #[test]

@@ -28,6 +28,8 @@ pub enum Setting<'a> {
     Listen(SocketAddr),
     /// `[upstream.NAME] servers` entry number `i` (from 0).
     UpstreamServer(&'a str, usize),
+    /// `[cache.NAME] disk`.
+    CacheDisk(&'a str),
 }
 
 /// Finds settings in the file a config came from.
@@ -103,6 +105,7 @@ fn default_key(what: Setting<'_>) -> String {
         Setting::Admin => "[admin] listen".into(),
         Setting::Listen(_) => "[server] listen".into(),
         Setting::UpstreamServer(name, _) => format!("[upstream.{name}] servers"),
+        Setting::CacheDisk(name) => format!("[cache.{name}] disk"),
     }
 }
 
@@ -139,6 +142,11 @@ fn find(f: &FileConfig, what: Setting<'_>) -> Option<(Range<usize>, String)> {
                 ServerValue::Table(t) => at(&t.addr, key),
                 ServerValue::Addr(_) => at(entry, key),
             })
+        }
+        Setting::CacheDisk(name) => {
+            let (_, c) = f.cache.iter().find(|(k, _)| k.get_ref() == name)?;
+            let disk = c.get_ref().disk.as_ref()?;
+            Some(at(disk, format!("[cache.{name}] disk")))
         }
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! Validation, which every load does, has read the certificates, keys and
 //! CA bundles already. Past it, this opens the access log and the roots,
-//! checks the pid file's directory, tries each listen address, and
-//! resolves upstream names. A name that does not resolve is a warning (the
+//! checks the pid file's directory, makes each cache's disk directory (as
+//! nginx makes its `proxy_cache_path`) and checks that the server's user
+//! can write it, tries each listen address, and resolves upstream names. A name that does not resolve is a warning (the
 //! server starts with that upstream server down); everything else that
 //! would stop the start is an error, placed at the file, line and key that
 //! set it.
@@ -12,7 +13,7 @@
 pub mod listen;
 pub mod locate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::{self, Cli};
@@ -106,6 +107,14 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
             format!("cannot open {}: {e}", cfg.statics.root.display()),
         ));
     }
+    for c in &cfg.caches {
+        if let Some(dir) = &c.disk {
+            let (user, group) = (cfg.ops.user.as_deref(), cfg.ops.group.as_deref());
+            if let Err(m) = cache_dir(dir, user, group) {
+                error(loc.error(Setting::CacheDisk(&c.name), m));
+            }
+        }
+    }
     if let Some(what) = pid_warning {
         out.push(Finding { error: false, what });
     }
@@ -128,26 +137,110 @@ fn open_append(path: &Path, mode: Mode) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = dir_of(path);
             std::fs::metadata(dir)?;
-            let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
-                .map_err(std::io::Error::other)?;
-            // SAFETY: faccessat with a NUL-terminated path.
-            // AT_EACCESS: with the file-system ids, which `as_user` may
-            // have set to the server's user.
-            let ok = unsafe {
-                libc::faccessat(
-                    libc::AT_FDCWD,
-                    c.as_ptr(),
-                    libc::W_OK | libc::X_OK,
-                    libc::AT_EACCESS,
-                )
-            };
-            if ok != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            writable(dir)
         }
         other => other.map(drop),
     }
+}
+
+/// Whether entries can be made in the directory `dir` (write and search
+/// permission), with the file-system ids, which `as_user` may have set to
+/// the server's user.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
+        .map_err(std::io::Error::other)?;
+    // SAFETY: faccessat with a NUL-terminated path.
+    // AT_EACCESS: with the file-system ids, not the real ones.
+    let ok = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        )
+    };
+    if ok != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A cache's disk directory, by `check` and at each start and reload: made
+/// when missing, with its parents, as nginx makes `proxy_cache_path` (a
+/// fresh one 0700: it holds responses); then it must be a directory the
+/// server's user can write. Run as root with `[server] user` (the start
+/// drops to that user after these checks), a directory made here is given
+/// to that user, as nginx gives its cache paths to the workers' user, and
+/// the write check runs with that user's ids (`keeper::as_user`).
+/// Otherwise this process is the server's user (a start without root, or a
+/// reload after the drop) and the check is made as itself.
+fn cache_dir(dir: &Path, user: Option<&str>, group: Option<&str>) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    // A user that does not exist fails the start when it drops root.
+    let ids = match user {
+        Some(u) if root => crate::privileges::ids(u, group).ok().map(|ids| (u, ids)),
+        _ => None,
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a directory", dir.display())),
+        Err(_) => {
+            let made = dir
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(
+                    |()| match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {
+                            Ok(())
+                        }
+                        other => other,
+                    },
+                );
+            if let Err(e) = made {
+                let why = match not_a_directory(dir) {
+                    Some(p) => format!("{} is not a directory", p.display()),
+                    None => io_reason(&e),
+                };
+                return Err(format!("cannot create {}: {why}", dir.display()));
+            }
+            if let Some((u, (uid, gid))) = ids {
+                std::os::unix::fs::chown(dir, Some(uid), Some(gid)).map_err(|e| {
+                    format!(
+                        "cannot give {} to the user {u}: {}",
+                        dir.display(),
+                        io_reason(&e)
+                    )
+                })?;
+            }
+        }
+    }
+    let checked = match ids {
+        Some((_, (uid, gid))) => crate::privileges::keeper::as_user(uid, gid, || writable(dir)),
+        None => writable(dir),
+    };
+    checked.map_err(|e| match ids {
+        Some((u, _)) => format!(
+            "the user {u}, whom the server runs as, cannot write {}: {} (chown {u} {0})",
+            dir.display(),
+            io_reason(&e)
+        ),
+        None => format!("cannot write {}: {}", dir.display(), io_reason(&e)),
+    })
+}
+
+/// The nearest existing entry on the way to `path` when it is not a
+/// directory (so nothing can be made beneath it).
+fn not_a_directory(path: &Path) -> Option<PathBuf> {
+    let mut p = path.parent();
+    while let Some(at) = p {
+        if let Ok(m) = std::fs::metadata(at) {
+            return (!m.is_dir()).then(|| at.to_path_buf());
+        }
+        p = at.parent();
+    }
+    None
 }
 
 /// The directory a file is made in (`.` for a bare name).

@@ -6,7 +6,9 @@
 //! ```toml
 //! [cache.pages]               # name: [A-Za-z0-9_-]+
 //! memory = "64m"              # per core
-//! max_object = "4m"           # at most memory / 16
+//! max_object = "4m"           # at most memory / 16 (and disk_size / 8)
+//! disk = "/var/cache/ringside/pages"  # each core: core-<N>/ beneath it
+//! disk_size = "1g"            # per core; needs disk; at least 1m
 //! lock_timeout = "5s"
 //! stale_while_revalidate_max = "24h"
 //! stale_if_error_max = "24h"
@@ -22,15 +24,21 @@
 //! The caches come out sorted by name (the file layer's `BTreeMap`, as the
 //! upstreams), and a route's `cache` is an index into them. A static route
 //! takes none: its files are already held by the static file cache.
+//!
+//! `disk` is taken from the config file's directory when relative, and
+//! made absolute (not resolved: it need not exist yet; `ringside check`
+//! and the start make it, see `check/`). Two caches may not name the same
+//! directory: they would share its files.
 
 use std::fmt::{self, Write};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ringside_cache::Settings;
 use ringside_runtime::cidr::Cidr;
 use toml::Spanned;
 
-use super::cx::{duration_or_zero, int_in, size_in, Cx};
+use super::cx::{duration_or_zero, int_in, join, size_in, Cx};
 use super::emit::{dur, quote, size};
 use super::error::ConfigError;
 use super::file::{CacheSection, DurationValue, FileConfig, SizeValue};
@@ -38,6 +46,13 @@ use crate::upstream::settings::ProxyConfig;
 
 /// A response may take at most this fraction of its cache's memory.
 pub const MAX_OBJECT_SHARE: u64 = 16;
+
+/// With a disk tier, a response may take at most this fraction of its
+/// `disk_size` (the disk tier refuses larger ones).
+pub const DISK_OBJECT_SHARE: u64 = 8;
+
+/// The smallest `disk_size`: 1 MiB.
+pub const MIN_DISK_SIZE: u64 = 1 << 20;
 
 type List = Option<Spanned<Vec<Spanned<String>>>>;
 
@@ -48,6 +63,7 @@ impl Cx<'_> {
     pub(super) fn caches(
         &self,
         f: &FileConfig,
+        base: &Path,
         proxy: &mut ProxyConfig,
     ) -> Result<Vec<Settings>, ConfigError> {
         let mut caches = Vec::with_capacity(f.cache.len());
@@ -55,8 +71,9 @@ impl Cx<'_> {
             self.check(name, &format!("[cache.{:?}]", name.get_ref()), |n| {
                 cache_name(n)
             })?;
-            caches.push(self.cache(name.get_ref(), section.get_ref())?);
+            caches.push(self.cache(name.get_ref(), section.get_ref(), base)?);
         }
+        self.shared_disks(f, &caches)?;
         let mut proxied = proxy.routes.iter_mut();
         for r in &f.routes {
             let r = r.get_ref();
@@ -87,7 +104,7 @@ impl Cx<'_> {
         Ok(caches)
     }
 
-    fn cache(&self, name: &str, c: &CacheSection) -> Result<Settings, ConfigError> {
+    fn cache(&self, name: &str, c: &CacheSection, base: &Path) -> Result<Settings, ConfigError> {
         let d = Settings::named(name);
         let key = |k: &str| format!("[cache.{name}] {k}");
         let memory = self.or(&c.memory, &key("memory"), d.memory, |v| {
@@ -112,14 +129,58 @@ impl Cx<'_> {
             }
             None => d.max_object,
         };
+        let disk = match &c.disk {
+            Some(v) => Some(self.check(v, &key("disk"), |s| disk_dir(base, s))?),
+            None => None,
+        };
+        let disk_size = match (&c.disk_size, &disk) {
+            (Some(v), None) => {
+                return Err(self.err(
+                    v.span(),
+                    &key("disk_size"),
+                    format!("needs [cache.{name}] disk"),
+                ))
+            }
+            (v, _) => self.or(v, &key("disk_size"), d.disk_size, |v| {
+                size_in(v, MIN_DISK_SIZE, u64::MAX)
+            })?,
+        };
+        let disk_most = disk_size / DISK_OBJECT_SHARE;
+        if disk.is_some() && max_object > disk_most {
+            return Err(match (&c.max_object, &c.disk_size) {
+                (Some(v), _) => self.err(
+                    v.span(),
+                    &key("max_object"),
+                    format!(
+                        "expected at most {} (disk_size / {DISK_OBJECT_SHARE}: the disk tier takes an object of at most 1/{DISK_OBJECT_SHARE} of its size), got {}",
+                        size(disk_most),
+                        v.get_ref()
+                    ),
+                ),
+                // A default max_object: only a given disk_size can get here.
+                (None, v) => {
+                    let v = v.as_ref().expect("the defaults fit together");
+                    self.err(
+                        v.span(),
+                        &key("disk_size"),
+                        format!(
+                            "expected at least {} ({DISK_OBJECT_SHARE} times max_object, {}: the disk tier takes an object of at most 1/{DISK_OBJECT_SHARE} of its size), got {}; or give a smaller max_object",
+                            size(max_object.saturating_mul(DISK_OBJECT_SHARE)),
+                            size(max_object),
+                            v.get_ref()
+                        ),
+                    )
+                }
+            });
+        }
         let time = |v: &Option<Spanned<DurationValue>>, k: &str, d: Duration| {
             self.or(v, &key(k), d, duration_or_zero)
         };
         Ok(Settings {
             memory,
             max_object,
-            disk: d.disk.clone(),
-            disk_size: d.disk_size,
+            disk,
+            disk_size,
             lock_timeout: time(&c.lock_timeout, "lock_timeout", d.lock_timeout)?,
             stale_while_revalidate_max: time(
                 &c.stale_while_revalidate_max,
@@ -145,6 +206,34 @@ impl Cx<'_> {
             purge_from: self.purge_from(&c.purge_from, &key("purge_from"))?,
             name: d.name,
         })
+    }
+
+    /// No two caches on one disk directory: they would write each other's
+    /// files. The error is at the later of the two in the file.
+    fn shared_disks(&self, f: &FileConfig, caches: &[Settings]) -> Result<(), ConfigError> {
+        // `caches` is in `f.cache`'s order (by name); this is the file's.
+        let mut given: Vec<(&Spanned<String>, &Settings)> = f
+            .cache
+            .values()
+            .zip(caches)
+            .filter_map(|(section, c)| Some((section.get_ref().disk.as_ref()?, c)))
+            .collect();
+        given.sort_by_key(|(v, _)| v.span().start);
+        for (i, (v, c)) in given.iter().enumerate() {
+            if let Some((_, first)) = given[..i].iter().find(|(_, o)| o.disk == c.disk) {
+                let dir = c.disk.as_deref().unwrap_or(Path::new(""));
+                return Err(self.err(
+                    v.span(),
+                    &format!("[cache.{}] disk", c.name),
+                    format!(
+                        "{} is [cache.{}]'s disk too: two caches would share its files; give each cache a directory of its own",
+                        dir.display(),
+                        first.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// A list of names, each checked by `check`, none twice; empty when
@@ -204,6 +293,19 @@ fn max_object(v: &SizeValue, most: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// `disk`: a directory path, taken from `base` (the config file's
+/// directory) and made absolute; it need not exist yet.
+fn disk_dir(base: &Path, s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() || s.contains('\0') {
+        return Err(format!("expected a directory path, got {s:?}"));
+    }
+    std::path::absolute(join(base, s))
+        // Without `.` parts and a trailing '/', so that equal paths look
+        // alike; `..` is kept (it depends on symlinks).
+        .map(|p| p.components().collect())
+        .map_err(|e| format!("cannot make {s:?} absolute: {e}"))
+}
+
 /// A query parameter's name as written in the query: visible ASCII
 /// without `&`, `=` or `#`.
 fn query_name(n: &str) -> Result<String, String> {
@@ -253,6 +355,10 @@ pub fn write_caches(out: &mut String, caches: &[Settings]) -> fmt::Result {
         writeln!(out, "\n[cache.{}]", c.name)?;
         writeln!(out, "memory = {}", size(c.memory))?;
         writeln!(out, "max_object = {}", size(c.max_object))?;
+        if let Some(d) = &c.disk {
+            writeln!(out, "disk = {}", quote(&d.to_string_lossy()))?;
+            writeln!(out, "disk_size = {}", size(c.disk_size))?;
+        }
         writeln!(out, "lock_timeout = {}", dur(c.lock_timeout))?;
         let swr = dur(c.stale_while_revalidate_max);
         writeln!(out, "stale_while_revalidate_max = {swr}")?;

@@ -35,6 +35,8 @@ fn every_key_is_read() {
         r#"[cache.pages]
 memory = "256m"
 max_object = "1m"
+disk = "/var/cache/ringside/pages"
+disk_size = "8m"
 lock_timeout = "250ms"
 stale_while_revalidate_max = "1h"
 stale_if_error_max = 0
@@ -57,8 +59,8 @@ purge_from = ["10.0.0.0/8", "::1", "all"]
             name: "pages".into(),
             memory: 256 << 20,
             max_object: 1 << 20,
-            disk: None,
-            disk_size: 1 << 30,
+            disk: Some("/var/cache/ringside/pages".into()),
+            disk_size: 8 << 20,
             lock_timeout: Duration::from_millis(250),
             stale_while_revalidate_max: Duration::from_secs(3600),
             stale_if_error_max: Duration::ZERO,
@@ -85,6 +87,63 @@ fn keys_left_out_take_the_defaults() {
     // max_object = memory / 16 exactly is taken.
     let c = config("[cache.a]\nmemory = \"64k\"\nmax_object = \"4k\"\n");
     assert_eq!((c.caches[0].memory, c.caches[0].max_object), (65536, 4096));
+    // No disk tier unless `disk` is given; its size then defaults to 1g.
+    assert_eq!(Settings::named("a").disk, None);
+    let c = config("[cache.a]\ndisk = \"/srv/cache\"\n");
+    assert_eq!(c.caches[0].disk.as_deref(), Some(Path::new("/srv/cache")));
+    assert_eq!(c.caches[0].disk_size, 1 << 30);
+    assert_eq!(c.caches[0].disk_size, Settings::named("a").disk_size);
+    // disk_size = 1m (the least) with max_object = disk_size / 8 exactly.
+    let c = config("[cache.a]\ndisk = \"/d\"\ndisk_size = \"1m\"\nmax_object = \"128k\"\n");
+    assert_eq!(
+        (c.caches[0].disk_size, c.caches[0].max_object),
+        (1 << 20, 128 << 10)
+    );
+}
+
+/// A relative `disk` is taken from the config file's directory, as the
+/// config's other paths are; an absolute one is kept.
+#[test]
+fn a_relative_disk_is_taken_from_the_files_directory() {
+    // The file's directory need not exist; the root (from it too) must.
+    let text = "[server]\nroot = \"/\"\n[cache.a]\ndisk = \"cache/a\"\n[cache.b]\ndisk = \"../b/\"\n[cache.c]\ndisk = \"/abs/c\"\n";
+    let c = Config::parse(text, Path::new("/etc/ringside/ringside.toml")).unwrap();
+    let disks: Vec<_> = c.caches.iter().map(|c| c.disk.clone().unwrap()).collect();
+    assert_eq!(
+        disks,
+        [
+            Path::new("/etc/ringside/cache/a"),
+            Path::new("/etc/ringside/../b"),
+            Path::new("/abs/c"),
+        ]
+    );
+    // A file named without a directory: from the working directory, made
+    // absolute.
+    let c = config("[cache.a]\ndisk = \"./pages\"\n");
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(c.caches[0].disk, Some(cwd.join("pages")));
+}
+
+/// Two caches on one directory would share its files: refused at the
+/// `disk` that comes later in the file, however the names sort.
+#[test]
+fn two_caches_may_not_share_a_disk() {
+    let got = err("[cache.b]\ndisk = \"/var/cache/x\"\n[cache.a]\ndisk = \"/var/cache/./x/\"\n");
+    let want = "ringside.toml:4:8: [cache.a] disk: /var/cache/x is [cache.b]'s disk too: two caches would share its files; give each cache a directory of its own";
+    assert!(got.starts_with(want), "{got}\nwanted {want}");
+    // The same directory, once relative and once absolute.
+    let text = "[server]\nroot = \"/\"\n\
+        [cache.a]\ndisk = \"/etc/ringside/c\"\n[cache.z]\ndisk_size = \"32m\"\ndisk = \"c\"\n";
+    let got = Config::parse(text, Path::new("/etc/ringside/ringside.toml"))
+        .unwrap_err()
+        .to_string();
+    let want =
+        "/etc/ringside/ringside.toml:7:8: [cache.z] disk: /etc/ringside/c is [cache.a]'s disk too";
+    assert!(got.starts_with(want), "{got}\nwanted {want}");
+    // Beneath one another is another directory: each core's files are in
+    // core-<N>/ of its own cache's.
+    let c = config("[cache.a]\ndisk = \"/d\"\n[cache.b]\ndisk = \"/d/b\"\n[cache.c]\n[cache.e]\n");
+    assert_eq!(c.caches.len(), 4);
 }
 
 #[test]
@@ -143,6 +202,35 @@ fn errors_name_the_line_and_key() {
         (
             "[cache.a]\nmemory = \"16m\"\n".into(),
             "ringside.toml:2:10: [cache.a] memory: expected at least \"64m\" (16 times the default max_object, \"4m\": one response may take at most 1/16 of the cache), got \"16m\"; or give a smaller max_object",
+        ),
+        (
+            "[cache.a]\ndisk = \"\"\n".into(),
+            "ringside.toml:2:8: [cache.a] disk: expected a directory path, got \"\"",
+        ),
+        (
+            "[cache.a]\ndisk = 5\n".into(),
+            "ringside.toml:2:8: [cache.a] disk: expected a string, got the number 5",
+        ),
+        (
+            "[cache.a]\ndisk_size = \"1g\"\n".into(),
+            "ringside.toml:2:13: [cache.a] disk_size: needs [cache.a] disk",
+        ),
+        (
+            "[cache.a]\ndisk = \"/d\"\ndisk_size = \"1023k\"\n".into(),
+            "ringside.toml:3:13: [cache.a] disk_size: expected a size of at least 1048576 bytes, got \"1023k\"",
+        ),
+        (
+            "[cache.a]\ndisk = \"/d\"\ndisk_size = \"lots\"\n".into(),
+            "ringside.toml:3:13: [cache.a] disk_size: expected a size like 8192",
+        ),
+        (
+            "[cache.a]\ndisk = \"/d\"\ndisk_size = \"16m\"\nmax_object = \"3m\"\n".into(),
+            "ringside.toml:4:14: [cache.a] max_object: expected at most \"2m\" (disk_size / 8: the disk tier takes an object of at most 1/8 of its size), got \"3m\"",
+        ),
+        // The default max_object (4m) does not fit a smaller disk_size.
+        (
+            "[cache.a]\ndisk = \"/d\"\ndisk_size = \"16m\"\n".into(),
+            "ringside.toml:3:13: [cache.a] disk_size: expected at least \"32m\" (8 times max_object, \"4m\": the disk tier takes an object of at most 1/8 of its size), got \"16m\"; or give a smaller max_object",
         ),
         (
             "[cache.a]\nheuristic_percent = 101\n".into(),
@@ -278,7 +366,8 @@ fn to_toml_writes_every_key_and_reads_back() {
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join(NAME);
     let c = config(&format!(
-        "[cache.pages]\nmemory = 100000000\nmax_object = 12345\nlock_timeout = \"1500ms\"\n\
+        "[cache.pages]\nmemory = 100000000\nmax_object = 12345\ndisk = \"/var/cache/ringside/a \\\"b\\\"\"\n\
+         disk_size = 1234567\nlock_timeout = \"1500ms\"\n\
          heuristic_percent = 0\nhit_for_miss = 0\n\
          ignore_query = [\"utm_source\", \"a\\\"b\"]\nkey_headers = [\"Accept\"]\n\
          key_cookies = [\"s\"]\npurge_from = [\"all\", \"::1\"]\n\
@@ -293,6 +382,8 @@ fn to_toml_writes_every_key_and_reads_back() {
 [cache.pages]
 memory = 100000000
 max_object = 12345
+disk = '/var/cache/ringside/a "b"'
+disk_size = 1234567
 lock_timeout = "1500ms"
 stale_while_revalidate_max = "86400s"
 stale_if_error_max = "86400s"

@@ -72,6 +72,9 @@ pub struct FileConfig {
 pub struct CacheSection {
     pub memory: Option<Spanned<SizeValue>>,
     pub max_object: Option<Spanned<SizeValue>>,
+    /// The disk tier's directory; relative to the config file's directory.
+    pub disk: Option<Spanned<String>>,
+    pub disk_size: Option<Spanned<SizeValue>>,
     pub lock_timeout: Option<Spanned<DurationValue>>,
     pub stale_while_revalidate_max: Option<Spanned<DurationValue>>,
     pub stale_if_error_max: Option<Spanned<DurationValue>>,

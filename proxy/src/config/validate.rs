@@ -89,7 +89,7 @@ impl TryFrom<Document<'_>> for Config {
         };
         let statics = cx.statics(f, base, &root)?;
         let mut proxy = cx.proxy(f, base, &root)?;
-        let caches = cx.caches(f, &mut proxy)?;
+        let caches = cx.caches(f, base, &mut proxy)?;
         let ops = cx.ops(f, base)?;
         let runtime = cx.runtime(f)?;
         let (server, listeners) = cx.server(f, base)?;
