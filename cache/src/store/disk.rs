@@ -311,6 +311,8 @@ impl Disk {
             }
             r => r?,
         };
+        // Zeros up to a large body's page.
+        first.resize(header.body_offset() as usize, 0);
         let at = first.len() as u64;
         file.write_all_at(first, 0).await.0?;
         if !body.is_empty() {
@@ -471,7 +473,8 @@ impl Disk {
         if &buf[HEADER_LEN..key_end] != key {
             return Ok(None);
         }
-        if crc32c(0, &buf[HEADER_LEN..body_offset as usize]) != header.meta_crc {
+        let head_end = header.head_end() as usize;
+        if crc32c(0, &buf[HEADER_LEN..head_end]) != header.meta_crc {
             self.discard(hash, "key or head checksum");
             return Ok(None);
         }
@@ -480,9 +483,9 @@ impl Disk {
         // Sliced when the body comes along too; else copied, so as not to
         // hold the first read's 64 KiB while the body is sent.
         let head = if whole {
-            buf.slice(key_end..body_offset as usize)
+            buf.slice(key_end..head_end)
         } else {
-            Bytes::copy_from_slice(&buf[key_end..body_offset as usize])
+            Bytes::copy_from_slice(&buf[key_end..head_end])
         };
         let mut body = None;
         if whole {

@@ -25,7 +25,10 @@ const MAGIC: [u8; 8] = *b"RSCACHE\0";
 
 /// Bumped whenever the layout changes: files of another version are
 /// removed at the rebuild and never served.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Bodies above this start at a page boundary.
+pub const ALIGN_ABOVE: u64 = 64 * 1024;
+const PAGE: u64 = 4096;
 
 /// The longest key and head block a file may hold: a header claiming more
 /// is taken as corrupt (a check on lengths before anything is allocated).
@@ -98,8 +101,21 @@ impl Header {
     }
 
     /// Where the body starts in the file.
-    pub fn body_offset(&self) -> u64 {
+    /// Where the key and head block end.
+    pub fn head_end(&self) -> u64 {
         (HEADER_LEN + self.key_len as usize + self.head_len as usize) as u64
+    }
+
+    /// Where the body starts: right after the head block, or for a body
+    /// above [`ALIGN_ABOVE`] at the next page, so that sending it from
+    /// the page cache (splice, sendfile) moves whole pages.
+    pub fn body_offset(&self) -> u64 {
+        let end = self.head_end();
+        if self.body_len > ALIGN_ABOVE {
+            end.next_multiple_of(PAGE)
+        } else {
+            end
+        }
     }
 
     /// The whole file's length.
@@ -242,7 +258,16 @@ mod tests {
         };
         let mut b = h.encode();
         assert_eq!(Header::decode(&b), Ok(h));
-        assert_eq!(h.body_offset(), 64 + 312);
+        // A large body starts at the next page; a small one right after.
+        assert_eq!(h.body_offset(), 4096);
+        assert_eq!(
+            Header {
+                body_len: 1000,
+                ..h
+            }
+            .body_offset(),
+            64 + 312
+        );
         // Any flipped bit is caught.
         for bit in [0, 70, 100, 200, 400, 511] {
             let mut c = b;
