@@ -9,9 +9,10 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ringside_runtime::shutdown::LocalEvent;
+use ringside_http::capture::Fields;
 
 use crate::entry::{Entry, Variant};
+use crate::fill::Fill;
 use crate::key::Key;
 use crate::policy::{vary, Limits};
 use crate::store::memory::Memory;
@@ -25,7 +26,7 @@ pub struct CoreCache {
     pub settings: Settings,
     pub limits: Limits,
     store: RefCell<Memory<Entry>>,
-    fills: RefCell<HashMap<u64, Rc<LocalEvent>>>,
+    fills: RefCell<HashMap<u64, Rc<Fill>>>,
     /// Key hash → until when (unix seconds) it is fetched uncollapsed.
     passes: RefCell<HashMap<u64, u64>>,
     pub stats: Arc<Stats>,
@@ -236,20 +237,23 @@ impl CoreCache {
     }
 
     /// The fetch under way for `key`, if one is.
-    pub fn fill_of(&self, key: &Key) -> Option<Rc<LocalEvent>> {
+    pub fn fill_of(&self, key: &Key) -> Option<Rc<Fill>> {
         self.fills.borrow().get(&key.hash).cloned()
     }
 
-    /// Marks a fetch of `key` under way until the guard drops.
-    pub fn begin_fill(self: &Rc<Self>, key: &Key) -> Option<FillGuard> {
+    /// Marks a fetch of `key` under way until the guard drops;
+    /// `request`: the fetching request's fields.
+    pub fn begin_fill(self: &Rc<Self>, key: &Key, request: Fields) -> Option<FillGuard> {
         let mut fills = self.fills.borrow_mut();
         if fills.contains_key(&key.hash) {
             return None;
         }
-        fills.insert(key.hash, Rc::new(LocalEvent::default()));
+        let fill = Rc::new(Fill::new(request));
+        fills.insert(key.hash, fill.clone());
         Some(FillGuard {
             cache: self.clone(),
             hash: key.hash,
+            fill,
         })
     }
 
@@ -296,16 +300,23 @@ impl CoreCache {
 }
 
 /// A fill under way; its end (stored or not) wakes the requests that
-/// waited for it.
+/// waited for it. Dropped before [`Fill::finish`] said it came whole, it
+/// failed.
 pub struct FillGuard {
     cache: Rc<CoreCache>,
     hash: u64,
+    pub fill: Rc<Fill>,
 }
 
 impl Drop for FillGuard {
     fn drop(&mut self) {
-        if let Some(ev) = self.cache.fills.borrow_mut().remove(&self.hash) {
-            ev.set();
+        self.fill.finish(false);
+        let mut fills = self.cache.fills.borrow_mut();
+        if fills
+            .get(&self.hash)
+            .is_some_and(|f| Rc::ptr_eq(f, &self.fill))
+        {
+            fills.remove(&self.hash);
         }
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod core;
 pub mod entry;
+pub mod fill;
 pub mod key;
 pub mod on_disk;
 pub mod policy;

@@ -9,8 +9,30 @@
 //! whole response, and answers them itself from it), and the cache's
 //! validators go in their place when it revalidates what it holds.
 
+use std::rc::Rc;
+
 /// Header fields as owned name and value bytes.
 pub type Fields = Vec<(Box<[u8]>, Box<[u8]>)>;
+
+/// What else hears of a caught response as it goes: the requests a cache
+/// made wait for this one's fetch, which stream it as it arrives.
+pub trait Sink {
+    /// The head, as caught (the Date included), and the body's length
+    /// where it is sized.
+    fn head(&self, c: &Capture, length: Option<u64>);
+    /// A piece of the body, before any compression.
+    fn body(&self, data: &[u8]);
+}
+
+/// A capture's [`Sink`].
+#[derive(Clone)]
+pub struct Tee(pub Rc<dyn Sink>);
+
+impl std::fmt::Debug for Tee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tee")
+    }
+}
 
 /// What a capture caught, and what it asks of the upstream request.
 #[derive(Debug, Default)]
@@ -39,6 +61,8 @@ pub struct Capture {
     pub detached: bool,
     /// `Cache-Status` (RFC 9211) for the response passed on.
     pub cache_status: Option<Box<[u8]>>,
+    /// Told of the head and every piece of the body as they come.
+    pub sink: Option<Tee>,
 }
 
 impl Capture {
@@ -54,9 +78,13 @@ impl Capture {
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        length: Option<u64>,
     ) {
         self.status = status;
         self.headers = headers.map(|(n, v)| (n.into(), v.into())).collect();
+        if let Some(t) = self.sink.clone() {
+            t.0.head(self, length);
+        }
     }
 
     /// Whether a response of `status` is kept from the client.
@@ -67,6 +95,9 @@ impl Capture {
     }
 
     pub(crate) fn body(&mut self, data: &[u8]) {
+        if let Some(t) = &self.sink {
+            t.0.body(data);
+        }
         if self.over {
             return;
         }

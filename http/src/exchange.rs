@@ -381,15 +381,22 @@ impl<'a> Exchange<'a> {
     ) -> Result<(), Error> {
         let mut marked = None;
         if let Some(c) = &mut self.capture {
-            c.head(status, headers.clone());
+            let length = match body {
+                Body::Sized(n) => Some(n),
+                Body::Stream => None,
+            };
+            c.head(status, headers.clone(), length);
             if c.holds(status) {
                 return Ok(());
             }
             marked = c.cache_status.clone();
         }
         self.check_first()?;
+        // A cache's own targeted field (RFC 9213) is not sent on.
+        let capturing = self.capture.is_some();
         let headers = headers
             .map(shorten)
+            .filter(move |(n, _)| !(capturing && n.eq_ignore_ascii_case(b"ringside-cache-control")))
             .chain(marked.as_deref().map(|v| (&b"Cache-Status"[..], v)));
         if let Some(p) = self.compress.clone() {
             let len = match body {

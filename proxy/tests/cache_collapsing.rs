@@ -1,7 +1,8 @@
 //! Request collapsing through the binary: concurrent misses for one key
-//! wait for the first request's fetch and are answered from what it
-//! stored; a response the cache may not keep makes the key a pass
-//! (hit-for-miss), whose requests go to the origin side by side.
+//! join the first request's fetch and stream its response as it arrives
+//! (a fetch that breaks cuts theirs too); a response the cache may not
+//! keep makes the key a pass (hit-for-miss), whose requests go to the
+//! origin side by side.
 
 mod common;
 
@@ -212,4 +213,100 @@ fn a_key_above_max_object_is_a_pass() {
         "/above-max-object",
         Answer::ok(pattern(BODY, 3)).header("Cache-Control", "max-age=60"),
     )]);
+}
+
+/// Reads a response's head and then `n` bytes of its body from a raw
+/// connection, without waiting for the rest.
+fn head_and_first(c: &mut Conn, n: usize) -> (String, Vec<u8>) {
+    use std::io::{BufRead, Read};
+    let r = c.raw();
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "closed in the head: {head}"
+        );
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; n];
+    r.read_exact(&mut body).unwrap();
+    (head, body)
+}
+
+#[test]
+fn a_waiter_streams_the_fetch_as_it_arrives() {
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-collapse-stream");
+        let cfg = dir.write("r.toml", config(origin.addr, "", "").as_bytes());
+        let srv = Ringside::workers(backend, 1, &cfg);
+        let whole = pattern(BODY, 9);
+        origin.close_gate();
+        origin.set(
+            "/slow",
+            Answer::ok(whole.clone())
+                .header("Cache-Control", "max-age=60")
+                .part_then_gate(1000),
+        );
+        // The first request fetches; its head and first bytes come.
+        let mut first = Conn::open(srv.addr);
+        first.send(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (_, got) = head_and_first(&mut first, 1000);
+        assert_eq!(got, &whole[..1000], "{backend}");
+        // A second request joins the fetch and gets what came so far while
+        // the origin still holds the rest: streamed, not waited out.
+        let mut second = Conn::open(srv.addr);
+        second.send(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+        let (head, got) = head_and_first(&mut second, 1000);
+        assert!(head.contains("detail=collapsed"), "{backend}: {head}");
+        assert_eq!(got, &whole[..1000], "{backend}");
+        origin.open_gate();
+        for c in [&mut first, &mut second] {
+            use std::io::Read;
+            let mut rest = vec![0; BODY - 1000];
+            c.raw().read_exact(&mut rest).unwrap();
+            assert_eq!(rest, &whole[1000..], "{backend}");
+        }
+        assert_eq!(origin.count("/slow"), 1, "{backend}");
+        assert!(is_hit(&fetch(srv.addr, "GET", "/slow", &[])), "{backend}");
+        srv.stop();
+    }
+}
+
+#[test]
+fn a_waiter_on_a_broken_fetch_gets_no_whole_response() {
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-collapse-broken");
+        let cfg = dir.write("r.toml", config(origin.addr, "", "").as_bytes());
+        let srv = Ringside::workers(backend, 1, &cfg);
+        let whole = pattern(BODY, 4);
+        origin.close_gate();
+        origin.set(
+            "/breaks",
+            Answer::ok(whole[..2000].to_vec())
+                .header("Cache-Control", "max-age=60")
+                .cut(BODY)
+                .gated(),
+        );
+        let mut first = Conn::open(srv.addr);
+        first.send(b"GET /breaks HTTP/1.1\r\nHost: t\r\n\r\n");
+        origin.wait_count("/breaks", 1);
+        let mut second = Conn::open(srv.addr);
+        second.send(b"GET /breaks HTTP/1.1\r\nHost: t\r\n\r\n");
+        origin.open_gate();
+        for c in [&mut first, &mut second] {
+            let r = c.read(false);
+            assert!(
+                r.as_ref().is_none_or(|r| !r.complete || r.status >= 500),
+                "{backend}: a cut fetch reached a client as whole: {:?}",
+                r.map(|r| (r.status, r.body.len()))
+            );
+        }
+        srv.stop();
+    }
 }

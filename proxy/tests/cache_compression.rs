@@ -6,36 +6,9 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use common::cache_origin::{config, fetch, is_hit, Answer, CacheOrigin};
+use common::python::decode;
 use common::{Ringside, TempDir, BACKENDS};
-
-/// Decodes `body` with Python's decoder for `coding`.
-fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
-    let script = "import sys, zlib, brotli, zstandard\n\
-                  c, data = sys.argv[1], sys.stdin.buffer.read()\n\
-                  if c == 'gzip': out = zlib.decompressobj(31).decompress(data)\n\
-                  elif c == 'br': out = brotli.Decompressor().process(data)\n\
-                  else: out = zstandard.ZstdDecompressor().decompressobj().decompress(data)\n\
-                  sys.stdout.buffer.write(out)\n";
-    let mut child = Command::new("/usr/bin/python3")
-        .args(["-c", script, coding])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 must be installed");
-    child.stdin.take().unwrap().write_all(body).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
 
 #[test]
 fn a_hit_is_sent_compressed_from_the_store_in_the_clients_coding() {

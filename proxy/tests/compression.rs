@@ -10,13 +10,14 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::client::{Conn, Resp};
 use common::h2::{fetched, header};
 use common::phpfpm::PhpFpm;
+use common::python::{decode, python};
 use common::{Ringside, TempDir};
 
 const CODINGS: [&str; 3] = ["gzip", "br", "zstd"];
@@ -45,43 +46,6 @@ fn big() -> Vec<u8> {
     (0..8000)
         .flat_map(|i| format!("line {i} of a text too large to cache\n").into_bytes())
         .collect()
-}
-
-/// Decodes `body` with Python's decoder for `coding`; a partial body
-/// decodes to what it holds so far.
-fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
-    if coding == "identity" {
-        return body.to_vec();
-    }
-    let script = "import sys, zlib, brotli, zstandard\n\
-                  c, data = sys.argv[1], sys.stdin.buffer.read()\n\
-                  if c == 'gzip': out = zlib.decompressobj(31).decompress(data)\n\
-                  elif c == 'br': out = brotli.Decompressor().process(data)\n\
-                  else: out = zstandard.ZstdDecompressor().decompressobj().decompress(data)\n\
-                  sys.stdout.buffer.write(out)\n";
-    let out = python(script, &[coding], body);
-    assert!(
-        out.status.success(),
-        "python3 could not decode {coding} (python3-brotli and python3-zstandard come \
-         from scripts/test.sh): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// Runs a Python script with `args`, `input` on its stdin.
-fn python(script: &str, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = Command::new("/usr/bin/python3")
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 must be installed");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// curl asking for `coding` and decoding it (`--compressed`): the body,

@@ -130,9 +130,9 @@ fn refused_requests_are_marked_in_the_access_log() {
         let lines: Vec<&str> = text.lines().collect();
         if lines.len() >= 2 {
             assert!(lines[0].contains("\"status\":200,"), "{text}");
-            assert!(lines[0].ends_with("\"limited\":null}"), "{text}");
+            assert!(lines[0].contains("\"limited\":null,"), "{text}");
             assert!(lines[1].contains("\"status\":429,"), "{text}");
-            assert!(lines[1].ends_with("\"limited\":\"rate\"}"), "{text}");
+            assert!(lines[1].contains("\"limited\":\"rate\","), "{text}");
             break;
         }
         assert!(Instant::now() < end, "two lines never logged: {text}");

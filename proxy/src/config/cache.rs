@@ -269,16 +269,7 @@ impl Cx<'_> {
 
 /// A cache's name, as an upstream's: letters, digits, '_' and '-'.
 fn cache_name(n: &str) -> Result<(), String> {
-    if !n.is_empty()
-        && n.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "expected a cache name of letters, digits, '_' and '-', got {n:?}"
-        ))
-    }
+    super::names::section_name("a cache", n)
 }
 
 /// `max_object`: at least a byte, at most `most` (memory / 16).

@@ -152,6 +152,7 @@ pub mod every;
 pub mod fastcgi;
 pub mod file;
 pub mod h2;
+mod names;
 pub mod ops;
 pub mod rate;
 pub mod size;

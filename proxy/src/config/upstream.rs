@@ -834,16 +834,7 @@ fn one_of<'a>(names: impl Iterator<Item = &'a str>, got: &str) -> String {
 
 /// `[A-Za-z0-9_-]+`.
 pub fn upstream_name(n: &str) -> Result<(), String> {
-    if !n.is_empty()
-        && n.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "expected an upstream name of letters, digits, '_' and '-', got {n:?}"
-        ))
-    }
+    super::names::section_name("an upstream", n)
 }
 
 /// `balance`: `None` for `"hash"`, whose key comes from `hash_key`.

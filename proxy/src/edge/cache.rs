@@ -23,14 +23,15 @@ use std::sync::Arc;
 
 use ringside_cache::core::{bump, FillGuard};
 use ringside_cache::entry::{headers_iter, Body, Dates, Variant};
+use ringside_cache::fill::{End, Fill};
 use ringside_cache::key::Key;
 use ringside_cache::policy::{self, Directives, Meta, RequestFacts, Usable};
 use ringside_cache::purge::{Broadcast, Member, Order, Target};
 use ringside_cache::serve::{self, Encoded};
 use ringside_cache::CoreCache;
-use ringside_http::capture::{Capture, Fields};
+use ringside_http::capture::{Capture, Fields, Tee};
 use ringside_http::compress;
-use ringside_http::{Error, Exchange, Method};
+use ringside_http::{Error, Exchange, Kind, Method};
 use ringside_runtime::coalesce::Queued;
 use ringside_runtime::task;
 
@@ -98,7 +99,7 @@ impl Edge {
                     bump(&c.stats.stale);
                     let line = b"ringside; hit; fwd=stale; detail=updating";
                     answer(ex, c, &key, v, now, line).await?;
-                    if let Some(fill) = c.begin_fill(&key) {
+                    if let Some(fill) = c.begin_fill(&key, Fields::new()) {
                         let v = v.clone();
                         return self.refresh(ex, i, c, &key, &v, fill, now).await;
                     }
@@ -118,15 +119,23 @@ impl Edge {
                 b"",
             );
         }
-        let mut _fill = None;
+        let mut fill = None;
         if method == Method::Get && !c.is_pass(&key, now) {
-            if let Some(ev) = c.fill_of(&key) {
-                // Another request fetches (or revalidates) this key: wait
-                // for its end, then take what it stored (or go on alone
-                // when it stored nothing, or took too long).
-                let _q = Queued::new();
+            if let Some(f) = c.fill_of(&key) {
+                // Another request fetches (or revalidates) this key: a
+                // miss streams its response as it comes, where it may be
+                // this one's; else wait for its end and take what it
+                // stored (or go on alone when it stored nothing, or took
+                // too long).
                 bump(&c.stats.collapsed);
-                let _ = task::timeout(c.settings.lock_timeout, ev.wait()).await;
+                if found.is_none() {
+                    if let Some(r) = self.follow(ex, c, &f, &req).await {
+                        return r;
+                    }
+                } else {
+                    let _q = Queued::new();
+                    let _ = task::timeout(c.settings.lock_timeout, f.ended()).await;
+                }
                 let now = unix_now();
                 found = c.find(&key, ex.headers()).await;
                 if let Some(v) = &found {
@@ -138,12 +147,12 @@ impl Edge {
                     }
                 }
             }
-            _fill = c.begin_fill(&key);
+            fill = c.begin_fill(&key, fields_of(ex));
         }
         bump(&c.stats.misses);
         let verdict = match &found {
             Some(_) => "EXPIRED",
-            None if _fill.is_none() && method == Method::Get => "BYPASS",
+            None if fill.is_none() && method == Method::Get => "BYPASS",
             None => "MISS",
         };
         set_cache_status(ex, verdict);
@@ -162,6 +171,8 @@ impl Edge {
             // Nothing stored to answer the client's own conditions or
             // ranges from: they go on, and a 304 or 206 is never stored.
             cap.strip_conditions = false;
+            // The requests that wait on this fetch hear of it as it comes.
+            cap.sink = fill.as_ref().map(|g| Tee(g.fill.clone()));
         }
         ex.capture(cap);
         let r = self.proxy(ex, i).await;
@@ -187,7 +198,8 @@ impl Edge {
             }
         }
         r?;
-        if method == Method::Get && ex.complete() && cap.status != 0 {
+        let whole = method == Method::Get && ex.complete() && cap.status != 0;
+        if whole {
             if cap.over {
                 // Too large to keep: later requests for it go on side by
                 // side rather than wait for one another's whole transfer.
@@ -196,8 +208,100 @@ impl Edge {
                 keep(c, &key, ex, *cap, now, response_time);
             }
         }
+        if let Some(g) = fill {
+            g.fill.finish(whole);
+        }
         Ok(())
     }
+
+    /// Streams the response another request is fetching for this key, as
+    /// it arrives, when it may answer this request too (storable for a
+    /// shared cache, the same Vary values, fresh for this request's
+    /// directives). `None`: it may not, or its head did not come within
+    /// the lock timeout, or it ended already (the store has it, if it was
+    /// storable): the caller goes on.
+    async fn follow(
+        &self,
+        ex: &mut Exchange<'_>,
+        c: &CoreCache,
+        fill: &Fill,
+        req: &Directives,
+    ) -> Option<Result<(), Error>> {
+        let deadline = ringside_runtime::clock::now() + c.settings.lock_timeout;
+        {
+            let _q = Queued::new();
+            while fill.head().is_none() && fill.end() == End::Open {
+                let seen = fill.version();
+                task::timeout_at(deadline, fill.changed(seen)).await.ok()?;
+            }
+        }
+        let head = fill.head()?;
+        if fill.end() != End::Open {
+            return None;
+        }
+        let pairs = headers_iter(&head.headers);
+        let facts = RequestFacts {
+            get: true,
+            authorization: ex.header("authorization").is_some(),
+            no_store: req.no_store,
+        };
+        policy::storable(facts, head.status, pairs.clone()).ok()?;
+        let names = policy::vary::names(pairs.clone());
+        let theirs = policy::vary::secondary(&names, headers_iter(&fill.request));
+        if policy::vary::secondary(&names, ex.headers()) != theirs {
+            return None;
+        }
+        let now = unix_now();
+        let meta = Meta::of(head.status, pairs.clone(), now, now, &c.limits);
+        if policy::usable(&meta, req, now) != Usable::Fresh {
+            return None;
+        }
+        set_cache_status(ex, "HIT");
+        bump(&c.stats.hits);
+        let shown = pairs
+            .filter(|(n, _)| policy::kept_in_store(n) && !n.eq_ignore_ascii_case(b"date"))
+            .chain([(
+                &b"Cache-Status"[..],
+                &b"ringside; hit; detail=collapsed"[..],
+            )]);
+        let body = head
+            .length
+            .map_or(ringside_http::Body::Stream, ringside_http::Body::Sized);
+        if let Err(e) = ex.start_from(head.status, shown, body) {
+            return Some(Err(e));
+        }
+        let mut at = 0;
+        loop {
+            let seen = fill.version();
+            let piece = fill.body_from(at);
+            if !piece.is_empty() {
+                at += piece.len();
+                if let Err(e) = ex.write_body(&piece).await {
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            match fill.end() {
+                End::Done => return Some(ex.finish().await),
+                End::Failed => {
+                    let why = "the fetch this request waited on broke";
+                    return Some(Err(Error::new(Kind::InvalidResponse, why)));
+                }
+                End::Open => {
+                    // What came so far reaches the client before the wait.
+                    if let Err(e) = ex.flush().await {
+                        return Some(Err(e));
+                    }
+                    fill.changed(seen).await
+                }
+            }
+        }
+    }
+}
+
+/// A request's fields, kept for the Vary of the response it fetches.
+fn fields_of(ex: &Exchange<'_>) -> Fields {
+    ex.headers().map(|(n, v)| (n.into(), v.into())).collect()
 }
 
 impl Edge {

@@ -51,6 +51,11 @@ pub enum Mode {
     /// Read the request and never answer (until the origin is dropped or
     /// goes down).
     Hang,
+    /// The head and the body's first `sent` bytes, then the rest only
+    /// once the gate opens.
+    Part {
+        sent: usize,
+    },
 }
 
 impl Answer {
@@ -91,6 +96,13 @@ impl Answer {
         self.gated = true;
         self
     }
+    /// The head and `sent` bytes of the body at once, the rest when the
+    /// gate opens ([`CacheOrigin::open_gate`]).
+    pub fn part_then_gate(mut self, sent: usize) -> Answer {
+        self.mode = Mode::Part { sent };
+        self
+    }
+
     pub fn hang(mut self) -> Answer {
         self.mode = Mode::Hang;
         self
@@ -357,6 +369,17 @@ fn serve(c: TcpStream, st: &State) {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 false
+            }
+            Mode::Part { sent } => {
+                let mut out = head(a.status, &a.headers, a.body.len(), nth, "");
+                out.extend_from_slice(&a.body[..sent]);
+                let ok = w.write_all(&out).is_ok();
+                let mut closed = st.gate_closed.lock().unwrap();
+                while *closed && !st.stop.load(Ordering::SeqCst) {
+                    closed = st.gate.wait(closed).unwrap();
+                }
+                drop(closed);
+                ok && w.write_all(&a.body[sent..]).is_ok()
             }
             Mode::Cut { declared } => {
                 let mut out = head(a.status, &a.headers, declared, nth, "");

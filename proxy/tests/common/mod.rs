@@ -11,6 +11,7 @@ pub mod nginx;
 pub mod origin;
 pub mod phpfpm;
 pub mod pki;
+pub mod python;
 pub mod recorder;
 pub mod script;
 pub mod security;
