@@ -23,7 +23,7 @@ use crate::policy;
 fn sent(name: &[u8]) -> bool {
     policy::kept_in_store(name)
         && !name.eq_ignore_ascii_case(b"date")
-        && !name.eq_ignore_ascii_case(b"cdn-cache-control")
+        && !ringside_http::capture::targeted_cache_field(name)
 }
 
 /// Fields a compressed copy replaces or drops.

@@ -110,6 +110,14 @@ impl Capture {
     }
 }
 
+/// Whether `name` is a targeted cache field (RFC 9213) a cache in front
+/// obeys and does not pass on: `CDN-Cache-Control`, `Ringside-Cache-Control`.
+pub fn targeted_cache_field(name: &[u8]) -> bool {
+    matches!(name.len(), 17 | 22)
+        && (name.eq_ignore_ascii_case(b"cdn-cache-control")
+            || name.eq_ignore_ascii_case(b"ringside-cache-control"))
+}
+
 /// The request fields a capturing request does not send upstream.
 pub(crate) fn is_condition(name: &[u8]) -> bool {
     let is = |f: &str| name.eq_ignore_ascii_case(f.as_bytes());

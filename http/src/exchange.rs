@@ -392,11 +392,11 @@ impl<'a> Exchange<'a> {
             marked = c.cache_status.clone();
         }
         self.check_first()?;
-        // A cache's own targeted field (RFC 9213) is not sent on.
+        // The targeted fields a cache obeys (RFC 9213) are not sent on.
         let capturing = self.capture.is_some();
         let headers = headers
             .map(shorten)
-            .filter(move |(n, _)| !(capturing && n.eq_ignore_ascii_case(b"ringside-cache-control")))
+            .filter(move |(n, _)| !(capturing && caught::targeted_cache_field(n)))
             .chain(marked.as_deref().map(|v| (&b"Cache-Status"[..], v)));
         if let Some(p) = self.compress.clone() {
             let len = match body {

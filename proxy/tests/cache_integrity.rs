@@ -333,10 +333,44 @@ fn a_get_with_a_body_goes_to_the_origin_with_it_and_is_not_stored() {
                 !is_hit(&r),
                 "{backend}: a GET with a body was answered from the store"
             );
+            let cs = r.header("cache-status").unwrap_or_default();
+            assert!(cs.contains("fwd=bypass"), "{backend}: {}", r.head);
             assert_eq!(origin.count("/q"), 2 + n, "{backend}");
         }
         // ...and left the stored response alone.
         assert!(is_hit(&fetch(srv.addr, "GET", "/q", &[])), "{backend}");
+        srv.stop();
+    }
+}
+
+#[test]
+fn targeted_fields_decide_and_are_not_sent_on() {
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-targeted");
+        let srv = server(backend, &origin, &dir, "");
+        // Cache-Control forbids storing; the fields aimed at ringside allow it.
+        origin.set(
+            "/t",
+            Answer::ok("targeted")
+                .header("Cache-Control", "no-store")
+                .header("CDN-Cache-Control", "no-store")
+                .header("Ringside-Cache-Control", "max-age=60"),
+        );
+        for n in 0..3 {
+            let r = fetch(srv.addr, "GET", "/t", &[]);
+            assert_eq!(r.text(), "targeted", "{backend}");
+            assert_eq!(is_hit(&r), n > 0, "{backend}: {}", r.head);
+            for f in ["cdn-cache-control", "ringside-cache-control"] {
+                assert_eq!(r.header(f), None, "{backend}: {f} sent on: {}", r.head);
+            }
+            assert_eq!(
+                r.header("cache-control").as_deref(),
+                Some("no-store"),
+                "{backend}"
+            );
+        }
+        assert_eq!(origin.count("/t"), 1, "{backend}");
         srv.stop();
     }
 }

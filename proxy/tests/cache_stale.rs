@@ -222,3 +222,65 @@ fn a_304_refreshes_the_stored_response() {
         srv.stop();
     }
 }
+
+#[test]
+fn stale_while_revalidate_answers_stale_then_refreshes_once() {
+    for backend in BACKENDS {
+        let mut origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-stale-swr");
+        let srv = server(backend, &origin, &dir);
+        let cc = "max-age=60, stale-while-revalidate=600";
+        origin.set(
+            "/swr",
+            Answer::ok("v1")
+                .header("Cache-Control", cc)
+                .header("ETag", "\"v1\"")
+                .header("Age", "100"),
+        );
+        assert_eq!(fetch(srv.addr, "GET", "/swr", &[]).text(), "v1");
+        // Stale within the window: answered at once from the store, and
+        // the request then revalidates it (the origin sees its ETag).
+        origin.set(
+            "/swr",
+            Answer::ok("v2")
+                .header("Cache-Control", "max-age=60")
+                .header("ETag", "\"v2\""),
+        );
+        let r = fetch(srv.addr, "GET", "/swr", &[]);
+        assert_eq!(r.text(), "v1", "{backend}: {}", r.head);
+        assert!(
+            cache_status(&r).contains("fwd=stale"),
+            "{backend}: {}",
+            r.head
+        );
+        origin.wait_count("/swr", 2);
+        let seen = origin.seen("/swr");
+        assert_eq!(
+            seen[1].header("if-none-match").as_deref(),
+            Some("\"v1\""),
+            "{backend}: the refresh did not revalidate"
+        );
+        // The refresh stored the new response: fresh now, from the store.
+        let r = fetch(srv.addr, "GET", "/swr", &[]);
+        assert_eq!(r.text(), "v2", "{backend}: {}", r.head);
+        assert!(is_hit(&r), "{backend}: {}", r.head);
+        assert_eq!(origin.count("/swr"), 2, "{backend}");
+        // With the origin down, a stale answer still comes at once.
+        origin.set(
+            "/down",
+            Answer::ok("old")
+                .header("Cache-Control", cc)
+                .header("Age", "100"),
+        );
+        assert_eq!(fetch(srv.addr, "GET", "/down", &[]).text(), "old");
+        origin.down();
+        let r = fetch(srv.addr, "GET", "/down", &[]);
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "old"),
+            "{backend}: {}",
+            r.head
+        );
+        srv.stop();
+    }
+}

@@ -353,12 +353,13 @@ pub fn invalidates(method: &[u8], status: u16) -> bool {
     !safe && (200..400).contains(&status)
 }
 
-/// Fields never stored (hop-by-hop ones are gone already) nor sent on
-/// from a stored response: the targeted fields are this cache's alone
-/// (RFC 9213 §2.1), and Age is sent as this cache reckons it.
+/// Fields never stored (hop-by-hop ones are gone already): Age is sent
+/// as this cache reckons it, and Cache-Status is its own. The targeted
+/// fields (RFC 9213) are kept, as a 304 may leave them standing, but never
+/// sent on (`ringside_http::capture::targeted_cache_field`).
 pub fn kept_in_store(name: &[u8]) -> bool {
     let is = |f: &str| name.eq_ignore_ascii_case(f.as_bytes());
-    !(is("age") || is("ringside-cache-control") || is("cache-status"))
+    !(is("age") || is("cache-status"))
 }
 
 /// The stored fields updated by a 304 (§3.2, §4.3.4): each field the 304

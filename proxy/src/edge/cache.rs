@@ -60,6 +60,7 @@ impl Edge {
             set_cache_status(ex, "BYPASS");
             let mut cap = Box::new(Capture::new(0));
             cap.strip_conditions = false;
+            cap.cache_status = Some(Box::from(&b"ringside; fwd=method"[..]));
             ex.capture(cap);
             let r = self.proxy(ex, i).await;
             let cap = ex.take_capture().expect("captured");
@@ -72,6 +73,10 @@ impl Edge {
             // A GET with a body: the body may matter to the origin, so it
             // goes on with it, neither answered from the store nor stored.
             set_cache_status(ex, "BYPASS");
+            let mut cap = Box::new(Capture::new(0));
+            cap.strip_conditions = false;
+            cap.cache_status = Some(Box::from(&b"ringside; fwd=bypass; detail=request-body"[..]));
+            ex.capture(cap);
             return self.proxy(ex, i).await;
         }
         let now = unix_now();
@@ -259,7 +264,11 @@ impl Edge {
         set_cache_status(ex, "HIT");
         bump(&c.stats.hits);
         let shown = pairs
-            .filter(|(n, _)| policy::kept_in_store(n) && !n.eq_ignore_ascii_case(b"date"))
+            .filter(|(n, _)| {
+                policy::kept_in_store(n)
+                    && !n.eq_ignore_ascii_case(b"date")
+                    && !ringside_http::capture::targeted_cache_field(n)
+            })
             .chain([(
                 &b"Cache-Status"[..],
                 &b"ringside; hit; detail=collapsed"[..],
