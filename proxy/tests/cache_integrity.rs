@@ -374,3 +374,43 @@ fn targeted_fields_decide_and_are_not_sent_on() {
         srv.stop();
     }
 }
+
+#[test]
+fn a_range_on_a_cold_key_leaves_its_requests_collapsed() {
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        let dir = TempDir::new("cache-int-range-pass");
+        let srv = server(backend, &origin, &dir, "");
+        let whole = pattern(4000, 5);
+        origin.set("/r", Answer::ok(whole.clone()).header("Cache-Control", CC));
+        let r = fetch(srv.addr, "GET", "/r", &[("Range", "bytes=0-99")]);
+        assert_eq!(r.status, 206, "{backend}: {}", r.head);
+        // The 206 made no pass of the key: two misses now share one
+        // fetch (a pass would send both to the origin).
+        origin.close_gate();
+        origin.set(
+            "/r",
+            Answer::ok(whole.clone())
+                .header("Cache-Control", CC)
+                .part_then_gate(100),
+        );
+        let mut a = Conn::open(srv.addr);
+        a.send(b"GET /r HTTP/1.1\r\nHost: t\r\n\r\n");
+        origin.wait_count("/r", 2);
+        let mut b = Conn::open(srv.addr);
+        b.send(b"GET /r HTTP/1.1\r\nHost: t\r\n\r\n");
+        // b's head comes from the fill while the origin holds the rest.
+        let mut line = String::new();
+        std::io::BufRead::read_line(b.raw(), &mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 200"), "{backend}: {line}");
+        origin.open_gate();
+        let ra = a.read(false).expect("a");
+        assert_eq!(ra.body, whole, "{backend}");
+        assert_eq!(
+            origin.count("/r"),
+            2,
+            "{backend}: the second miss was not collapsed"
+        );
+        srv.stop();
+    }
+}

@@ -395,7 +395,12 @@ fn keep(
     }
     let pairs = headers.iter().map(|(n, v)| (&n[..], &v[..]));
     if policy::storable(facts, cap.status, pairs.clone()).is_err() {
-        c.note_pass(key, now);
+        // A 206 or 304 answered the client's own range or conditions: it
+        // says nothing of the key's full response, which may well be
+        // storable, so the key is not made a pass for it.
+        if !matches!(cap.status, 206 | 304) {
+            c.note_pass(key, now);
+        }
         return;
     }
     let meta = Meta::of(cap.status, pairs.clone(), now, response_time, &c.limits);
