@@ -53,6 +53,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+from cpu_per_request import free_port  # noqa: E402
 SUITE = "/opt/ringside-test/cache-tests/node_modules/http-cache-tests"
 
 # Run with node in the suite's directory: prints one JSON object per test.
@@ -142,12 +144,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, proc, errpath, timeout=15.0):

@@ -126,12 +126,7 @@ pub struct Seen {
 
 impl Seen {
     pub fn header(&self, name: &str) -> Option<String> {
-        self.head
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_owned())
+        super::client::header_in(&self.head, name)
     }
 }
 

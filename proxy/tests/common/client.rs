@@ -25,16 +25,21 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> Option<String> {
-        self.head
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_once(':'))
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_owned())
+        header_in(&self.head, name)
     }
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+}
+
+/// The first value of field `name` in a head's text (its first line, the
+/// request or status line, skipped).
+pub fn header_in(head: &str, name: &str) -> Option<String> {
+    head.lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_owned())
 }
 
 impl Conn {
