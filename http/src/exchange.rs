@@ -24,6 +24,7 @@ use ringside_runtime::net::TcpStream;
 use crate::capture::{self as caught, Capture};
 use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
+use crate::fields::SiteFields;
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
 use crate::path::Normalized;
@@ -90,6 +91,8 @@ pub struct Exchange<'a> {
     enc: Option<Box<Encoder>>,
     /// A copy of the response for a cache, when one asked.
     capture: Option<Box<Capture>>,
+    /// The route's configured fields, where it has any.
+    fields: Option<Rc<SiteFields>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -118,6 +121,7 @@ impl<'a> Exchange<'a> {
             compress: None,
             enc: None,
             capture: None,
+            fields: None,
         }
     }
 
@@ -197,9 +201,18 @@ impl<'a> Exchange<'a> {
             Some(c) => (c.strip_conditions, &c.validators[..]),
             None => (false, &[][..]),
         };
+        let rules = self.fields.as_deref().map(|f| &f.request);
         self.headers()
             .filter(move |(n, _)| !(strip && caught::is_condition(n)))
+            .filter(move |(n, _)| rules.is_none_or(|r| r.keeps(0, n)))
             .chain(added.iter().map(|(n, v)| (*n, &v[..])))
+            .chain(rules.into_iter().flat_map(|r| r.lines(0)))
+    }
+    /// The fields the configuration sets, adds and removes on this
+    /// request's response and on what it sends upstream (see
+    /// [`crate::fields`]).
+    pub fn set_fields(&mut self, fields: Option<Rc<SiteFields>>) {
+        self.fields = fields;
     }
     /// Starts catching a copy of the response (see [`crate::capture`]);
     /// a body is then never spliced past it.
@@ -366,7 +379,18 @@ impl<'a> Exchange<'a> {
     ) {
         self.status = status;
         let added = self.added.as_deref();
-        wire!(self, w => w.write_head(status, headers, added, framing, date));
+        let rules = self.fields.as_deref().map(|f| &f.response);
+        match rules.filter(|r| !r.is_empty()) {
+            None => wire!(self, w => w.write_head(status, headers, added, framing, date)),
+            // After whatever the handler and compression wrote (Vary).
+            Some(r) => {
+                let hs = headers
+                    .map(shorten)
+                    .filter(move |(n, _)| r.keeps(status, n))
+                    .chain(r.lines(status));
+                wire!(self, w => w.write_head(status, hs, added, framing, date))
+            }
+        }
     }
 
     /// Starts a response whose headers come from elsewhere (a proxied

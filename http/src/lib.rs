@@ -24,6 +24,7 @@ pub mod compress;
 pub mod date;
 pub mod error;
 pub mod exchange;
+pub mod fields;
 pub mod grammar;
 pub mod h1;
 pub mod h2;

@@ -53,7 +53,8 @@ pub fn write_header(out: &mut BytesMut, name: &[u8], value: &[u8]) {
 /// Date and Server, which every response carries.
 #[inline]
 pub fn write_server_headers(out: &mut BytesMut) {
-    out.put_slice(b"Server: ringside\r\nDate: ");
+    crate::fields::with_server_line(|l| out.put_slice(l));
+    out.put_slice(b"Date: ");
     crate::date::with_date(|d| out.put_slice(d));
     out.put_slice(b"\r\n");
 }

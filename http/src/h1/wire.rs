@@ -232,7 +232,8 @@ impl<'a> Wire<'a> {
         match date {
             None => write_server_headers(w),
             Some(d) => {
-                w.put_slice(b"Server: ringside\r\nDate: ");
+                crate::fields::with_server_line(|l| w.put_slice(l));
+                w.put_slice(b"Date: ");
                 w.put_slice(d);
                 w.put_slice(b"\r\n");
             }

@@ -265,6 +265,7 @@ impl<'a> Wire<'a> {
             Framing::Length(n) => crate::grammar::decimal(n, &mut len),
             _ => &[][..],
         };
+        let server = crate::fields::server_line();
         crate::date::with_date(|date| {
             let mut extra: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
             let mut n = 0;
@@ -273,8 +274,11 @@ impl<'a> Wire<'a> {
                 n += 1;
             }
             extra[n] = (b"date", given.unwrap_or(date));
-            extra[n + 1] = (b"server", b"ringside");
-            n += 2;
+            n += 1;
+            if let Some(s) = crate::fields::server_value(&server) {
+                extra[n] = (b"server", s);
+                n += 1;
+            }
             if !len.is_empty() {
                 extra[n] = (b"content-length", len);
                 n += 1;
