@@ -149,6 +149,7 @@ impl Config {
         writeln!(out, "root = {}", quote(&self.root.to_string_lossy()))?;
         super::ops::write_server_keys(&self.ops, out)?;
         write_rules(out, &self.access.server)?;
+        super::headers::write_server(out, &self.headers)?;
 
         writeln!(out, "\n[limits]")?;
         writeln!(
@@ -219,7 +220,7 @@ impl Config {
         )?;
         super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls, &self.access)?;
+        write_tls(out, &self.tls, &self.access, &self.headers)?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
@@ -265,6 +266,7 @@ impl Config {
             write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
+            super::headers::write_level(out, self.headers.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -280,7 +282,12 @@ fn cert_table(c: &CertPaths) -> String {
 }
 
 /// `[tls]` when a listener has TLS, and every `[[vhost]]`.
-fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Result {
+fn write_tls(
+    out: &mut String,
+    t: &TlsConfig,
+    access: &AccessConfig,
+    headers: &super::headers::HeadersConfig,
+) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
         writeln!(
@@ -309,6 +316,7 @@ fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Res
         if let Some(rules) = access.vhosts.get(i) {
             write_rules(out, rules)?;
         }
+        super::headers::write_level(out, headers.vhosts.get(i))?;
     }
     Ok(())
 }
@@ -447,6 +455,7 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         write_route_limit(out, rates, rates.proxy_routes.get(i).copied().flatten())?;
         super::compress::write_route(out, compression.proxy_routes.get(i))?;
         super::auth::write_route(out, auth.proxy_routes.get(i).and_then(Option::as_ref))?;
+        super::headers::write_level(out, c.headers.proxy_routes.get(i))?;
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         super::cache::write_route(out, &c.caches, r.cache)?;

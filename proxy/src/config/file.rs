@@ -36,6 +36,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::headers::{HeadersSection, ServerTokensValue};
 use super::size::{DURATION_EXPECTED, SIZE_EXPECTED};
 
 /// A whole config file.
@@ -138,6 +139,9 @@ pub struct VhostSection {
     pub hsts: Option<Spanned<String>>,
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Fields set, added and removed (`headers.rs`).
+    pub response_headers: Option<Spanned<HeadersSection>>,
+    pub request_headers: Option<Spanned<HeadersSection>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -229,6 +233,10 @@ pub struct RouteSection {
     pub grpc: Option<Spanned<bool>>,
     /// A route to an upstream: the `[cache.NAME]` that stores its responses.
     pub cache: Option<Spanned<String>>,
+    /// Any route: fields set, added and removed (`headers.rs`); request
+    /// fields on a route to an upstream only.
+    pub response_headers: Option<Spanned<HeadersSection>>,
+    pub request_headers: Option<Spanned<HeadersSection>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.
@@ -360,6 +368,10 @@ pub struct ServerSection {
     /// Client addresses admitted or refused (`access.rs`).
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The Server field, and fields set, added and removed (`headers.rs`).
+    pub server_tokens: Option<Spanned<ServerTokensValue>>,
+    pub response_headers: Option<Spanned<HeadersSection>>,
+    pub request_headers: Option<Spanned<HeadersSection>>,
 }
 
 /// `[limits]`: request size limits.
@@ -514,6 +526,7 @@ tables_only!(
     BasicAuthSection,
     CacheSection,
     CompressionSection,
+    HeadersSection,
     LevelsSection,
     TlsSection,
     VhostSection,

@@ -134,6 +134,17 @@
 //! index = "index.php"       # must end in extension; default: "index" + extension
 //! ```
 //!
+//! Header fields (see [`headers`]): `[server] server_tokens`, and
+//! `response_headers` and `request_headers` on `[server]`, `[[vhost]]` and
+//! `[[route]]`, merged field by field, the most specific level winning:
+//!
+//! ```toml
+//! [server]
+//! server_tokens = true      # "Server: ringside" | false: none | "NAME"; an upstream's Server is never passed on
+//! response_headers = { set = { "X-Frame-Options" = "DENY" }, add = { "X-A" = "1" }, remove = ["X-Powered-By"], always = true }
+//! request_headers = { set = { "X-Tenant" = "blue" }, remove = ["Cookie"] }  # to upstreams (FastCGI: HTTP_*)
+//! ```
+//!
 //! Response caches (see [`cache`]) are `[cache.NAME]` sections that a route
 //! to an upstream takes with `cache = "NAME"`; the validated settings are
 //! [`Config::caches`], sorted by name, and a route's
@@ -152,6 +163,7 @@ pub mod every;
 pub mod fastcgi;
 pub mod file;
 pub mod h2;
+pub mod headers;
 mod names;
 pub mod ops;
 pub mod rate;
@@ -197,6 +209,8 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// `[cache.NAME]`, sorted by name; a proxy route's `cache` indexes it.
     pub caches: Vec<ringside_cache::Settings>,
+    /// `server_tokens`, and `response_headers`/`request_headers` by level.
+    pub headers: headers::HeadersConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -223,6 +237,7 @@ impl Default for Config {
             compression: compress::CompressionConfig::default(),
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
+            headers: headers::HeadersConfig::default(),
             source: None,
         }
     }
