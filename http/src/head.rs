@@ -71,6 +71,16 @@ impl Version {
             Version::Http2 => "HTTP/2.0",
         }
     }
+
+    /// As Via's received-protocol writes it, with the space after it
+    /// (RFC 9110 §7.6.3: the name "HTTP" left out; HTTP/2 is "2").
+    pub fn via_protocol(self) -> &'static [u8] {
+        match self {
+            Version::Http10 => b"1.0 ",
+            Version::Http11 => b"1.1 ",
+            Version::Http2 => b"2 ",
+        }
+    }
 }
 
 /// How much request body follows the head.

@@ -54,6 +54,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let rates = cfg.rates.clone();
     let compression = cfg.compression.clone();
     let auth = cfg.auth.clone();
+    let headers = cfg.headers.clone();
     let caches = cfg.caches.clone();
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
@@ -79,6 +80,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
             e.with_policies(access, limiter)
                 .with_compression(&compression, &prefixes)
                 .with_auth(&auth, &prefixes)
+                .with_fields(&headers, &tls, &prefixes)
                 .with_caches(&caches, prev, &purges)
         })
     })

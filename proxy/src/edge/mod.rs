@@ -7,6 +7,7 @@
 pub mod access;
 pub mod auth;
 mod cache;
+pub mod headers;
 pub mod https;
 pub mod limiter;
 mod own;
@@ -78,6 +79,8 @@ pub struct Edge {
     purges: Option<Rc<cache::Purges>>,
     /// This core's counters, for those made later (the caches').
     core_stats: Arc<metrics::CoreStats>,
+    /// Configured response and request fields, where any level has some.
+    fields: Option<headers::Fields>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -145,6 +148,9 @@ pub struct ProxyCore {
     headers: ForwardHeaders,
     /// The Via value added to responses, made once.
     via: Option<Box<[u8]>>,
+    /// The same for responses that came over HTTP/2 (RFC 9110 §7.6.3:
+    /// the protocol each was received in).
+    via_h2: Option<Box<[u8]>>,
 }
 
 /// How often idle upstream connections are checked.
@@ -197,6 +203,11 @@ impl Edge {
                 .via
                 .as_ref()
                 .map(|p| format!("1.1 {p}").into_bytes().into()),
+            via_h2: proxy
+                .headers
+                .via
+                .as_ref()
+                .map(|p| format!("2 {p}").into_bytes().into()),
         });
         if !core.upstreams.is_empty() {
             task::spawn(reaper(Rc::downgrade(&core)));
@@ -268,6 +279,7 @@ impl Edge {
             caches: Vec::new(),
             purges: None,
             core_stats,
+            fields: None,
         })
     }
 
@@ -342,6 +354,19 @@ impl Edge {
                 tracing::warn!(error = %e, "purges taken on other cores will not reach this one")
             }
         }
+        self
+    }
+
+    /// The configured header fields of each route (`prefixes`: the static
+    /// routes', as `new` had them), and this core's `Server` field.
+    pub fn with_fields(
+        mut self,
+        h: &crate::config::headers::HeadersConfig,
+        tls: &crate::config::tls::TlsConfig,
+        prefixes: &[String],
+    ) -> Edge {
+        ringside_http::fields::set_server(h.server_tokens.value());
+        self.fields = headers::Fields::new(h, tls, prefixes, self.router.routes().len());
         self
     }
 
@@ -523,6 +548,9 @@ impl Handler for Edge {
     }
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
+        if let Some(f) = &self.fields {
+            f.apply(ex, TAG_NO_ROUTE as usize);
+        }
         if ex.method() == Method::Connect || ex.target() == b"*" {
             ex.set_tag(TAG_NO_ROUTE.into());
             if !self.admits(ex, None) {
@@ -542,6 +570,9 @@ impl Handler for Edge {
             Target::NotFound => TAG_NO_ROUTE,
             Target::Proxy(i) => self.proxy_tag + i as u32,
         }));
+        if let Some(f) = &self.fields {
+            f.apply(ex, route_of(ex.tag()));
+        }
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
         }
@@ -635,7 +666,8 @@ impl Edge {
                     // HTTP/2 proxied request's CPU.
                     return forward(ex, up, &codec).await;
                 }
-                proxy_h2(ex, up, codec, h2, grpc).await
+                let via_h2 = self.proxy.via_h2.as_deref();
+                proxy_h2(ex, up, codec, h2, grpc, via_h2).await
             }
             Some((scripts, docroot)) => match scripts.resolve(ex.path()) {
                 Resolved::Script {
@@ -669,13 +701,25 @@ async fn proxy_h2(
     h1: H1<'_>,
     h2: bool,
     grpc: bool,
+    via_h2: Option<&[u8]>,
 ) -> Result<(), Error> {
     let deadline = grpc
         .then(|| grpc::timeout(ex))
         .flatten()
         .map(|t| ringside_runtime::clock::now() + t);
     let r = if h2 {
-        forward(ex, up, &H2 { h1, grpc, deadline }).await
+        let via = via_h2;
+        forward(
+            ex,
+            up,
+            &H2 {
+                h1,
+                grpc,
+                deadline,
+                via,
+            },
+        )
+        .await
     } else {
         forward(ex, up, &h1).await
     };

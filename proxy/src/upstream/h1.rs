@@ -16,7 +16,8 @@ use ringside_http::{Body, BodyKind, Error, Exchange, Kind, Method};
 
 use super::codec::{Codec, Tried};
 use super::headers::{
-    skip_response_header, upgrade_agreed, upgrade_protocols, write_request_head, Forward, ReqBody,
+    skip_response_header, upgrade_agreed, upgrade_protocols, write_request_head_from, Forward,
+    ReqBody,
 };
 use super::io::{Buf, Pooled, UpSock};
 use super::local::{Chosen, Local};
@@ -133,7 +134,8 @@ impl H1<'_> {
             upgrade: &offered[..upgrade],
             settings: self.headers,
         };
-        write_request_head(out, &f, ex.upstream_headers());
+        let received = ex.version().via_protocol();
+        write_request_head_from(out, &f, received, ex.upstream_headers());
     }
 
     /// The path sent upstream, before the route's prefix is replaced.

@@ -41,6 +41,9 @@ pub struct H2<'a> {
     pub grpc: bool,
     /// gRPC's own deadline (`grpc-timeout`), capping the upstream's.
     pub deadline: Option<Instant>,
+    /// The Via value added to responses that come over HTTP/2 (`2 NAME`);
+    /// one that comes over HTTP/1.1 takes `h1`'s.
+    pub via: Option<&'a [u8]>,
 }
 
 impl Codec for H2<'_> {
@@ -150,7 +153,7 @@ impl H2<'_> {
             head_deadline: cap(Instant::now() + timeouts.response_head),
             idle: timeouts.body_idle,
             cap: self.deadline,
-            via: self.h1.via,
+            via: self.via,
             wants_trailers,
             retry_status: may_retry,
             retry,

@@ -123,6 +123,17 @@ pub fn write_request_head<'h>(
     f: &Forward<'_>,
     client_headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
 ) {
+    write_request_head_from(out, f, b"1.1 ", client_headers)
+}
+
+/// [`write_request_head`] for a request received in `received` (Via's
+/// received-protocol with its space: `Version::via_protocol`).
+pub fn write_request_head_from<'h>(
+    out: &mut BytesMut,
+    f: &Forward<'_>,
+    received: &[u8],
+    client_headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+) {
     let s = f.settings;
     let tokens = ConnectionTokens::from_values(
         client_headers
@@ -223,7 +234,7 @@ pub fn write_request_head<'h>(
     if let Some(pseudonym) = &s.via {
         out.put_slice(b"Via: ");
         existing(out, b"via");
-        out.put_slice(b"1.1 ");
+        out.put_slice(received);
         out.put_slice(pseudonym.as_bytes());
         out.put_slice(b"\r\n");
     }
@@ -773,6 +784,30 @@ mod tests {
             };
             let text = head(&base(&settings), headers);
             assert_eq!(field(&text, "via"), *want, "{via:?} {headers:?}");
+        }
+    }
+
+    /// Via names the protocol the request came in (RFC 9110 §7.6.3).
+    #[test]
+    fn via_names_the_version_received() {
+        let settings = ForwardHeaders {
+            via: Some("ringside".into()),
+            ..OFF
+        };
+        for (v, want) in [
+            (ringside_http::Version::Http10, "Via: 1.0 ringside"),
+            (ringside_http::Version::Http11, "Via: 1.1 ringside"),
+            (ringside_http::Version::Http2, "Via: 1.1 a, 2 ringside"),
+        ] {
+            let client: &[(&[u8], &[u8])] = match v {
+                ringside_http::Version::Http2 => &[(b"via", b"1.1 a")],
+                _ => &[],
+            };
+            let mut out = BytesMut::new();
+            let f = base(&settings);
+            write_request_head_from(&mut out, &f, v.via_protocol(), client.iter().copied());
+            let text = String::from_utf8(out.to_vec()).unwrap();
+            assert_eq!(field(&text, "via"), [want], "{v:?}");
         }
     }
 
