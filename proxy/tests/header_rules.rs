@@ -87,6 +87,11 @@ root = "root"
 server_tokens = "edge/7"
 response_headers = {{ set = {{ "X-Frame-Options" = "DENY" }}, add = {{ "X-Everywhere" = "yes" }}, always = true }}
 
+[[vhost]]
+names = ["v.example"]
+response_headers = {{ set = {{ "X-Frame-Options" = "SAMEORIGIN" }}, always = true }}
+request_headers = {{ set = {{ "X-Vhost" = "v", "X-Tenant" = "green" }} }}
+
 [upstream.app]
 servers = ["127.0.0.1:{rec}"]
 
@@ -244,6 +249,30 @@ fn response_and_request_fields_on_every_kind_of_answer() {
             server_wide(&h);
             assert_eq!(one(&h, "x-quiet"), None, "{ctx}: {h}");
             assert_eq!(one(&h, "x-everywhere").as_deref(), Some("yes"), "{ctx}");
+
+            // A vhost's word on a field replaces the server's, for its
+            // names only; the route's replaces the vhost's.
+            let target = format!("/app/v-{backend}{proto}");
+            let h = get(proto, &at(&target), &["-H", "Host: v.example"]);
+            assert_eq!(status(&h), 200, "{ctx}: {h}");
+            assert_eq!(
+                one(&h, "x-frame-options").as_deref(),
+                Some("SAMEORIGIN"),
+                "{ctx}: {h}"
+            );
+            assert_eq!(one(&h, "x-everywhere").as_deref(), Some("yes"), "{ctx}");
+            assert_eq!(one(&h, "x-proxied").as_deref(), Some("1"), "{ctx}: {h}");
+            let r = recorded(&rec, &target);
+            assert_eq!(r.header("x-vhost"), ["v"], "{ctx}: {r:?}");
+            assert_eq!(r.header("x-tenant"), ["blue"], "{ctx}: {r:?}");
+            let h = get(proto, &at("/static/missing"), &["-H", "Host: V.Example."]);
+            assert_eq!(status(&h), 404, "{ctx}: {h}");
+            assert_eq!(
+                one(&h, "x-frame-options").as_deref(),
+                Some("SAMEORIGIN"),
+                "{ctx}: {h}"
+            );
+            assert_eq!(one(&h, "x-static"), None, "{ctx}: {h}");
         }
         // An HTTP/1.0 request is named so in Via.
         let mut c = Conn::open(srv.addr);
@@ -412,5 +441,44 @@ fn check_refuses_a_field_that_would_break_framing() {
         assert!(!out.status.success(), "{key}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{key}\n{err}");
+    }
+}
+
+/// A response the route's cache answers carries the route's fields as
+/// the one it stored did (they are applied as it is sent, not stored).
+#[test]
+fn cached_responses_carry_the_routes_fields() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("header-rules-cache");
+        dir.write("root/c/page.txt", b"cached\n");
+        let origin_cfg = dir.write(
+            "origin.toml",
+            b"[server]\nroot = \"root\"\n[static]\ncache_control = \"max-age=600\"\n",
+        );
+        let origin = Ringside::configured(backend, &origin_cfg);
+        let cfg = dir.write(
+            "front.toml",
+            format!(
+                "[cache.c]\n[upstream.o]\nservers = [\"{}\"]\n\
+                 [[route]]\nprefix = \"/c/\"\nupstream = \"o\"\ncache = \"c\"\n\
+                 response_headers = {{ add = {{ \"X-Route\" = \"1\" }}, remove = [\"ETag\"] }}\n",
+                origin.addr
+            )
+            .as_bytes(),
+        );
+        let srv = Ringside::configured(backend, &cfg);
+        for proto in PROTOS {
+            let ctx = format!("{backend} {proto}");
+            let url = format!("http://{}/c/page.txt", srv.addr);
+            let mut hit = false;
+            for _ in 0..2 {
+                let h = get(proto, &url, &[]);
+                assert_eq!(status(&h), 200, "{ctx}: {h}");
+                assert_eq!(one(&h, "x-route").as_deref(), Some("1"), "{ctx}: {h}");
+                assert_eq!(one(&h, "etag"), None, "{ctx}: {h}");
+                hit = one(&h, "age").is_some();
+            }
+            assert!(hit, "{ctx}: the second was not answered from the cache");
+        }
     }
 }
