@@ -361,6 +361,7 @@ fn via_names_each_hops_protocol_and_server_tokens_hold() {
                      [upstream.o2]\nprotocol = \"h2\"\nservers = [\"{o}\"]\n\
                      [upstream.o1]\nservers = [\"{o}\"]\n\
                      [[route]]\nprefix = \"/h2/\"\nupstream = \"o2\"\n\
+                     request_headers = {{ set = {{ \"X-Front\" = \"f\" }} }}\n\
                      [[route]]\nprefix = \"/h1/\"\nupstream = \"o1\"\n",
                     o = origin.addr
                 )
@@ -381,7 +382,12 @@ fn via_names_each_hops_protocol_and_server_tokens_hold() {
                 // request as the client sent it, the response as the
                 // origin answered it.
                 let want = [format!("{c} ringside, {o} origin")];
-                assert_eq!(recorded(&rec, &target).header("via"), want, "{ctx}");
+                let r = recorded(&rec, &target);
+                assert_eq!(r.header("via"), want, "{ctx}");
+                // A request field set for an HTTP/2 upstream goes in its
+                // HEADERS as for any other.
+                let front: &[&str] = if hop == "h2" { &["f"] } else { &[] };
+                assert_eq!(r.header("x-front"), front, "{ctx}: {r:?}");
                 let want = ["1.1 origin".to_string(), format!("{o} ringside")];
                 assert_eq!(all(&h, "via"), want, "{ctx}: {h}");
                 // The origin's Server is never passed on.
