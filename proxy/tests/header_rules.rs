@@ -488,3 +488,49 @@ fn cached_responses_carry_the_routes_fields() {
         }
     }
 }
+
+/// A reload takes new fields and a new Server value, on a kept
+/// connection's next request too; a config with a refused name is
+/// refused and the old fields keep serving.
+#[test]
+fn reload_takes_new_fields_and_a_broken_config_keeps_the_old() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("header-rules-reload");
+        dir.write("root/index.html", b"hi\n");
+        let config = |tokens: &str, rules: &str| {
+            format!(
+                "[server]\nroot = \"root\"\nserver_tokens = {tokens}\nresponse_headers = {rules}\n"
+            )
+        };
+        let cfg = dir.write(
+            "ringside.toml",
+            config("\"one\"", "{ add = { \"X-Gen\" = \"1\" } }").as_bytes(),
+        );
+        let mut r = Ringside::with_admin_on(backend, 1, &cfg);
+        let mut kept = Conn::open(r.addr);
+        let seen = |c: &mut Conn| {
+            let resp = c.get("/index.html");
+            assert_eq!(resp.status, 200, "{backend}: {}", resp.head);
+            (resp.header("server"), resp.header("x-gen"))
+        };
+        let want = |s: &str, g: &str| (Some(s.to_owned()), Some(g.to_owned()));
+        assert_eq!(seen(&mut kept), want("one", "1"), "{backend}");
+
+        dir.write(
+            "ringside.toml",
+            config("\"two\"", "{ add = { \"X-Gen\" = \"2\" } }").as_bytes(),
+        );
+        r.signal(libc::SIGHUP);
+        r.wait_reloads("ok", 1);
+        assert_eq!(seen(&mut kept), want("two", "2"), "{backend}");
+
+        dir.write(
+            "ringside.toml",
+            config("false", "{ set = { \"Transfer-Encoding\" = \"x\" } }").as_bytes(),
+        );
+        r.signal(libc::SIGHUP);
+        r.wait_reloads("failed", 1);
+        assert_eq!(seen(&mut kept), want("two", "2"), "{backend}");
+        assert_eq!(seen(&mut Conn::open(r.addr)), want("two", "2"), "{backend}");
+    }
+}
