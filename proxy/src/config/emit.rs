@@ -219,10 +219,11 @@ impl Config {
         )?;
         super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls, &self.access)?;
+        write_tls(out, &self.tls, &self.access, &self.rewrites)?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
+        super::rewrite::write_server(out, &self.rewrites.server)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;
@@ -265,6 +266,7 @@ impl Config {
             write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
+            super::rewrite::write_list(out, self.rewrites.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -280,7 +282,12 @@ fn cert_table(c: &CertPaths) -> String {
 }
 
 /// `[tls]` when a listener has TLS, and every `[[vhost]]`.
-fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Result {
+fn write_tls(
+    out: &mut String,
+    t: &TlsConfig,
+    access: &AccessConfig,
+    rewrites: &super::rewrite::RewriteConfig,
+) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
         writeln!(
@@ -308,6 +315,9 @@ fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Res
         }
         if let Some(rules) = access.vhosts.get(i) {
             write_rules(out, rules)?;
+        }
+        if let Some(rules) = rewrites.vhosts.get(i) {
+            super::rewrite::write_list(out, rules)?;
         }
     }
     Ok(())
@@ -447,6 +457,9 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         write_route_limit(out, rates, rates.proxy_routes.get(i).copied().flatten())?;
         super::compress::write_route(out, compression.proxy_routes.get(i))?;
         super::auth::write_route(out, auth.proxy_routes.get(i).and_then(Option::as_ref))?;
+        if let Some(rules) = c.rewrites.proxy_routes.get(i) {
+            super::rewrite::write_list(out, rules)?;
+        }
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         super::cache::write_route(out, &c.caches, r.cache)?;

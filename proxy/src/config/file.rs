@@ -36,6 +36,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::rewrite::RewriteSection;
 use super::size::{DURATION_EXPECTED, SIZE_EXPECTED};
 
 /// A whole config file.
@@ -64,6 +65,9 @@ pub struct FileConfig {
     pub compression: CompressionSection,
     /// `[cache.NAME]`, sorted by name (`cache.rs`).
     pub cache: BTreeMap<Spanned<String>, Spanned<CacheSection>>,
+    /// `[[rewrite]]`: the server's rewrite rules (`rewrite.rs`).
+    #[serde(rename = "rewrite")]
+    pub rewrites: Vec<Spanned<RewriteSection>>,
 }
 
 /// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
@@ -138,6 +142,8 @@ pub struct VhostSection {
     pub hsts: Option<Spanned<String>>,
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Rewrite rules for requests to these names (`rewrite.rs`).
+    pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -229,6 +235,8 @@ pub struct RouteSection {
     pub grpc: Option<Spanned<bool>>,
     /// A route to an upstream: the `[cache.NAME]` that stores its responses.
     pub cache: Option<Spanned<String>>,
+    /// Any route: rewrite rules once the route is chosen (`rewrite.rs`).
+    pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.

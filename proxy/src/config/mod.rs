@@ -155,6 +155,7 @@ pub mod h2;
 mod names;
 pub mod ops;
 pub mod rate;
+pub mod rewrite;
 pub mod size;
 pub mod tls;
 pub mod upstream;
@@ -197,6 +198,8 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// `[cache.NAME]`, sorted by name; a proxy route's `cache` indexes it.
     pub caches: Vec<ringside_cache::Settings>,
+    /// `[[rewrite]]` and the vhosts' and routes' `rewrite`.
+    pub rewrites: rewrite::RewriteConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -223,6 +226,7 @@ impl Default for Config {
             compression: compress::CompressionConfig::default(),
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
+            rewrites: rewrite::RewriteConfig::default(),
             source: None,
         }
     }
@@ -278,6 +282,8 @@ mod fastcgi_tests;
 mod h2_tests;
 #[cfg(test)]
 mod proxy_tests;
+#[cfg(test)]
+mod rewrite_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod cache;
 pub mod https;
 pub mod limiter;
 mod own;
+pub mod rewrite;
 pub mod router;
 
 use std::cell::RefCell;
@@ -78,6 +79,8 @@ pub struct Edge {
     purges: Option<Rc<cache::Purges>>,
     /// This core's counters, for those made later (the caches').
     core_stats: Arc<metrics::CoreStats>,
+    /// Rewrites, redirects and fixed answers, where any level has rules.
+    rewrites: Option<rewrite::Rewrites>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -268,6 +271,7 @@ impl Edge {
             caches: Vec::new(),
             purges: None,
             core_stats,
+            rewrites: None,
         })
     }
 
@@ -276,6 +280,12 @@ impl Edge {
     pub fn with_policies(mut self, access: Option<Access>, limiter: Option<Limiter>) -> Edge {
         self.access = access;
         self.limiter = limiter;
+        self
+    }
+
+    /// The rewrite rules requests are matched against.
+    pub fn with_rewrites(mut self, rewrites: Option<rewrite::Rewrites>) -> Edge {
+        self.rewrites = rewrites;
         self
     }
 
@@ -536,6 +546,12 @@ impl Handler for Edge {
                 return redirected;
             }
         }
+        if let Some(r) = &self.rewrites {
+            if let Some(answered) = r.before_routing(ex, |ex| self.admits(ex, None)) {
+                ex.set_tag(TAG_NO_ROUTE.into());
+                return answered;
+            }
+        }
         let target = self.router.route(ex.host(), ex.route_path());
         ex.set_tag(u64::from(match target {
             Target::Static(i) => TAG_STATIC + i as u32,
@@ -580,6 +596,14 @@ impl Handler for Edge {
                     b"401 Unauthorized\n",
                 );
             }
+        }
+        // After the route's own checks; a rewrite is routed again, and
+        // checked again, from the top (boxed: only a rewrite pays for it).
+        if let Some(step) = self.rewrites.as_ref().and_then(|r| r.at_route(ex, target)) {
+            return match step {
+                rewrite::Step::Again => Box::pin(self.handle(ex)).await,
+                rewrite::Step::Done(r) => r,
+            };
         }
         if ex.method() == Method::Trace && !self.allow_trace {
             return own::trace_refused(ex, matches!(target, Target::Proxy(_)));
