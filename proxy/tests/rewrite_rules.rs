@@ -212,6 +212,8 @@ fn fixed_answers() {
         let cfg = format!(
             "[upstream.rec]\nservers = [\"127.0.0.1:{}\"]\n\n\
              [[rewrite]]\npattern = \"^/robots\\\\.txt$\"\nanswer = \"User-agent: *\\nDisallow: /\\n\"\n\n\
+             [[vhost]]\nnames = [\"shop.example\"]\ndeny = [\"127.0.0.2\"]\n\
+             rewrite = [{{ pattern = \"^/\", answer = \"closed\\n\", status = 503 }}]\n\n\
              [[route]]\nprefix = \"/\"\nupstream = \"rec\"\n\
              rewrite = [{{ pattern = \"^/wp-\", method = [\"POST\"], answer = \"<p>no</p>\", status = 403, content_type = \"text/html\" }}]\n",
             rec.port()
@@ -226,8 +228,7 @@ fn fixed_answers() {
                 "{backend} {proto}"
             );
             assert_eq!(header(&head, "content-type").as_deref(), Some("text/plain"));
-            let (status, head, body) =
-                fetch(&rs, proto, "/wp-login.php", &["-X", "POST", "-d", "x=1"]);
+            let (status, head, body) = fetch(&rs, proto, "/wp-login.php", &["-X", "POST"]);
             assert_eq!(
                 (status, text(&body).as_str()),
                 (403, "<p>no</p>"),
@@ -236,6 +237,15 @@ fn fixed_answers() {
             assert_eq!(header(&head, "content-type").as_deref(), Some("text/html"));
             // Another method: the condition fails, the request goes up.
             assert_eq!(fetch(&rs, proto, "/wp-login.php", &[]).0, 200);
+            // A vhost's answer, to the clients its deny admits only.
+            let shop = |from| ["-H", "Host: shop.example", "--interface", from];
+            let (status, _, body) = fetch(&rs, proto, "/x", &shop(ONE));
+            assert_eq!(
+                (status, text(&body).as_str()),
+                (503, "closed\n"),
+                "{backend}"
+            );
+            assert_eq!(fetch(&rs, proto, "/x", &shop(TWO)).0, 403, "{backend}");
         }
         assert_eq!(rec.count(), before + 2, "{backend}");
     }

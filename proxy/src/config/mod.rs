@@ -138,6 +138,22 @@
 //! to an upstream takes with `cache = "NAME"`; the validated settings are
 //! [`Config::caches`], sorted by name, and a route's
 //! [`cache`](crate::upstream::settings::ProxyRoute::cache) indexes them.
+//!
+//! Rewrites, redirects and fixed answers (see [`rewrite`]) are ordered
+//! rules: the server's `[[rewrite]]` tables, and `rewrite = [...]` lists of
+//! the same tables in a `[[vhost]]` or a `[[route]]`; the validated rules
+//! are [`Config::rewrites`], each pattern compiled once:
+//!
+//! ```toml
+//! [[rewrite]]
+//! pattern = "^/old/(.*)$"   # regex on the normalized path
+//! host = ["a.example"]      # conditions: host, method, query, header, cookie, client
+//! to = "/new/$1"            # or redirect = "...", status = 301 | answer = "...", status = 403
+//!
+//! [[route]]
+//! prefix = "/shop/"
+//! rewrite = [{ pattern = "^/shop/item/([0-9]+)$", to = "/shop/item.html?id=$1" }]
+//! ```
 
 pub mod access;
 pub mod addr;
