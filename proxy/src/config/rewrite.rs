@@ -302,6 +302,11 @@ impl Cx<'_> {
                 }
                 let to = r.to.as_ref().expect("given");
                 Outcome::Rewrite(self.check(to, &key("to"), |t| {
+                    // Bytes no request-target holds: every request the
+                    // rule rewrote would be a 400.
+                    if let Some(c) = t.chars().find(|c| matches!(c, '#' | '\\')) {
+                        return Err(format!("{t:?}: a rewrite's path and query hold no {c:?}"));
+                    }
                     let t = template(t, groups)?;
                     match t.parts.first() {
                         Some(Part::Text(s)) if s.starts_with('/') => Ok(t),

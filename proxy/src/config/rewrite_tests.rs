@@ -120,6 +120,10 @@ fn errors_name_the_line_and_key() {
             "ringside.toml:3:6: [[rewrite]] to: expected a path starting with '/', got \"$1\"",
         ),
         (
+            "[[rewrite]]\npattern = \"^/a\"\nto = \"/b#top\"\n",
+            "ringside.toml:3:6: [[rewrite]] to: \"/b#top\": a rewrite's path and query hold no '#'",
+        ),
+        (
             "[[rewrite]]\npattern = \"^/a\"\nto = \"/b\"\nstatus = 301\n",
             "ringside.toml:4:10: [[rewrite]] status: goes with redirect or answer, not to",
         ),

@@ -76,6 +76,47 @@ pub fn cookie_in<'v>(line: &'v [u8], name: &str) -> Option<&'v [u8]> {
     })
 }
 
+/// One level's rules, with what every path they could match starts with:
+/// where each rule has a literal prefix, the prefix they share, so a path
+/// outside it (`/api/` past fifty `^/legacy-N/` rules) is passed over by
+/// one comparison.
+#[derive(Default)]
+pub struct Level {
+    rules: Vec<Rule>,
+    gate: Box<[u8]>,
+}
+
+impl Level {
+    pub fn new(rules: &[Rule]) -> Level {
+        let gate = if rules.iter().all(|r| !r.prefix.is_empty()) {
+            rules
+                .iter()
+                .map(|r| &r.prefix[..])
+                .reduce(common_prefix)
+                .unwrap_or_default()
+        } else {
+            &[]
+        };
+        Level {
+            gate: gate.into(),
+            rules: rules.to_vec(),
+        }
+    }
+
+    /// [`find`] on this level's rules.
+    pub fn find(&self, req: &impl Request) -> Option<&Rule> {
+        if !req.path().starts_with(&self.gate) {
+            return None;
+        }
+        find(&self.rules, req)
+    }
+}
+
+fn common_prefix<'a>(a: &'a [u8], b: &[u8]) -> &'a [u8] {
+    let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    &a[..n]
+}
+
 /// The first of `rules` whose pattern and conditions hold for `req`.
 pub fn find<'r>(rules: &'r [Rule], req: &impl Request) -> Option<&'r Rule> {
     let path = req.path();
@@ -154,12 +195,14 @@ pub enum Step {
 /// This core's rules (each core compiles its own copy, so each has its own
 /// matcher caches).
 pub struct Rewrites {
-    server: Vec<Rule>,
+    server: Level,
     tls: TlsConfig,
-    vhosts: Vec<Vec<Rule>>,
-    proxy_routes: Vec<Vec<Rule>>,
+    vhosts: Vec<Level>,
+    /// Whether any vhost has rules (else the host is not looked up).
+    any_vhost: bool,
+    proxy_routes: Vec<Level>,
     /// By `Target::Static` index: 0 is the root, which has no route.
-    statics: Vec<Vec<Rule>>,
+    statics: Vec<Level>,
     slash: EncodedSlash,
     params: PathParameters,
 }
@@ -176,15 +219,17 @@ impl Rewrites {
         if cfg.is_empty() {
             return None;
         }
-        let mut statics = vec![Vec::new()];
+        let mut statics = vec![Level::default()];
         for p in static_prefixes {
-            statics.push(cfg.static_route(p).to_vec());
+            statics.push(Level::new(cfg.static_route(p)));
         }
+        let levels = |l: &[Vec<Rule>]| l.iter().map(|r| Level::new(r)).collect();
         Some(Rewrites {
-            server: cfg.server.clone(),
+            server: Level::new(&cfg.server),
             tls: tls.clone(),
-            vhosts: cfg.vhosts.clone(),
-            proxy_routes: cfg.proxy_routes.clone(),
+            vhosts: levels(&cfg.vhosts),
+            any_vhost: cfg.vhosts.iter().any(|r| !r.is_empty()),
+            proxy_routes: levels(&cfg.proxy_routes),
             statics,
             slash,
             params,
@@ -203,7 +248,7 @@ impl Rewrites {
         if ex.rewrites() > 0 {
             return None;
         }
-        let vhost = if self.vhosts.iter().all(Vec::is_empty) {
+        let vhost = if !self.any_vhost {
             None
         } else {
             ex.host()
@@ -211,8 +256,8 @@ impl Rewrites {
                 .and_then(|h| self.tls.vhost_index(h.trim_end_matches('.')))
                 .and_then(|i| self.vhosts.get(i))
         };
-        for rules in [Some(&self.server), vhost].into_iter().flatten() {
-            let Some(rule) = find(rules, ex) else {
+        for level in [Some(&self.server), vhost].into_iter().flatten() {
+            let Some(rule) = level.find(ex) else {
                 continue;
             };
             if !matches!(rule.outcome, Outcome::Rewrite(_)) && !admits(ex) {
@@ -232,7 +277,7 @@ impl Rewrites {
             Target::Static(i) => self.statics.get(i),
             Target::NotFound => None,
         }?;
-        let rule = find(rules, ex)?;
+        let rule = rules.find(ex)?;
         Some(self.apply(ex, rule))
     }
 
