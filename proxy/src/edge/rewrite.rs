@@ -192,8 +192,8 @@ pub enum Step {
     Done(Result<(), Error>),
 }
 
-/// This core's rules (each core compiles its own copy, so each has its own
-/// matcher caches).
+/// This core's rules: clones of the config's, which share the compiled
+/// patterns but give each core matcher caches of its own, uncontended.
 pub struct Rewrites {
     server: Level,
     tls: TlsConfig,
