@@ -28,6 +28,7 @@ use crate::fields::SiteFields;
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
 use crate::path::Normalized;
+use crate::rewritten::{RewriteError, Rewritten};
 use crate::status::{digits, no_content, reason};
 use crate::upgraded::Upgraded;
 
@@ -93,6 +94,8 @@ pub struct Exchange<'a> {
     capture: Option<Box<Capture>>,
     /// The route's configured fields, where it has any.
     fields: Option<Rc<SiteFields>>,
+    /// The path and query a rewrite put in place of the request's.
+    rewritten: Option<Box<Rewritten>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -122,6 +125,7 @@ impl<'a> Exchange<'a> {
             enc: None,
             capture: None,
             fields: None,
+            rewritten: None,
         }
     }
 
@@ -172,11 +176,17 @@ impl<'a> Exchange<'a> {
     /// decoded, dot segments resolved, slashes merged. Every routing and
     /// access decision is made on it, and it is what goes upstream.
     pub fn path(&self) -> &[u8] {
+        if let Some(r) = &self.rewritten {
+            return r.path();
+        }
         self.paths.path(self.head_bytes)
     }
     /// The path routes match: [`Exchange::path`], except that with encoded
     /// slashes passed on, they are decoded here.
     pub fn route_path(&self) -> &[u8] {
+        if let Some(r) = &self.rewritten {
+            return r.route();
+        }
         self.paths.route(self.head_bytes)
     }
     /// The path as the client spelled it, for a backend that needs its
@@ -185,6 +195,36 @@ impl<'a> Exchange<'a> {
         self.paths.raw(self.head_bytes)
     }
     pub fn query(&self) -> Option<&[u8]> {
+        if let Some(r) = &self.rewritten {
+            return r.query();
+        }
+        self.head.query(self.head_bytes)
+    }
+    /// Puts `path` (normalized here as a client's is) and `query` in place
+    /// of the request's for [`Exchange::path`], [`Exchange::route_path`]
+    /// and [`Exchange::query`]; the target, the raw path and the client's
+    /// path and query stay as sent. On error nothing changes.
+    pub fn rewrite(
+        &mut self,
+        path: &[u8],
+        query: Option<&[u8]>,
+        slash: crate::EncodedSlash,
+        params: crate::PathParameters,
+    ) -> Result<(), RewriteError> {
+        self.rewritten
+            .get_or_insert_with(Default::default)
+            .set(path, query, slash, params)
+    }
+    /// How many times the request was rewritten (0: never).
+    pub fn rewrites(&self) -> u8 {
+        self.rewritten.as_ref().map_or(0, |r| r.passes())
+    }
+    /// The normalized path the client sent, whatever a rewrite made of it.
+    pub fn client_path(&self) -> &[u8] {
+        self.paths.path(self.head_bytes)
+    }
+    /// The query the client sent, whatever a rewrite made of it.
+    pub fn client_query(&self) -> Option<&[u8]> {
         self.head.query(self.head_bytes)
     }
     pub fn header(&self, name: &str) -> Option<&[u8]> {

@@ -37,6 +37,7 @@ pub mod proxy_protocol;
 pub mod pseudo;
 mod recycled;
 pub mod refusal;
+pub mod rewritten;
 pub mod semantics;
 pub mod status;
 pub mod upgraded;

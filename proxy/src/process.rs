@@ -25,6 +25,7 @@ use crate::config::{Config, ConfigError};
 use crate::edge::access::Access;
 use crate::edge::https::HttpsPolicy;
 use crate::edge::limiter::Limiter;
+use crate::edge::rewrite::Rewrites;
 use crate::edge::Edge;
 use crate::metrics::{self, admin};
 use crate::privileges::keeper::Kept;
@@ -56,6 +57,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let auth = cfg.auth.clone();
     let headers = cfg.headers.clone();
     let caches = cfg.caches.clone();
+    let rewrites = cfg.rewrites.clone();
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
     Arc::new(move |ctx, prev| {
@@ -66,6 +68,8 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         let https = HttpsPolicy::new(&tls, https_port);
         let access = Access::new(&access, &tls, &prefixes);
         let limiter = Limiter::new(&rates, &prefixes);
+        let (slash, params) = (proxy.encoded_slash, proxy.path_parameters);
+        let rewrites = Rewrites::new(&rewrites, &tls, &prefixes, slash, params);
         Edge::new(
             files,
             prefixes.clone(),
@@ -82,6 +86,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_auth(&auth, &prefixes)
                 .with_fields(&headers, &tls, &prefixes)
                 .with_caches(&caches, prev, &purges)
+                .with_rewrites(rewrites)
         })
     })
 }

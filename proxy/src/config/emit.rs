@@ -220,10 +220,11 @@ impl Config {
         )?;
         super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls, &self.access, &self.headers)?;
+        write_tls(out, &self.tls, &self.access, &self.headers, &self.rewrites)?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
+        super::rewrite::write_server(out, &self.rewrites.server)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;
@@ -267,6 +268,7 @@ impl Config {
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
             super::headers::write_level(out, self.headers.static_route(&r.prefix))?;
+            super::rewrite::write_list(out, self.rewrites.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -287,6 +289,7 @@ fn write_tls(
     t: &TlsConfig,
     access: &AccessConfig,
     headers: &super::headers::HeadersConfig,
+    rewrites: &super::rewrite::RewriteConfig,
 ) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
@@ -317,6 +320,9 @@ fn write_tls(
             write_rules(out, rules)?;
         }
         super::headers::write_level(out, headers.vhosts.get(i))?;
+        if let Some(rules) = rewrites.vhosts.get(i) {
+            super::rewrite::write_list(out, rules)?;
+        }
     }
     Ok(())
 }
@@ -456,6 +462,9 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         super::compress::write_route(out, compression.proxy_routes.get(i))?;
         super::auth::write_route(out, auth.proxy_routes.get(i).and_then(Option::as_ref))?;
         super::headers::write_level(out, c.headers.proxy_routes.get(i))?;
+        if let Some(rules) = c.rewrites.proxy_routes.get(i) {
+            super::rewrite::write_list(out, rules)?;
+        }
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         super::cache::write_route(out, &c.caches, r.cache)?;

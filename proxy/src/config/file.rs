@@ -37,6 +37,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::headers::{HeadersSection, ServerTokensValue};
+use super::rewrite::RewriteSection;
 use super::size::{DURATION_EXPECTED, SIZE_EXPECTED};
 
 /// A whole config file.
@@ -65,6 +66,9 @@ pub struct FileConfig {
     pub compression: CompressionSection,
     /// `[cache.NAME]`, sorted by name (`cache.rs`).
     pub cache: BTreeMap<Spanned<String>, Spanned<CacheSection>>,
+    /// `[[rewrite]]`: the server's rewrite rules (`rewrite.rs`).
+    #[serde(rename = "rewrite")]
+    pub rewrites: Vec<Spanned<RewriteSection>>,
 }
 
 /// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
@@ -142,6 +146,8 @@ pub struct VhostSection {
     /// Fields set, added and removed (`headers.rs`).
     pub response_headers: Option<Spanned<HeadersSection>>,
     pub request_headers: Option<Spanned<HeadersSection>>,
+    /// Rewrite rules for requests to these names (`rewrite.rs`).
+    pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -237,6 +243,8 @@ pub struct RouteSection {
     /// fields on a route to an upstream only.
     pub response_headers: Option<Spanned<HeadersSection>>,
     pub request_headers: Option<Spanned<HeadersSection>>,
+    /// Any route: rewrite rules once the route is chosen (`rewrite.rs`).
+    pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.

@@ -149,6 +149,22 @@
 //! to an upstream takes with `cache = "NAME"`; the validated settings are
 //! [`Config::caches`], sorted by name, and a route's
 //! [`cache`](crate::upstream::settings::ProxyRoute::cache) indexes them.
+//!
+//! Rewrites, redirects and fixed answers (see [`rewrite`]) are ordered
+//! rules: the server's `[[rewrite]]` tables, and `rewrite = [...]` lists of
+//! the same tables in a `[[vhost]]` or a `[[route]]`; the validated rules
+//! are [`Config::rewrites`], each pattern compiled once:
+//!
+//! ```toml
+//! [[rewrite]]
+//! pattern = "^/old/(.*)$"   # regex on the normalized path
+//! host = ["a.example"]      # conditions: host, method, query, header, cookie, client
+//! to = "/new/$1"            # or redirect = "...", status = 301 | answer = "...", status = 403
+//!
+//! [[route]]
+//! prefix = "/shop/"
+//! rewrite = [{ pattern = "^/shop/item/([0-9]+)$", to = "/shop/item.html?id=$1" }]
+//! ```
 
 pub mod access;
 pub mod addr;
@@ -167,6 +183,7 @@ pub mod headers;
 mod names;
 pub mod ops;
 pub mod rate;
+pub mod rewrite;
 pub mod size;
 pub mod tls;
 pub mod upstream;
@@ -211,6 +228,8 @@ pub struct Config {
     pub caches: Vec<ringside_cache::Settings>,
     /// `server_tokens`, and `response_headers`/`request_headers` by level.
     pub headers: headers::HeadersConfig,
+    /// `[[rewrite]]` and the vhosts' and routes' `rewrite`.
+    pub rewrites: rewrite::RewriteConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -238,6 +257,7 @@ impl Default for Config {
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
             headers: headers::HeadersConfig::default(),
+            rewrites: rewrite::RewriteConfig::default(),
             source: None,
         }
     }
@@ -293,6 +313,8 @@ mod fastcgi_tests;
 mod h2_tests;
 #[cfg(test)]
 mod proxy_tests;
+#[cfg(test)]
+mod rewrite_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -99,6 +99,7 @@ impl TryFrom<Document<'_>> for Config {
         let compression = cx.compression(f)?;
         let auth = cx.auth(f, base)?;
         let headers = cx.headers(f)?;
+        let rewrites = cx.rewrites(f)?;
         Ok(Config {
             runtime,
             server,
@@ -113,6 +114,7 @@ impl TryFrom<Document<'_>> for Config {
             auth,
             caches,
             headers,
+            rewrites,
             source: Some(doc.path.to_path_buf()),
         })
     }

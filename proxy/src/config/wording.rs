@@ -196,6 +196,7 @@ fn what_it_takes(path: &[String]) -> Option<&'static str> {
         ["route", "upgrade"] => "a list of protocol names, like [\"my-proto\"]",
         ["vhost"] => "[[vhost]] tables, one per virtual host",
         ["rate_limit"] => "[[rate_limit]] tables, one per named limit",
+        ["rewrite"] => "[[rewrite]] tables, one per rule",
         ["server" | "vhost" | "route", "allow" | "deny"] => {
             "a list of addresses or CIDR blocks, like [\"10.0.0.0/8\"]"
         }
@@ -350,7 +351,7 @@ fn edits(a: &str, b: &str) -> usize {
 }
 
 /// The top-level arrays of tables, written `[[name]]`.
-const TABLE_ARRAYS: [&str; 3] = ["route", "vhost", "rate_limit"];
+const TABLE_ARRAYS: [&str; 4] = ["route", "vhost", "rate_limit", "rewrite"];
 
 /// `["runtime", "workers"]` -> `[runtime] workers`; `["upstream", "a", "host"]`
 /// -> `[upstream.a] host`; `["vhost", "names"]` -> `[[vhost]] names`, as

@@ -11,6 +11,7 @@ pub mod headers;
 pub mod https;
 pub mod limiter;
 mod own;
+pub mod rewrite;
 pub mod router;
 
 use std::cell::RefCell;
@@ -81,6 +82,8 @@ pub struct Edge {
     core_stats: Arc<metrics::CoreStats>,
     /// Configured response and request fields, where any level has some.
     fields: Option<headers::Fields>,
+    /// Rewrites, redirects and fixed answers, where any level has rules.
+    rewrites: Option<rewrite::Rewrites>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -280,6 +283,7 @@ impl Edge {
             purges: None,
             core_stats,
             fields: None,
+            rewrites: None,
         })
     }
 
@@ -288,6 +292,12 @@ impl Edge {
     pub fn with_policies(mut self, access: Option<Access>, limiter: Option<Limiter>) -> Edge {
         self.access = access;
         self.limiter = limiter;
+        self
+    }
+
+    /// The rewrite rules requests are matched against.
+    pub fn with_rewrites(mut self, rewrites: Option<rewrite::Rewrites>) -> Edge {
+        self.rewrites = rewrites;
         self
     }
 
@@ -564,6 +574,12 @@ impl Handler for Edge {
                 return redirected;
             }
         }
+        if let Some(r) = &self.rewrites {
+            if let Some(answered) = r.before_routing(ex, |ex| self.admits(ex, None)) {
+                ex.set_tag(TAG_NO_ROUTE.into());
+                return answered;
+            }
+        }
         let target = self.router.route(ex.host(), ex.route_path());
         ex.set_tag(u64::from(match target {
             Target::Static(i) => TAG_STATIC + i as u32,
@@ -611,6 +627,14 @@ impl Handler for Edge {
                     b"401 Unauthorized\n",
                 );
             }
+        }
+        // After the route's own checks; a rewrite is routed again, and
+        // checked again, from the top (boxed: only a rewrite pays for it).
+        if let Some(step) = self.rewrites.as_ref().and_then(|r| r.at_route(ex, target)) {
+            return match step {
+                rewrite::Step::Again => Box::pin(self.handle(ex)).await,
+                rewrite::Step::Done(r) => r,
+            };
         }
         if ex.method() == Method::Trace && !self.allow_trace {
             return own::trace_refused(ex, matches!(target, Target::Proxy(_)));

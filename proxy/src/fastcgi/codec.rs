@@ -131,16 +131,17 @@ impl FastCgi<'_> {
         };
         let host = ex.host().unwrap_or(b"");
         let server_name = host.split(|&b| b == b':').next().unwrap_or(b"");
-        // The path the script was found by, so the application routes on
-        // what the server did; the target itself where that is the same.
+        // The path the client asked for, normalized (a rewrite's path is
+        // SCRIPT_NAME's and QUERY_STRING's, as under nginx and Apache);
+        // the target itself where that is the same.
         let mut uri = Vec::new();
         let target = ex.target();
         let request_uri =
-            if self.raw_uri || (target.starts_with(b"/") && ex.path() == ex.raw_path()) {
+            if self.raw_uri || (target.starts_with(b"/") && ex.client_path() == ex.raw_path()) {
                 target
             } else {
-                uri.extend_from_slice(ex.path());
-                if let Some(q) = ex.query() {
+                uri.extend_from_slice(ex.client_path());
+                if let Some(q) = ex.client_query() {
                     uri.push(b'?');
                     uri.extend_from_slice(q);
                 }

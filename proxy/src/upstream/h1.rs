@@ -142,6 +142,8 @@ impl H1<'_> {
     fn path<'e>(&self, ex: &'e Exchange<'_>) -> &'e [u8] {
         match self.route.forward_path {
             ForwardPath::Normalized => ex.path(),
+            // A rewritten path has no client spelling: the rewrite's.
+            ForwardPath::Raw if ex.rewrites() > 0 => ex.path(),
             ForwardPath::Raw => ex.raw_path(),
         }
     }
