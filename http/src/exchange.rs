@@ -90,6 +90,9 @@ pub struct Exchange<'a> {
     enc: Option<Box<Encoder>>,
     /// A copy of the response for a cache, when one asked.
     capture: Option<Box<Capture>>,
+    /// The client's address as a trusted balancer reported it, where the
+    /// handler set one ([`Exchange::set_peer`]).
+    real_peer: Option<SocketAddr>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -118,6 +121,7 @@ impl<'a> Exchange<'a> {
             compress: None,
             enc: None,
             capture: None,
+            real_peer: None,
         }
     }
 
@@ -237,7 +241,21 @@ impl<'a> Exchange<'a> {
     }
     /// The client's address.
     pub fn peer(&self) -> std::io::Result<SocketAddr> {
+        if let Some(a) = self.real_peer {
+            return Ok(a);
+        }
         wire!(ref self, w => w.link.client_addr())
+    }
+    /// The connection's peer (as a PROXY protocol header gave it, where
+    /// one did): the hop forwarding headers name, whatever
+    /// [`Exchange::set_peer`] said.
+    pub fn hop_peer(&self) -> std::io::Result<SocketAddr> {
+        wire!(ref self, w => w.link.client_addr())
+    }
+    /// Sets the client's address [`Exchange::peer`] gives from now on (a
+    /// trusted balancer's report of it).
+    pub fn set_peer(&mut self, addr: SocketAddr) {
+        self.real_peer = Some(addr);
     }
     /// The address the client connected to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {

@@ -55,6 +55,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let compression = cfg.compression.clone();
     let auth = cfg.auth.clone();
     let caches = cfg.caches.clone();
+    let real_ip = cfg.real_ip.clone();
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
     Arc::new(move |ctx, prev| {
@@ -80,6 +81,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_compression(&compression, &prefixes)
                 .with_auth(&auth, &prefixes)
                 .with_caches(&caches, prev, &purges)
+                .with_real_ip(&real_ip)
         })
     })
 }

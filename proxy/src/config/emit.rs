@@ -223,6 +223,7 @@ impl Config {
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
+        super::real_ip::write_section(out, &self.real_ip)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;

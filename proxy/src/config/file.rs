@@ -36,6 +36,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use super::real_ip::RealIpSection;
 use super::size::{DURATION_EXPECTED, SIZE_EXPECTED};
 
 /// A whole config file.
@@ -64,6 +65,8 @@ pub struct FileConfig {
     pub compression: CompressionSection,
     /// `[cache.NAME]`, sorted by name (`cache.rs`).
     pub cache: BTreeMap<Spanned<String>, Spanned<CacheSection>>,
+    /// `[real_ip]` (`real_ip.rs`).
+    pub real_ip: Option<Spanned<RealIpSection>>,
 }
 
 /// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
@@ -530,6 +533,7 @@ tables_only!(
     LimitsSection,
     TimeoutsSection,
     Http2Section,
+    RealIpSection,
 );
 
 /// The error for a value of the wrong kind: "expected X, got Y".

@@ -138,6 +138,10 @@
 //! to an upstream takes with `cache = "NAME"`; the validated settings are
 //! [`Config::caches`], sorted by name, and a route's
 //! [`cache`](crate::upstream::settings::ProxyRoute::cache) indexes them.
+//!
+//! The client's address from a trusted balancer's header is `[real_ip]`
+//! (see [`real_ip`]): `from = ["10.0.0.0/8", "unix:"]`, `header =
+//! "X-Forwarded-For"`, `recursive = false`.
 
 pub mod access;
 pub mod addr;
@@ -155,6 +159,7 @@ pub mod h2;
 mod names;
 pub mod ops;
 pub mod rate;
+pub mod real_ip;
 pub mod size;
 pub mod tls;
 pub mod upstream;
@@ -197,6 +202,8 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// `[cache.NAME]`, sorted by name; a proxy route's `cache` indexes it.
     pub caches: Vec<ringside_cache::Settings>,
+    /// `[real_ip]`, where given.
+    pub real_ip: Option<real_ip::RealIpConfig>,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -223,6 +230,7 @@ impl Default for Config {
             compression: compress::CompressionConfig::default(),
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
+            real_ip: None,
             source: None,
         }
     }

@@ -98,6 +98,7 @@ impl TryFrom<Document<'_>> for Config {
         let rates = cx.rates(f)?;
         let compression = cx.compression(f)?;
         let auth = cx.auth(f, base)?;
+        let real_ip = cx.real_ip(f)?;
         Ok(Config {
             runtime,
             server,
@@ -111,6 +112,7 @@ impl TryFrom<Document<'_>> for Config {
             compression,
             auth,
             caches,
+            real_ip,
             source: Some(doc.path.to_path_buf()),
         })
     }

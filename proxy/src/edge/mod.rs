@@ -10,6 +10,7 @@ mod cache;
 pub mod https;
 pub mod limiter;
 mod own;
+pub mod real_ip;
 pub mod router;
 
 use std::cell::RefCell;
@@ -78,6 +79,8 @@ pub struct Edge {
     purges: Option<Rc<cache::Purges>>,
     /// This core's counters, for those made later (the caches').
     core_stats: Arc<metrics::CoreStats>,
+    /// `[real_ip]`, where configured.
+    real_ip: Option<real_ip::RealIp>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -268,6 +271,7 @@ impl Edge {
             caches: Vec::new(),
             purges: None,
             core_stats,
+            real_ip: None,
         })
     }
 
@@ -276,6 +280,12 @@ impl Edge {
     pub fn with_policies(mut self, access: Option<Access>, limiter: Option<Limiter>) -> Edge {
         self.access = access;
         self.limiter = limiter;
+        self
+    }
+
+    /// Where the client's address is taken from a balancer's header.
+    pub fn with_real_ip(mut self, c: &Option<crate::config::real_ip::RealIpConfig>) -> Edge {
+        self.real_ip = c.clone().map(real_ip::RealIp::new);
         self
     }
 
@@ -523,6 +533,9 @@ impl Handler for Edge {
     }
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
+        if let Some(r) = &self.real_ip {
+            r.apply(ex);
+        }
         if ex.method() == Method::Connect || ex.target() == b"*" {
             ex.set_tag(TAG_NO_ROUTE.into());
             if !self.admits(ex, None) {

@@ -110,8 +110,10 @@ impl H1<'_> {
         } else {
             0
         };
+        // The hop that handed the request over, as each proxy in a chain
+        // appends its own peer (nginx's $proxy_add_x_forwarded_for).
         let client_ip = ex
-            .peer()
+            .hop_peer()
             .map(|a| a.ip())
             .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
         let host: &[u8] = match &route.host {
