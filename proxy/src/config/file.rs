@@ -313,7 +313,7 @@ pub struct UpstreamSection {
     pub h2_window: Option<Spanned<SizeValue>>,
 }
 
-/// One `servers` entry as written: `"host:port"` (or, for FastCGI,
+/// One `servers` entry as written: `"host:port"` (or
 /// `"unix:/path.sock"`) or `{ addr = "host:port", weight = 3 }`.
 #[derive(Clone, Debug)]
 pub enum ServerValue {
@@ -431,7 +431,7 @@ pub const LISTEN_EXPECTED: &str = "\"HOST:PORT\" or a table like { addr = \"HOST
 pub const WORKERS_EXPECTED: &str = "\"auto\" or a positive integer";
 /// What a `servers` entry must look like, for error messages.
 pub const SERVER_EXPECTED: &str =
-    "\"HOST:PORT\", \"unix:/PATH\" (FastCGI) or a table like { addr = \"HOST:PORT\", weight = 2 }";
+    "\"HOST:PORT\", \"unix:/PATH\" or a table like { addr = \"HOST:PORT\", weight = 2 }";
 /// What `via =` must look like, for error messages.
 pub const VIA_EXPECTED: &str = "a pseudonym like \"ringside\", or false for no Via header";
 /// What `cpu_affinity =` must look like, for error messages.
