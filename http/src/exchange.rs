@@ -252,6 +252,11 @@ impl<'a> Exchange<'a> {
     pub fn hop_peer(&self) -> std::io::Result<SocketAddr> {
         wire!(ref self, w => w.link.client_addr())
     }
+    /// Whether the client came on a unix-socket listener (it has no
+    /// address: [`Exchange::peer`] is an error).
+    pub fn is_unix(&self) -> bool {
+        wire!(ref self, w => w.link.is_unix())
+    }
     /// Sets the client's address [`Exchange::peer`] gives from now on (a
     /// trusted balancer's report of it).
     pub fn set_peer(&mut self, addr: SocketAddr) {
@@ -259,7 +264,7 @@ impl<'a> Exchange<'a> {
     }
     /// The address the client connected to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.stream.local_addr())
+        wire!(ref self, w => w.link.local_addr())
     }
     /// Whether the client connection speaks TLS.
     #[inline]

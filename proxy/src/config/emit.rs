@@ -110,7 +110,7 @@ impl Config {
         writeln!(out, "coalesce_wait = {}", dur(r.coalesce_wait))?;
 
         writeln!(out, "\n[server]")?;
-        let listen: Vec<String> = s
+        let mut listen: Vec<String> = s
             .listen
             .iter()
             .enumerate()
@@ -136,6 +136,7 @@ impl Config {
                 }
             })
             .collect();
+        listen.extend(self.unix_listen.iter().map(|u| u.text()));
         if self.tls.any_tls() {
             writeln!(out, "listen = [")?;
             for l in &listen {

@@ -406,6 +406,7 @@ pub struct Http2Section {
 /// One `[server] listen` entry as written: `"HOST:PORT"`, or
 /// `{ addr = "HOST:PORT", tls = { cert = "PATH", key = "PATH" } }`.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // a few per file, read once
 pub enum ListenValue {
     Addr(String),
     Table(ListenTable),
@@ -423,6 +424,11 @@ pub struct ListenTable {
     pub proxy_protocol: Option<Spanned<bool>>,
     /// The sources a header is taken from (default: loopback).
     pub trusted: Option<Spanned<Vec<Spanned<String>>>>,
+    /// A `unix:` listener's socket file: its permission bits, owner and
+    /// group (`unix_listen.rs`).
+    pub mode: Option<Spanned<String>>,
+    pub owner: Option<Spanned<String>>,
+    pub group: Option<Spanned<String>>,
 }
 
 /// What a `listen` entry must look like, for error messages.

@@ -25,6 +25,8 @@
 //! [server]
 //! listen = ["127.0.0.1:8080"]  # an entry may be a table with a certificate:
 //!                           # { addr = "0.0.0.0:443", tls = { cert = "PATH", key = "PATH" } }
+//!                           # or a unix socket: "unix:/run/ringside.sock" (relative to this
+//!                           # file's directory), { addr = "unix:PATH", mode = "0660", owner = "www", group = "www" }
 //! backlog = 4096
 //! root = "."                # relative to this file's directory
 //!
@@ -162,6 +164,7 @@ pub mod rate;
 pub mod real_ip;
 pub mod size;
 pub mod tls;
+pub mod unix_listen;
 pub mod upstream;
 pub mod validate;
 mod wording;
@@ -204,6 +207,8 @@ pub struct Config {
     pub caches: Vec<ringside_cache::Settings>,
     /// `[real_ip]`, where given.
     pub real_ip: Option<real_ip::RealIpConfig>,
+    /// `[server] listen`'s unix sockets, listener indexes after `server.listen`'s.
+    pub unix_listen: Vec<unix_listen::UnixListen>,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -231,6 +236,7 @@ impl Default for Config {
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
             real_ip: None,
+            unix_listen: Vec::new(),
             source: None,
         }
     }

@@ -428,6 +428,7 @@ impl Edge {
                 upstream,
                 limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
                 cache: cache_status_of(ex.tag()),
+                unix: ex.is_unix(),
             },
         );
     }
@@ -460,6 +461,7 @@ impl Edge {
                         upstream: Outcome::default(),
                         limited,
                         cache: None,
+                        unix: false,
                     },
                 );
             }

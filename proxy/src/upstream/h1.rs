@@ -130,6 +130,7 @@ impl H1<'_> {
             host,
             client_host: ex.host(),
             client_ip,
+            client_unix: ex.is_unix(),
             proto: if ex.is_tls() { "https" } else { "http" },
             body,
             upgrade: &offered[..upgrade],
