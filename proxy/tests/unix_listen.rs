@@ -214,3 +214,39 @@ fn a_unix_socket_listener_serves_and_cleans_up() {
         assert!(!sock.exists(), "{backend}");
     }
 }
+
+/// php-fpm's REMOTE_ADDR for a unix-socket client is `unix:`, as nginx's;
+/// with `[real_ip] from = ["unix:"]`, the address the balancer names.
+#[test]
+fn php_sees_unix_or_the_real_address() {
+    let fpm = common::phpfpm::PhpFpm::start_tcp(2);
+    for backend in BACKENDS {
+        let dir = TempDir::new("unix-php");
+        let php = std::fs::read_to_string(fpm.ringside_config(&dir, "")).unwrap();
+        let cfg = format!(
+            "[server]\nlisten = [\"127.0.0.1:0\", \"unix:rs.sock\"]\n\n\
+             [real_ip]\nfrom = [\"unix:\"]\n\n{php}"
+        );
+        let file = dir.write("ringside.toml", cfg.as_bytes());
+        let sock = dir.path().join("rs.sock");
+        let rs = start(backend, &file);
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            let (code, body) = get(&sock, None, h2, "/headers.php", &[]);
+            assert_eq!(code, "200", "{what}: {body}");
+            assert!(
+                body.lines().any(|l| l == "REMOTE_ADDR=unix:"),
+                "{what}: {body}"
+            );
+            let xff = format!("X-Forwarded-For: {CLIENT}");
+            let (code, body) = get(&sock, None, h2, "/headers.php", &["-H", &xff]);
+            assert_eq!(code, "200", "{what}: {body}");
+            assert!(
+                body.lines().any(|l| l == format!("REMOTE_ADDR={CLIENT}")),
+                "{what}: {body}"
+            );
+        }
+        let log = rs.stop();
+        assert!(!log.contains("panicked"), "{backend}: {log}");
+    }
+}
