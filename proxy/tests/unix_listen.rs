@@ -250,3 +250,50 @@ fn php_sees_unix_or_the_real_address() {
         assert!(!log.contains("panicked"), "{backend}: {log}");
     }
 }
+
+/// `ringside check` and the start refuse what is in a socket's way: a
+/// missing directory, a file that is not a socket (left as it was).
+#[test]
+fn check_names_what_is_in_the_way() {
+    let dir = TempDir::new("unix-check");
+    let run = |listen: &str| {
+        let file = dir.write(
+            "ringside.toml",
+            format!("[server]\nlisten = [\"127.0.0.1:0\", \"{listen}\"]\n").as_bytes(),
+        );
+        let out = Command::new(BIN)
+            .args(["check", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let start = Command::new(BIN)
+            .args(["--workers", "1", "--config", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (out, start)
+    };
+    let (out, start) = run("unix:nodir/a.sock");
+    let text = common::output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("ringside.toml:2:26: [server] listen: cannot listen on unix:"),
+        "{text}"
+    );
+    assert!(text.contains("no directory"), "{text}");
+    assert!(!start.status.success(), "{}", common::output_text(&start));
+
+    dir.write("plain", b"a file");
+    let (out, start) = run("unix:plain");
+    let text = common::output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("a file that is not a socket is there"),
+        "{text}"
+    );
+    let text = common::output_text(&start);
+    assert!(!start.status.success(), "{text}");
+    assert!(
+        text.contains("a file that is not a socket is there"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("plain")).unwrap(), b"a file");
+}
