@@ -267,6 +267,26 @@ mod tests {
     }
 
     #[test]
+    fn a_unix_socket_client_is_unix() {
+        let e = Entry {
+            peer: None,
+            unix: true,
+            ..entry(b"/", None)
+        };
+        let mut out = Vec::new();
+        combined(&mut out, &e);
+        assert!(
+            out.starts_with(b"unix: - - ["),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        out.clear();
+        json(&mut out, &e);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(",\"remote\":\"unix:\","), "{text}");
+    }
+
+    #[test]
     fn json_is_one_object_per_line() {
         let mut out = Vec::new();
         json(&mut out, &entry(b"/\xff", None));
