@@ -96,6 +96,9 @@ pub struct Exchange<'a> {
     fields: Option<Rc<SiteFields>>,
     /// The path and query a rewrite put in place of the request's.
     rewritten: Option<Box<Rewritten>>,
+    /// The client's address as a trusted balancer reported it, where the
+    /// handler set one ([`Exchange::set_peer`]).
+    real_peer: Option<SocketAddr>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -126,6 +129,7 @@ impl<'a> Exchange<'a> {
             capture: None,
             fields: None,
             rewritten: None,
+            real_peer: None,
         }
     }
 
@@ -290,11 +294,30 @@ impl<'a> Exchange<'a> {
     }
     /// The client's address.
     pub fn peer(&self) -> std::io::Result<SocketAddr> {
+        if let Some(a) = self.real_peer {
+            return Ok(a);
+        }
         wire!(ref self, w => w.link.client_addr())
+    }
+    /// The connection's peer (as a PROXY protocol header gave it, where
+    /// one did): the hop forwarding headers name, whatever
+    /// [`Exchange::set_peer`] said.
+    pub fn hop_peer(&self) -> std::io::Result<SocketAddr> {
+        wire!(ref self, w => w.link.client_addr())
+    }
+    /// Whether the client came on a unix-socket listener (it has no
+    /// address: [`Exchange::peer`] is an error).
+    pub fn is_unix(&self) -> bool {
+        wire!(ref self, w => w.link.is_unix())
+    }
+    /// Sets the client's address [`Exchange::peer`] gives from now on (a
+    /// trusted balancer's report of it).
+    pub fn set_peer(&mut self, addr: SocketAddr) {
+        self.real_peer = Some(addr);
     }
     /// The address the client connected to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.stream.local_addr())
+        wire!(ref self, w => w.link.local_addr())
     }
     /// Whether the client connection speaks TLS.
     #[inline]

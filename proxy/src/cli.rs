@@ -214,6 +214,7 @@ fn apply_overrides(config: &mut Config, cli: &Cli) -> Result<(), ConfigError> {
         config.server.http2 = vec![true; listen.len()];
         config.server.proxy_protocol = vec![None; listen.len()];
         config.server.listen = listen;
+        config.unix_listen.clear();
     }
     if let Some(workers) = &cli.workers {
         config.runtime.workers =

@@ -58,6 +58,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let headers = cfg.headers.clone();
     let caches = cfg.caches.clone();
     let rewrites = cfg.rewrites.clone();
+    let real_ip = cfg.real_ip.clone();
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
     Arc::new(move |ctx, prev| {
@@ -87,6 +88,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_fields(&headers, &tls, &prefixes)
                 .with_caches(&caches, prev, &purges)
                 .with_rewrites(rewrites)
+                .with_real_ip(&real_ip)
         })
     })
 }
@@ -256,10 +258,18 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let bound = match worker::bind(&cfg.runtime, &cfg.server) {
+    let mut bound = match worker::bind(&cfg.runtime, &cfg.server) {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
+    // Removed again when this goes, at exit or on a failed start.
+    let unix = match crate::unix_listen::UnixSockets::bind(&cfg.unix_listen, cfg.server.backlog) {
+        Ok(u) => u,
+        Err(e) => return fail(e),
+    };
+    if let Err(e) = unix.add_to(&mut bound) {
+        return fail(format!("cannot hand the unix sockets to the workers: {e}"));
+    }
     if let Err(e) = upstream_tls_backend(&cfg, bound.backend()) {
         return fail(e);
     }
@@ -294,6 +304,14 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         println!(
             "ringside: serving {what} on {scheme}://{addr}/ (workers: {}, backend: {})",
             server.workers, server.backend
+        );
+    }
+    for path in unix.paths() {
+        println!(
+            "ringside: serving {what} on unix:{} (workers: {}, backend: {})",
+            path.display(),
+            server.workers,
+            server.backend
         );
     }
     if let Some(l) = admin {
@@ -341,6 +359,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     }
     // Without root, the keeper removes the pid file from a root-owned /run.
     privileges::keeper::finish();
+    drop(unix);
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }
@@ -427,6 +446,10 @@ fn keep_restart_only(live: &Config, new: &mut Config) {
         new.server.http2 = live.server.http2.clone();
         new.server.proxy_protocol = live.server.proxy_protocol.clone();
         new.tls.listeners = live.tls.listeners.clone();
+    }
+    if new.unix_listen != live.unix_listen {
+        kept.push("[server] listen (unix sockets)");
+        new.unix_listen = live.unix_listen.clone();
     }
     if new.server.backlog != live.server.backlog {
         kept.push("[server] backlog");

@@ -233,7 +233,7 @@ fn errors_name_file_line_and_key() {
             ":4:15: [upstream.php] health_path",
         ),
         (
-            "[upstream.app]\nservers = [\"unix:/run/app.sock\"]\n",
+            "[upstream.app]\nservers = [\"/run/app.sock\"]\n",
             ":2:12: [upstream.app] servers",
         ),
         (

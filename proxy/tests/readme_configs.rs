@@ -49,6 +49,10 @@ fn localize(block: &str, d: &Path) -> String {
     let mut text = block.to_owned();
     for dir in HOST_DIRS {
         text = text.replace(&format!("\"{dir}"), &format!("\"{}{dir}", d.display()));
+        text = text.replace(
+            &format!("\"unix:{dir}"),
+            &format!("\"unix:{}{dir}", d.display()),
+        );
     }
     text
 }

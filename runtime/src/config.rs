@@ -61,6 +61,9 @@ pub struct ConnConfig {
     /// Per listener index: the sources it takes a PROXY protocol header
     /// from (see `ServerConfig::proxy_protocol`).
     pub proxy_protocol: Vec<Option<Vec<Cidr>>>,
+    /// The TCP listeners' count: listeners from this index on are unix
+    /// sockets (see `worker::Bound::add_unix`).
+    pub tcp_listeners: usize,
 }
 
 impl ConnConfig {
@@ -237,6 +240,7 @@ impl ServerConfig {
             http2: self.http2.clone(),
             h2: self.h2,
             proxy_protocol: self.proxy_protocol.clone(),
+            tcp_listeners: self.listen.len(),
         }
     }
 }

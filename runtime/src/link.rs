@@ -86,10 +86,28 @@ impl Link {
     /// headers, FastCGI's REMOTE_ADDR, balancing, access rules) asks here.
     #[inline]
     pub fn client_addr(&self) -> io::Result<SocketAddr> {
+        if self.is_unix() {
+            return Err(crate::net::no_inet());
+        }
         match self.client.get() {
             Some(a) => Ok(a),
             None => self.stream.peer_addr(),
         }
+    }
+
+    /// Whether the client came on a unix-socket listener: it has no
+    /// address (and the socket's own calls for one are not to be made).
+    #[inline]
+    pub fn is_unix(&self) -> bool {
+        self.listener >= self.cfg.tcp_listeners
+    }
+
+    /// The address the client connected to; none on a unix socket.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        if self.is_unix() {
+            return Err(crate::net::no_inet());
+        }
+        self.stream.local_addr()
     }
 
     /// Sets the client's address a PROXY protocol header gave.

@@ -113,10 +113,15 @@ impl TcpStream {
         sock.set_cloexec(true)?;
         sock.set_nonblocking(true)?;
         sock.connect(&SockAddr::unix(path)?)?;
-        let fd = std::os::fd::IntoRawFd::into_raw_fd(sock);
-        // SAFETY: a connected stream socket we own; see the doc above for
-        // why a unix socket may travel as a TcpStream.
-        let std = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        TcpStream::from_unix_fd(sock.into())
+    }
+
+    /// A connected or accepted unix stream socket, carried as a
+    /// `TcpStream` (see [`TcpStream::connect_unix`]).
+    fn from_unix_fd(fd: std::os::fd::OwnedFd) -> io::Result<TcpStream> {
+        // See connect_unix's doc for why a unix socket may travel as a
+        // TcpStream.
+        let std = std::net::TcpStream::from(fd);
         #[cfg(rt_monoio)]
         if backend::current() == Backend::IoUring {
             // io_uring answers EAGAIN on an O_NONBLOCK socket instead of
@@ -130,6 +135,8 @@ impl TcpStream {
         socket2::SockRef::from(self).set_tcp_nodelay(on)
     }
 
+    /// The peer's address. Not for a unix socket: monoio's panics there
+    /// (the connection's [`crate::link::Link`] knows which it is).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         match &self.inner {
             // monoio caches the address after the first call.
@@ -140,6 +147,7 @@ impl TcpStream {
         }
     }
 
+    /// The local address; not for a unix socket, as [`TcpStream::peer_addr`].
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.inner {
             // Cached after the first call, as the peer's: FastCGI's
@@ -658,11 +666,24 @@ enum ListenerInner {
     Monoio(monoio::net::TcpListener),
     #[cfg(rt_glommio)]
     Glommio(glommio::net::TcpListener),
+    /// A unix listener, shared by every worker: each waits until it is
+    /// readable and takes a connection without waiting, as another
+    /// worker may have taken it first (the listener is non-blocking).
+    #[cfg(rt_monoio)]
+    MonoioUnix(monoio::net::UnixListener),
+    /// A unix listener on glommio, whose accept takes any stream socket.
+    #[cfg(rt_glommio)]
+    GlommioUnix(glommio::net::TcpListener),
 }
 
 impl TcpListener {
     /// Takes over a bound, listening std socket; call inside the worker.
+    /// A unix listener may come carried as one (see
+    /// [`TcpListener::from_unix`]).
     pub fn from_std(std: std::net::TcpListener) -> io::Result<TcpListener> {
+        if socket2::SockRef::from(&std).local_addr()?.is_unix() {
+            return TcpListener::from_unix(std::os::fd::OwnedFd::from(std).into());
+        }
         let inner = on_engine!(
             monoio => {
                 if backend::current() != Backend::IoUring {
@@ -679,32 +700,77 @@ impl TcpListener {
         Ok(TcpListener { inner })
     }
 
-    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+    /// Takes over a bound, listening unix socket; call inside the worker.
+    /// Every worker may hold the same socket (a unix socket has no
+    /// `SO_REUSEPORT` spreading): it is made non-blocking, and each
+    /// worker's accepts race for its connections.
+    pub fn from_unix(std: std::os::unix::net::UnixListener) -> io::Result<TcpListener> {
+        std.set_nonblocking(true)?;
+        let inner = on_engine!(
+            monoio => ListenerInner::MonoioUnix(monoio::net::UnixListener::from_std(std)?),
+            glommio => {
+                // SAFETY: the fd comes from a live std listener we own;
+                // glommio's accept takes a connection of any family.
+                ListenerInner::GlommioUnix(unsafe { glommio::net::TcpListener::from_raw_fd(std.into_raw_fd()) })
+            },
+        );
+        Ok(TcpListener { inner })
+    }
+
+    pub async fn accept(&self) -> io::Result<TcpStream> {
         match &self.inner {
             #[cfg(rt_monoio)]
             ListenerInner::Monoio(l) => {
-                let (s, peer) = l.accept().await?;
-                Ok((
-                    TcpStream {
-                        multi: Default::default(),
-                        inner: Inner::Monoio(s),
-                        tls: None,
-                    },
-                    peer,
-                ))
+                let (s, _) = l.accept().await?;
+                Ok(TcpStream {
+                    multi: Default::default(),
+                    inner: Inner::Monoio(s),
+                    tls: None,
+                })
             }
             #[cfg(rt_glommio)]
             ListenerInner::Glommio(l) => {
                 let s = l.accept().await.map_err(io::Error::from)?;
-                let peer = s.peer_addr().map_err(io::Error::from)?;
-                Ok((
-                    TcpStream {
-                        multi: Default::default(),
-                        inner: GlommioStream::wrap(s),
-                        tls: None,
-                    },
-                    peer,
-                ))
+                Ok(TcpStream {
+                    multi: Default::default(),
+                    inner: GlommioStream::wrap(s),
+                    tls: None,
+                })
+            }
+            #[cfg(rt_monoio)]
+            ListenerInner::MonoioUnix(l) => loop {
+                // SAFETY: accept4 on our listener, without an address.
+                let fd = unsafe {
+                    libc::accept4(
+                        l.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC,
+                    )
+                };
+                if fd >= 0 {
+                    // SAFETY: a new socket accept4 gave us.
+                    let fd = unsafe {
+                        <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
+                    };
+                    return TcpStream::from_unix_fd(fd);
+                }
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    // Another worker took it, or nothing came yet.
+                    io::ErrorKind::WouldBlock => l.readable(false).await?,
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted => {}
+                    _ => return Err(e),
+                }
+            },
+            #[cfg(rt_glommio)]
+            ListenerInner::GlommioUnix(l) => {
+                let s = l.accept().await.map_err(io::Error::from)?;
+                Ok(TcpStream {
+                    multi: Default::default(),
+                    inner: GlommioStream::wrap(s),
+                    tls: None,
+                })
             }
         }
     }
@@ -715,8 +781,18 @@ impl TcpListener {
             ListenerInner::Monoio(l) => l.local_addr(),
             #[cfg(rt_glommio)]
             ListenerInner::Glommio(l) => l.local_addr().map_err(io::Error::from),
+            #[allow(unreachable_patterns)]
+            _ => Err(no_inet()),
         }
     }
+}
+
+/// The error for an IP address asked of a unix socket.
+pub(crate) fn no_inet() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a unix socket has no IP address",
+    )
 }
 
 /// Binds a listening socket with `SO_REUSEPORT`, so that every worker can

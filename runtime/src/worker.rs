@@ -261,6 +261,20 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
 }
 
 impl Bound {
+    /// Adds a bound, listening unix socket that every worker accepts on,
+    /// its listener index after the TCP ones' (in the order added). A unix
+    /// socket has no `SO_REUSEPORT` spreading: the workers share the one
+    /// socket, each holding its own descriptor of it.
+    pub fn add_unix(&mut self, l: &std::os::unix::net::UnixListener) -> io::Result<()> {
+        for w in &mut self.per_worker {
+            // Carried as a TcpListener; `TcpListener::from_std` knows it
+            // by its address family.
+            let fd: std::os::fd::OwnedFd = l.try_clone()?.into();
+            w.push(std::net::TcpListener::from(fd));
+        }
+        Ok(())
+    }
+
     /// The backend the workers will run.
     pub fn backend(&self) -> Backend {
         self.backend
@@ -521,7 +535,7 @@ async fn accept_loop<H: 'static, D: Driver<H>>(
             task::Either::Right(r) => r,
         };
         match accepted {
-            Ok((stream, _peer)) => {
+            Ok(stream) => {
                 // Settings read per connection: a reload's new
                 // certificates apply to the next handshake.
                 if let Some(link) = Link::accepted(stream, current.conn(), index) {

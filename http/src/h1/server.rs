@@ -119,7 +119,7 @@ pub(crate) fn serve<H: Handler>(
             if let Err(why) =
                 Box::pin(crate::proxy_protocol::read(&link, trusted, &mut a.rbuf)).await
             {
-                tracing::debug!(peer = ?link.stream.peer_addr().ok(), why, "connection refused");
+                tracing::debug!(peer = ?link.client_addr().ok(), why, "connection refused");
                 release(a);
                 return;
             }

@@ -37,6 +37,9 @@ pub struct Entry<'a> {
     /// MISS, EXPIRED, REVALIDATED, STALE, UPDATING, BYPASS); none on a
     /// route without a cache.
     pub cache: Option<&'static str>,
+    /// The client came on a unix socket: without an address, the line
+    /// says `unix:` as nginx's `$remote_addr` does.
+    pub unix: bool,
 }
 
 const MONTHS: [&str; 12] = [
@@ -116,6 +119,7 @@ impl std::fmt::Write for Buf<'_> {
 pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
     let _ = match e.peer {
         Some(p) => write!(Buf(out), "{} - ", p.ip()),
+        None if e.unix => write!(Buf(out), "unix: - "),
         None => write!(Buf(out), "- - "),
     };
     match e.user {
@@ -158,6 +162,7 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
         Some(p) => {
             let _ = write!(Buf(out), "\"{}\"", p.ip());
         }
+        None if e.unix => out.extend_from_slice(b"\"unix:\""),
         None => out.extend_from_slice(b"null"),
     }
     match e.user {
@@ -237,6 +242,7 @@ mod tests {
             upstream: Outcome::default(),
             limited: None,
             cache: None,
+            unix: false,
         }
     }
 
@@ -258,6 +264,26 @@ mod tests {
         combined(&mut out, &e);
         let line = String::from_utf8(out).unwrap();
         assert!(line.starts_with("127.0.0.1 - al\\\"ice ["), "{line}");
+    }
+
+    #[test]
+    fn a_unix_socket_client_is_unix() {
+        let e = Entry {
+            peer: None,
+            unix: true,
+            ..entry(b"/", None)
+        };
+        let mut out = Vec::new();
+        combined(&mut out, &e);
+        assert!(
+            out.starts_with(b"unix: - - ["),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        out.clear();
+        json(&mut out, &e);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(",\"remote\":\"unix:\","), "{text}");
     }
 
     #[test]

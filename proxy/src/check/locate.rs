@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
@@ -26,6 +26,8 @@ pub enum Setting<'a> {
     Admin,
     /// The `listen` entry that gave this address.
     Listen(SocketAddr),
+    /// The `listen` entry of this unix socket.
+    UnixListen(&'a Path),
     /// `[upstream.NAME] servers` entry number `i` (from 0).
     UpstreamServer(&'a str, usize),
     /// `[cache.NAME] disk`.
@@ -73,7 +75,7 @@ impl Locator {
         }
         match &self.file {
             Some((path, text, f)) => {
-                let (span, key) = match find(f, what) {
+                let (span, key) = match find(path, f, what) {
                     Some((span, key)) => (Some(span), Some(key)),
                     None => (None, Some(default_key(what))),
                 };
@@ -89,7 +91,7 @@ impl Locator {
             Setting::AccessLog => "--access-log",
             Setting::PidFile => "--pid-file",
             Setting::Admin => "--admin",
-            Setting::Listen(_) => "--listen",
+            Setting::Listen(_) | Setting::UnixListen(_) => "--listen",
             _ => return None,
         };
         self.flags.contains(&flag).then_some(flag)
@@ -103,7 +105,7 @@ fn default_key(what: Setting<'_>) -> String {
         Setting::AccessLog => "[access_log] path".into(),
         Setting::PidFile => "[server] pid_file".into(),
         Setting::Admin => "[admin] listen".into(),
-        Setting::Listen(_) => "[server] listen".into(),
+        Setting::Listen(_) | Setting::UnixListen(_) => "[server] listen".into(),
         Setting::UpstreamServer(name, _) => format!("[upstream.{name}] servers"),
         Setting::CacheDisk(name) => format!("[cache.{name}] disk"),
     }
@@ -113,7 +115,7 @@ fn at<T>(v: &Spanned<T>, key: impl Into<String>) -> (Range<usize>, String) {
     (v.span(), key.into())
 }
 
-fn find(f: &FileConfig, what: Setting<'_>) -> Option<(Range<usize>, String)> {
+fn find(file: &Path, f: &FileConfig, what: Setting<'_>) -> Option<(Range<usize>, String)> {
     match what {
         Setting::Root => f.server.root.as_ref().map(|v| at(v, "[server] root")),
         Setting::AccessLog => f
@@ -129,6 +131,21 @@ fn find(f: &FileConfig, what: Setting<'_>) -> Option<(Range<usize>, String)> {
         Setting::Admin => f.admin.listen.as_ref().map(|v| at(v, "[admin] listen")),
         Setting::Listen(addr) => {
             let entry = listen_entry(f, addr)?;
+            Some(match entry.get_ref() {
+                ListenValue::Table(t) => at(&t.addr, "[server] listen"),
+                ListenValue::Addr(_) => at(entry, "[server] listen"),
+            })
+        }
+        Setting::UnixListen(path) => {
+            let entry = f.server.listen.as_ref()?.get_ref().iter().find(|e| {
+                let text = match e.get_ref() {
+                    ListenValue::Addr(a) => a.as_str(),
+                    ListenValue::Table(t) => t.addr.get_ref().as_str(),
+                };
+                let base = file.parent().unwrap_or(Path::new(""));
+                crate::config::addr::unix_socket(text, base)
+                    .is_some_and(|p| p.ok().as_deref() == Some(path))
+            })?;
             Some(match entry.get_ref() {
                 ListenValue::Table(t) => at(&t.addr, "[server] listen"),
                 ListenValue::Addr(_) => at(entry, "[server] listen"),

@@ -120,6 +120,7 @@ pub fn preflight(cfg: &Config, loc: &Locator, mode: Mode) -> Vec<Finding> {
     }
     if mode == Mode::Check {
         listeners(cfg, loc, &mut out);
+        crate::unix_listen::check(cfg, loc, &mut out);
         names(cfg, loc, &mut out);
     }
     out

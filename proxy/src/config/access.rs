@@ -23,11 +23,29 @@ use super::file::FileConfig;
 pub struct Rules {
     pub allow: Vec<Cidr>,
     pub deny: Vec<Cidr>,
+    /// `"unix:"` in `allow` or `deny`: clients of a unix-socket listener.
+    pub allow_unix: bool,
+    pub deny_unix: bool,
 }
 
 impl Rules {
     pub fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty()
+        self.allow.is_empty() && self.deny.is_empty() && !self.allow_unix && !self.deny_unix
+    }
+
+    /// Whether a client of a unix-socket listener (which has no address)
+    /// may be served: `"unix:"` decides, else `"all"` (any /0 block), as
+    /// nginx's `unix:` and `all` do; else as an address no block holds.
+    pub fn admits_unix(&self) -> bool {
+        let all = |list: &[Cidr]| list.iter().any(|c| c.prefix_len() == 0);
+        if self.allow_unix || self.deny_unix {
+            return self.allow_unix;
+        }
+        match (all(&self.allow), all(&self.deny)) {
+            (_, true) => false,
+            (true, false) => true,
+            (false, false) => self.allow.is_empty(),
+        }
     }
 
     /// Whether `ip` may be served. An IPv4 client on a dual-stack
@@ -114,7 +132,22 @@ impl Cx<'_> {
             }
             for entry in list.get_ref() {
                 let blocks = self.check(entry, &key, |s| {
-                    let blocks = Cidr::parse(s)?;
+                    if s == "unix:" {
+                        let (same, other) = if is_allow {
+                            (rules.allow_unix, false)
+                        } else {
+                            (rules.deny_unix, rules.allow_unix)
+                        };
+                        if same {
+                            return Err("unix: is listed twice".into());
+                        }
+                        if other {
+                            return Err("unix: is in allow too; say which it is".into());
+                        }
+                        return Ok(None);
+                    }
+                    let blocks = Cidr::parse(s)
+                        .map_err(|m| m.replace(" or \"all\"", ", \"all\" or \"unix:\""))?;
                     let same = if is_allow { &rules.allow } else { &rules.deny };
                     for b in &blocks {
                         if same.contains(b) {
@@ -124,12 +157,13 @@ impl Cx<'_> {
                             return Err(format!("{b} is in allow too; say which it is"));
                         }
                     }
-                    Ok(blocks)
+                    Ok(Some(blocks))
                 })?;
-                if is_allow {
-                    rules.allow.extend(blocks);
-                } else {
-                    rules.deny.extend(blocks);
+                match (blocks, is_allow) {
+                    (None, true) => rules.allow_unix = true,
+                    (None, false) => rules.deny_unix = true,
+                    (Some(b), true) => rules.allow.extend(b),
+                    (Some(b), false) => rules.deny.extend(b),
                 }
             }
         }
@@ -141,11 +175,17 @@ impl Cx<'_> {
 /// them.
 pub fn write_rules(out: &mut String, rules: &Rules) -> fmt::Result {
     use fmt::Write;
-    for (key, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
-        if list.is_empty() {
+    for (key, list, unix) in [
+        ("allow", &rules.allow, rules.allow_unix),
+        ("deny", &rules.deny, rules.deny_unix),
+    ] {
+        if list.is_empty() && !unix {
             continue;
         }
-        let items: Vec<String> = list.iter().map(|c| format!("\"{c}\"")).collect();
+        let mut items: Vec<String> = list.iter().map(|c| format!("\"{c}\"")).collect();
+        if unix {
+            items.push("\"unix:\"".into());
+        }
         writeln!(out, "{key} = [{}]", items.join(", "))?;
     }
     Ok(())
@@ -160,6 +200,7 @@ mod tests {
         Rules {
             allow: p(allow),
             deny: p(deny),
+            ..Rules::default()
         }
     }
 
@@ -202,7 +243,7 @@ mod tests {
             ),
             (
                 "[server]\ndeny = [\"10.0.0.0/8\", \"nope\"]\n",
-                "ringside.toml:2:23: [server] deny: expected an address, a CIDR block or \"all\", got \"nope\"",
+                "ringside.toml:2:23: [server] deny: expected an address, a CIDR block, \"all\" or \"unix:\", got \"nope\"",
             ),
             (
                 "[[vhost]]\nnames = [\"a.example\"]\nallow = [\"::1\"]\ndeny = [\"::1/128\"]\n",
@@ -220,6 +261,43 @@ mod tests {
             let got = err(text);
             assert!(got.starts_with(want), "{got}\nwanted {want}");
         }
+    }
+
+    #[test]
+    fn unix_clients_are_named_by_unix_or_all() {
+        let c = |t: &str| {
+            crate::config::Config::parse(t, std::path::Path::new("ringside.toml")).unwrap()
+        };
+        let cfg = c("[server]\nallow = [\"unix:\", \"127.0.0.1\"]\ndeny = [\"all\"]\n");
+        let r = &cfg.access.server;
+        assert!(r.allow_unix && !r.deny_unix);
+        assert!(r.admits_unix());
+        assert!(!r.admits(ip("10.0.0.1")));
+        let text = cfg.to_toml();
+        assert!(
+            text.contains("allow = [\"127.0.0.1/32\", \"unix:\"]"),
+            "{text}"
+        );
+        assert_eq!(c(&text).access, cfg.access);
+
+        assert!(!c("[server]\ndeny = [\"unix:\"]\n")
+            .access
+            .server
+            .admits_unix());
+        assert!(!rules(&["127.0.0.1"], &["all"]).admits_unix());
+        assert!(rules(&["all"], &["10.0.0.0/8"]).admits_unix());
+        assert!(!rules(&["10.0.0.0/8"], &[]).admits_unix());
+        assert!(rules(&[], &["10.0.0.0/8"]).admits_unix());
+        let err = crate::config::Config::parse(
+            "[server]\nallow = [\"unix:\"]\ndeny = [\"unix:\"]\n",
+            std::path::Path::new("ringside.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("ringside.toml:3:9: [server] deny: unix: is in allow too"),
+            "{err}"
+        );
     }
 
     #[test]

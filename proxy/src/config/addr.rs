@@ -1,6 +1,6 @@
 //! Addresses and host names as the config writes them: listen addresses
 //! (`[server] listen`, `[admin] listen`), upstream servers (`HOST:PORT`,
-//! `[V6]:PORT`, and for FastCGI `unix:PATH`), and the host names of routes
+//! `[V6]:PORT`, and `unix:PATH`), and the host names of routes
 //! and vhosts.
 //!
 //! Several sections parse the same forms, and the command line (`cli.rs`:
@@ -71,20 +71,20 @@ pub fn resolve_listen(text: &str) -> Result<Vec<SocketAddr>, String> {
 }
 
 /// One `servers` entry's address, for an upstream speaking `protocol`:
-/// `HOST:PORT`, or for FastCGI `unix:PATH` (a relative path taken from
-/// `base`). Its weight is 1.
+/// `HOST:PORT`, or `unix:PATH` (a relative path taken from `base`). Its
+/// weight is 1.
 pub fn server_entry(text: &str, protocol: Protocol, base: &Path) -> Result<ServerSpec, String> {
     if let Some(path) = unix_socket(text, base) {
-        if protocol != Protocol::FastCgi {
-            return Err(format!(
-                "a unix socket server is only for protocol = \"fastcgi\", got {text:?}"
-            ));
-        }
         return path.map(|p| unix_server(p, 1));
     }
     if text.starts_with('/') {
+        let kind = if protocol == Protocol::FastCgi {
+            "FastCGI "
+        } else {
+            ""
+        };
         return Err(format!(
-            "expected {ADDR_EXPECTED}, got {text:?} (a FastCGI unix socket is written \"{UNIX_PREFIX}{text}\")"
+            "expected {ADDR_EXPECTED}, got {text:?} (a {kind}unix socket is written \"{UNIX_PREFIX}{text}\")"
         ));
     }
     let (host, port) = server_addr(text)?;

@@ -110,7 +110,7 @@ impl Config {
         writeln!(out, "coalesce_wait = {}", dur(r.coalesce_wait))?;
 
         writeln!(out, "\n[server]")?;
-        let listen: Vec<String> = s
+        let mut listen: Vec<String> = s
             .listen
             .iter()
             .enumerate()
@@ -136,6 +136,7 @@ impl Config {
                 }
             })
             .collect();
+        listen.extend(self.unix_listen.iter().map(|u| u.text()));
         if self.tls.any_tls() {
             writeln!(out, "listen = [")?;
             for l in &listen {
@@ -225,6 +226,7 @@ impl Config {
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
         super::rewrite::write_server(out, &self.rewrites.server)?;
+        super::real_ip::write_section(out, &self.real_ip)?;
         for r in &st.routes {
             writeln!(out, "\n[[route]]")?;
             writeln!(out, "prefix = {}", quote(&r.prefix))?;

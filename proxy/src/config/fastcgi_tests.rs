@@ -316,8 +316,7 @@ fn fastcgi_validation_errors() {
         (fup("health_status = 200"), "4:17: [upstream.php] health_status", "not for protocol = \"fastcgi\""),
         (fup("health_interval = \"1s\""), "4:19: [upstream.php] health_interval", "not for protocol = \"fastcgi\""),
         // Unix sockets.
-        (hserver("\"unix:/run/php.sock\""), "2:12: [upstream.app] servers", "a unix socket server is only for protocol = \"fastcgi\", got \"unix:/run/php.sock\""),
-        (hserver("{ addr = \"unix:/a.sock\" }"), "2:21: [upstream.app] servers", "only for protocol = \"fastcgi\""),
+        (hserver("\"/run/app.sock\""), "2:12: [upstream.app] servers", "(a unix socket is written \"unix:/run/app.sock\")"),
         (fserver("\"unix:\""), "3:12: [upstream.php] servers", "expected a socket path after \"unix:\""),
         (fserver("\"unix:///run/php.sock\""), "3:12: [upstream.php] servers", "(write \"unix:/run/php.sock\")"),
         (fserver("\"unix:/run/php/\""), "3:12: [upstream.php] servers", "expected the path of a socket file, got the directory \"/run/php/\""),

@@ -37,6 +37,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::headers::{HeadersSection, ServerTokensValue};
+pub use super::real_ip::RealIpSection;
 use super::rewrite::RewriteSection;
 use super::size::{DURATION_EXPECTED, SIZE_EXPECTED};
 
@@ -69,6 +70,8 @@ pub struct FileConfig {
     /// `[[rewrite]]`: the server's rewrite rules (`rewrite.rs`).
     #[serde(rename = "rewrite")]
     pub rewrites: Vec<Spanned<RewriteSection>>,
+    /// `[real_ip]` (`real_ip.rs`).
+    pub real_ip: Option<Spanned<RealIpSection>>,
 }
 
 /// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
@@ -326,7 +329,7 @@ pub struct UpstreamSection {
     pub h2_window: Option<Spanned<SizeValue>>,
 }
 
-/// One `servers` entry as written: `"host:port"` (or, for FastCGI,
+/// One `servers` entry as written: `"host:port"` (or
 /// `"unix:/path.sock"`) or `{ addr = "host:port", weight = 3 }`.
 #[derive(Clone, Debug)]
 pub enum ServerValue {
@@ -423,6 +426,7 @@ pub struct Http2Section {
 /// One `[server] listen` entry as written: `"HOST:PORT"`, or
 /// `{ addr = "HOST:PORT", tls = { cert = "PATH", key = "PATH" } }`.
 #[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // a few per file, read once
 pub enum ListenValue {
     Addr(String),
     Table(ListenTable),
@@ -440,6 +444,11 @@ pub struct ListenTable {
     pub proxy_protocol: Option<Spanned<bool>>,
     /// The sources a header is taken from (default: loopback).
     pub trusted: Option<Spanned<Vec<Spanned<String>>>>,
+    /// A `unix:` listener's socket file: its permission bits, owner and
+    /// group (`unix_listen.rs`).
+    pub mode: Option<Spanned<String>>,
+    pub owner: Option<Spanned<String>>,
+    pub group: Option<Spanned<String>>,
 }
 
 /// What a `listen` entry must look like, for error messages.
@@ -448,7 +457,7 @@ pub const LISTEN_EXPECTED: &str = "\"HOST:PORT\" or a table like { addr = \"HOST
 pub const WORKERS_EXPECTED: &str = "\"auto\" or a positive integer";
 /// What a `servers` entry must look like, for error messages.
 pub const SERVER_EXPECTED: &str =
-    "\"HOST:PORT\", \"unix:/PATH\" (FastCGI) or a table like { addr = \"HOST:PORT\", weight = 2 }";
+    "\"HOST:PORT\", \"unix:/PATH\" or a table like { addr = \"HOST:PORT\", weight = 2 }";
 /// What `via =` must look like, for error messages.
 pub const VIA_EXPECTED: &str = "a pseudonym like \"ringside\", or false for no Via header";
 /// What `cpu_affinity =` must look like, for error messages.
@@ -551,6 +560,7 @@ tables_only!(
     LimitsSection,
     TimeoutsSection,
     Http2Section,
+    RealIpSection,
 );
 
 /// The error for a value of the wrong kind: "expected X, got Y".

@@ -25,6 +25,8 @@
 //! [server]
 //! listen = ["127.0.0.1:8080"]  # an entry may be a table with a certificate:
 //!                           # { addr = "0.0.0.0:443", tls = { cert = "PATH", key = "PATH" } }
+//!                           # or a unix socket: "unix:/run/ringside.sock" (relative to this
+//!                           # file's directory), { addr = "unix:PATH", mode = "0660", owner = "www", group = "www" }
 //! backlog = 4096
 //! root = "."                # relative to this file's directory
 //!
@@ -165,6 +167,9 @@
 //! prefix = "/shop/"
 //! rewrite = [{ pattern = "^/shop/item/([0-9]+)$", to = "/shop/item.html?id=$1" }]
 //! ```
+//! The client's address from a trusted balancer's header is `[real_ip]`
+//! (see [`real_ip`]): `from = ["10.0.0.0/8", "unix:"]`, `header =
+//! "X-Forwarded-For"`, `recursive = false`.
 
 pub mod access;
 pub mod addr;
@@ -183,9 +188,11 @@ pub mod headers;
 mod names;
 pub mod ops;
 pub mod rate;
+pub mod real_ip;
 pub mod rewrite;
 pub mod size;
 pub mod tls;
+pub mod unix_listen;
 pub mod upstream;
 pub mod validate;
 mod wording;
@@ -230,6 +237,10 @@ pub struct Config {
     pub headers: headers::HeadersConfig,
     /// `[[rewrite]]` and the vhosts' and routes' `rewrite`.
     pub rewrites: rewrite::RewriteConfig,
+    /// `[real_ip]`, where given.
+    pub real_ip: Option<real_ip::RealIpConfig>,
+    /// `[server] listen`'s unix sockets, listener indexes after `server.listen`'s.
+    pub unix_listen: Vec<unix_listen::UnixListen>,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -258,6 +269,8 @@ impl Default for Config {
             caches: Vec::new(),
             headers: headers::HeadersConfig::default(),
             rewrites: rewrite::RewriteConfig::default(),
+            real_ip: None,
+            unix_listen: Vec::new(),
             source: None,
         }
     }

@@ -369,7 +369,7 @@ fn proxy_validation_errors() {
         (server(&format!("\"{}:1\"", "a".repeat(64))), "2:12: [upstream.app] servers", "1 to 63 characters"),
         (server("\"a:1\", \"A:1\""), "2:19: [upstream.app] servers", "a:1 is listed twice"),
         (server("\"[::1]:1\", \"[0::1]:1\""), "2:23: [upstream.app] servers", "[::1]:1 is listed twice"),
-        (server("5"), "2:12: [upstream.app] servers", "expected \"HOST:PORT\", \"unix:/PATH\" (FastCGI) or a table"),
+        (server("5"), "2:12: [upstream.app] servers", "expected \"HOST:PORT\", \"unix:/PATH\" or a table"),
         (server("{ addr = \"a:1\", weight = 0 }"), "2:37: [upstream.app] servers", "weight: expected an integer from 1 to 1000, got 0"),
         (server("{ addr = \"a:1\", weight = 1001 }"), "2:37: [upstream.app] servers", "got 1001"),
         (server("{ addr = \"a\" }"), "2:21: [upstream.app] servers", "(no port)"),

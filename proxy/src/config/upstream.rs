@@ -13,8 +13,7 @@
 //!   with an HTTP upstream, and `host`/`strip_prefix`/`replace_prefix`/
 //!   `proxy_host` without one;
 //! - keys for the other protocol (see `fastcgi.rs`): the FastCGI keys on an
-//!   HTTP upstream, `health_*` on a FastCGI one, `unix:` servers on an HTTP
-//!   one; `extension`/`index` on a route that is not to a FastCGI upstream,
+//!   HTTP upstream, `health_*` on a FastCGI one; `extension`/`index` on a route that is not to a FastCGI upstream,
 //!   and `strip_prefix`/`replace_prefix`/`proxy_host` on one that is;
 //! - routes that could never be chosen: two proxy routes with the same
 //!   prefix and the same hosts, or a proxy route without hosts on the prefix
@@ -24,7 +23,7 @@
 //! in `tls.rs`, which also reads `tls_ca` (or the system bundle).
 //!
 //! Server addresses are checked for shape only (`HOST:PORT`, `[V6]:PORT`,
-//! and for FastCGI `unix:PATH`; parsed in `addr.rs`);
+//! and `unix:PATH`, relative to the file's directory; parsed in `addr.rs`);
 //! DNS names are resolved by the proxy at run time, every `resolve_every`,
 //! so a config naming a host that does not resolve yet still loads. IP
 //! literals are kept in canonical form without brackets, DNS names in lower

@@ -100,6 +100,8 @@ impl TryFrom<Document<'_>> for Config {
         let auth = cx.auth(f, base)?;
         let headers = cx.headers(f)?;
         let rewrites = cx.rewrites(f)?;
+        let real_ip = cx.real_ip(f)?;
+        let unix_listen = cx.unix_listen(f, base)?;
         Ok(Config {
             runtime,
             server,
@@ -115,6 +117,8 @@ impl TryFrom<Document<'_>> for Config {
             caches,
             headers,
             rewrites,
+            real_ip,
+            unix_listen,
             source: Some(doc.path.to_path_buf()),
         })
     }
@@ -279,6 +283,9 @@ impl Cx<'_> {
         let mut http2 = Vec::new();
         let mut proxy_protocol = Vec::new();
         for item in list.get_ref() {
+            if super::unix_listen::is_unix(item.get_ref()) {
+                continue;
+            }
             let (cert, h2, pp) = match item.get_ref() {
                 ListenValue::Addr(a) => {
                     self.check(item, KEY, |_| add_listen(&mut out, a))?;

@@ -73,8 +73,12 @@ impl Access {
         if rules.is_empty() {
             return true;
         }
-        // No address to judge (a socket already gone): refused.
-        ex.peer().is_ok_and(|a| rules.admits(a.ip()))
+        match ex.peer() {
+            Ok(a) => rules.admits(a.ip()),
+            Err(_) if ex.is_unix() => rules.admits_unix(),
+            // No address to judge (a socket already gone): refused.
+            Err(_) => false,
+        }
     }
 
     #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod headers;
 pub mod https;
 pub mod limiter;
 mod own;
+pub mod real_ip;
 pub mod rewrite;
 pub mod router;
 
@@ -84,6 +85,8 @@ pub struct Edge {
     fields: Option<headers::Fields>,
     /// Rewrites, redirects and fixed answers, where any level has rules.
     rewrites: Option<rewrite::Rewrites>,
+    /// `[real_ip]`, where configured.
+    real_ip: Option<real_ip::RealIp>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -284,6 +287,7 @@ impl Edge {
             core_stats,
             fields: None,
             rewrites: None,
+            real_ip: None,
         })
     }
 
@@ -298,6 +302,12 @@ impl Edge {
     /// The rewrite rules requests are matched against.
     pub fn with_rewrites(mut self, rewrites: Option<rewrite::Rewrites>) -> Edge {
         self.rewrites = rewrites;
+        self
+    }
+
+    /// Where the client's address is taken from a balancer's header.
+    pub fn with_real_ip(mut self, c: &Option<crate::config::real_ip::RealIpConfig>) -> Edge {
+        self.real_ip = c.clone().map(real_ip::RealIp::new);
         self
     }
 
@@ -453,6 +463,7 @@ impl Edge {
                 upstream,
                 limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
                 cache: cache_status_of(ex.tag()),
+                unix: ex.is_unix(),
             },
         );
     }
@@ -485,6 +496,7 @@ impl Edge {
                         upstream: Outcome::default(),
                         limited,
                         cache: None,
+                        unix: false,
                     },
                 );
             }
@@ -558,6 +570,9 @@ impl Handler for Edge {
     }
 
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
+        if let Some(r) = &self.real_ip {
+            r.apply(ex);
+        }
         if let Some(f) = &self.fields {
             f.apply(ex, TAG_NO_ROUTE as usize);
         }

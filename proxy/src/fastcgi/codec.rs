@@ -160,6 +160,7 @@ impl FastCgi<'_> {
             server_protocol: ex.version().as_str().as_bytes(),
             server_addr: local.map_or(std::net::Ipv4Addr::LOCALHOST.into(), |a| a.ip()),
             remote_addr: peer.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip()),
+            remote_unix: peer.is_none() && ex.is_unix(),
             remote_port: peer.map_or(0, |a| a.port()),
             https: ex.is_tls(),
             content_type: ex.header("content-type"),

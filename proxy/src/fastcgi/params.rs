@@ -69,6 +69,9 @@ pub struct CgiRequest<'a> {
     pub server_protocol: &'a [u8],
     pub server_addr: IpAddr,
     pub remote_addr: IpAddr,
+    /// The client came on a unix socket: REMOTE_ADDR is `unix:`, as
+    /// nginx's `$remote_addr`.
+    pub remote_unix: bool,
     pub remote_port: u16,
     pub https: bool,
     pub content_type: Option<&'a [u8]>,
@@ -118,7 +121,12 @@ pub fn encode_params<'h>(
     );
     nv(out, "SERVER_ADDR", ip_text(req.server_addr, &mut ip));
     nv(out, "SERVER_PROTOCOL", req.server_protocol);
-    nv(out, "REMOTE_ADDR", ip_text(req.remote_addr, &mut ip));
+    let remote: &[u8] = if req.remote_unix {
+        b"unix:"
+    } else {
+        ip_text(req.remote_addr, &mut ip)
+    };
+    nv(out, "REMOTE_ADDR", remote);
     nv(
         out,
         "REMOTE_PORT",
@@ -235,6 +243,7 @@ mod tests {
             server_protocol: b"HTTP/1.1",
             server_addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             remote_addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)),
+            remote_unix: false,
             remote_port: 54321,
             https: false,
             content_type: None,
@@ -325,6 +334,7 @@ mod tests {
             (|r| r.remote_addr = IpAddr::V6(Ipv4Addr::new(198, 51, 100, 9).to_ipv6_mapped()), "REMOTE_ADDR", Some("198.51.100.9")),
             (|r| r.server_addr = IpAddr::V6(Ipv6Addr::new(0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff)), "SERVER_ADDR", Some("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")),
             (|r| r.method = b"POST", "REQUEST_METHOD", Some("POST")),
+            (|r| r.remote_unix = true, "REMOTE_ADDR", Some("unix:")),
         ];
         for (i, (edit, var, want)) in cases.iter().enumerate() {
             let mut req = base();

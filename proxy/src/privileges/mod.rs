@@ -57,6 +57,11 @@ pub fn ids(user: &str, group: Option<&str>) -> Result<(libc::uid_t, libc::gid_t)
     Ok((uid, gid))
 }
 
+/// The gid of the group `name`.
+pub fn group_id(name: &str) -> Result<libc::gid_t, String> {
+    lookup_group(name)
+}
+
 fn lookup_user(name: &str) -> Result<(libc::uid_t, libc::gid_t), String> {
     let c = CString::new(name).map_err(|_| format!("bad user name {name:?}"))?;
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Where a server listens: TCP, or (FastCGI) a unix socket.
+/// Where a server listens: TCP, or a unix socket.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PeerAddr {
     Inet(SocketAddr),

@@ -111,8 +111,10 @@ impl H1<'_> {
         } else {
             0
         };
+        // The hop that handed the request over, as each proxy in a chain
+        // appends its own peer (nginx's $proxy_add_x_forwarded_for).
         let client_ip = ex
-            .peer()
+            .hop_peer()
             .map(|a| a.ip())
             .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
         let host: &[u8] = match &route.host {
@@ -129,6 +131,7 @@ impl H1<'_> {
             host,
             client_host: ex.host(),
             client_ip,
+            client_unix: ex.is_unix(),
             proto: if ex.is_tls() { "https" } else { "http" },
             body,
             upgrade: &offered[..upgrade],

@@ -104,6 +104,10 @@ pub struct Forward<'a> {
     /// `host=`), if it sent one.
     pub client_host: Option<&'a [u8]>,
     pub client_ip: IpAddr,
+    /// The client came on a unix socket (`client_ip` is then unspecified):
+    /// X-Forwarded-For says `unix:`, as nginx's `$remote_addr`, and
+    /// Forwarded `for=unknown` (RFC 7239 §6.2).
+    pub client_unix: bool,
     /// The scheme the client used: `"http"`.
     pub proto: &'a str,
     pub body: ReqBody,
@@ -202,7 +206,11 @@ pub fn write_request_head_from<'h>(
     if s.x_forwarded {
         out.put_slice(b"X-Forwarded-For: ");
         existing(out, b"x-forwarded-for");
-        put_ip(out, client_ip);
+        if f.client_unix {
+            out.put_slice(b"unix:");
+        } else {
+            put_ip(out, client_ip);
+        }
         out.put_slice(b"\r\nX-Forwarded-Proto: ");
         out.put_slice(f.proto.as_bytes());
         out.put_slice(b"\r\n");
@@ -217,6 +225,7 @@ pub fn write_request_head_from<'h>(
         }
         out.put_slice(b"for=");
         match client_ip {
+            _ if f.client_unix => out.put_slice(b"unknown"),
             IpAddr::V4(_) => put_ip(out, client_ip),
             // RFC 7239 §6: an IPv6 node is bracketed, which needs quotes.
             IpAddr::V6(ip) => {
@@ -481,6 +490,7 @@ mod tests {
             host: b"backend:8080",
             client_host: Some(b"example.com"),
             client_ip: V4,
+            client_unix: false,
             proto: "http",
             body: ReqBody::None,
             upgrade: &[],

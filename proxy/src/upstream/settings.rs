@@ -125,9 +125,9 @@ pub struct UpstreamTls {
     pub sni: Option<String>,
 }
 
-/// One `servers` entry: an IP literal or a DNS name, with a port; or, for
-/// FastCGI, a unix socket (`"unix:/run/php/php-fpm.sock"`), in which case
-/// `host` is the path as written and `port` is 0.
+/// One `servers` entry: an IP literal or a DNS name, with a port; or a
+/// unix socket (`"unix:/run/php/php-fpm.sock"`), in which case `host` is
+/// the path as written and `port` is 0.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerSpec {
     pub host: String,

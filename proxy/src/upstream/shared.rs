@@ -157,8 +157,13 @@ fn has_names(cfg: &UpstreamConfig) -> bool {
         .any(|s| s.host.parse::<IpAddr>().is_err())
 }
 
-/// `host:port` of a server, as Host headers and logs write it.
+/// `host:port` of a server, as Host headers and logs write it; a unix
+/// socket's is `localhost` (a path is no host, and the server is on this
+/// machine).
 fn authority(s: &ServerSpec) -> Arc<str> {
+    if s.unix.is_some() {
+        return "localhost".into();
+    }
     if s.host.contains(':') {
         format!("[{}]:{}", s.host, s.port).into()
     } else {
@@ -293,18 +298,14 @@ fn probe_all(
 ) {
     let (_, peers) = s.snapshot();
     for p in peers {
-        let ok = match &p.addr {
-            PeerAddr::Inet(a) => probe(
-                *a,
-                &p.authority,
-                active,
-                tls_for(s, &p.authority),
-                s.cfg.send_proxy(),
-                s.cfg.http().map(|h| h.version).unwrap_or_default(),
-            ),
-            // Active checks are HTTP; FastCGI upstreams refuse them.
-            PeerAddr::Unix(_) => true,
-        };
+        let ok = probe(
+            &p.addr,
+            &p.authority,
+            active,
+            tls_for(s, &p.authority),
+            s.cfg.send_proxy(),
+            s.cfg.http().map(|h| h.version).unwrap_or_default(),
+        );
         let st = streaks.entry((i, p.addr.clone())).or_default();
         let flip = if ok {
             st.bad = 0;
@@ -347,7 +348,7 @@ pub fn tls_for(
 /// One `GET path` on a fresh connection (over TLS when the upstream
 /// speaks it); healthy when the status matches.
 fn probe(
-    addr: SocketAddr,
+    addr: &PeerAddr,
     authority: &str,
     active: &ActiveHealth,
     tls: Option<(
@@ -359,9 +360,26 @@ fn probe(
 ) -> bool {
     let tls_used = tls.is_some();
     let run = || -> std::io::Result<bool> {
-        let mut tcp = TcpStream::connect_timeout(&addr, active.timeout)?;
-        tcp.set_read_timeout(Some(active.timeout))?;
-        tcp.set_write_timeout(Some(active.timeout))?;
+        let mut tcp: Box<dyn ReadWrite> = match addr {
+            PeerAddr::Inet(a) => {
+                let t = TcpStream::connect_timeout(a, active.timeout)?;
+                t.set_read_timeout(Some(active.timeout))?;
+                t.set_write_timeout(Some(active.timeout))?;
+                Box::new(t)
+            }
+            // A unix socket's connect waits on a full backlog for as long
+            // as the send timeout allows: set before it.
+            PeerAddr::Unix(p) => {
+                use socket2::{Domain, SockAddr, Socket, Type};
+                let u = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+                u.set_read_timeout(Some(active.timeout))?;
+                u.set_write_timeout(Some(active.timeout))?;
+                u.connect(&SockAddr::unix(p)?)?;
+                Box::new(std::os::unix::net::UnixStream::from(
+                    std::os::fd::OwnedFd::from(u),
+                ))
+            }
+        };
         if let Some(v) = send_proxy {
             // A server behind `accept-proxy` wants its header from every
             // connection; a check's names no client.

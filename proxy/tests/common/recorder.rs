@@ -41,11 +41,15 @@ struct State {
     /// What a strict reader found ambiguous, one line each.
     anomalies: Mutex<Vec<String>>,
     stop: AtomicBool,
+    /// Connections accepted.
+    conns: std::sync::atomic::AtomicUsize,
 }
 
 pub struct Recorder {
     pub addr: SocketAddr,
     state: Arc<State>,
+    /// The socket a recorder on a unix socket listens on.
+    unix: Option<std::path::PathBuf>,
 }
 
 impl Recorder {
@@ -60,11 +64,40 @@ impl Recorder {
                     return;
                 }
                 let Ok(c) = c else { continue };
+                st.conns.fetch_add(1, Ordering::SeqCst);
                 let st = st.clone();
                 std::thread::spawn(move || serve(c, &st));
             }
         });
-        Recorder { addr, state }
+        Recorder {
+            addr,
+            state,
+            unix: None,
+        }
+    }
+
+    /// A recorder listening on the unix socket `path` (`addr` is then
+    /// unspecified).
+    pub fn start_unix(path: &std::path::Path) -> Recorder {
+        let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+        let state = Arc::new(State::default());
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                if st.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(c) = c else { continue };
+                st.conns.fetch_add(1, Ordering::SeqCst);
+                let st = st.clone();
+                std::thread::spawn(move || serve(c, &st));
+            }
+        });
+        Recorder {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            state,
+            unix: Some(path.to_owned()),
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -79,6 +112,11 @@ impl Recorder {
         self.state.requests.lock().unwrap().len()
     }
 
+    /// Connections accepted so far.
+    pub fn conns(&self) -> usize {
+        self.state.conns.load(Ordering::SeqCst)
+    }
+
     pub fn anomalies(&self) -> Vec<String> {
         self.state.anomalies.lock().unwrap().clone()
     }
@@ -87,11 +125,14 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
+        match &self.unix {
+            Some(p) => drop(std::os::unix::net::UnixStream::connect(p)),
+            None => drop(TcpStream::connect(self.addr)),
+        }
     }
 }
 
-fn serve(mut c: TcpStream, st: &State) {
+fn serve<C: Read + Write>(mut c: C, st: &State) {
     let mut buf = Vec::new();
     loop {
         match read_request(&mut c, &mut buf) {
@@ -114,7 +155,7 @@ fn serve(mut c: TcpStream, st: &State) {
 }
 
 /// Reads until `buf` holds `n` bytes; false at EOF.
-fn fill(c: &mut TcpStream, buf: &mut Vec<u8>, n: usize) -> bool {
+fn fill(c: &mut impl Read, buf: &mut Vec<u8>, n: usize) -> bool {
     let mut chunk = [0u8; 4096];
     while buf.len() < n {
         match c.read(&mut chunk) {
@@ -126,7 +167,7 @@ fn fill(c: &mut TcpStream, buf: &mut Vec<u8>, n: usize) -> bool {
 }
 
 /// Reads one CRLF-terminated line from the front of `buf`, without its end.
-fn line(c: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<Vec<u8>>, String> {
+fn line(c: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<Vec<u8>>, String> {
     loop {
         if let Some(i) = buf.iter().position(|&b| b == b'\n') {
             if i == 0 || buf[i - 1] != b'\r' {
@@ -148,7 +189,7 @@ fn line(c: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<Vec<u8>>, String>
     }
 }
 
-fn read_request(c: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<Recorded>, String> {
+fn read_request(c: &mut impl Read, buf: &mut Vec<u8>) -> Result<Option<Recorded>, String> {
     let Some(start) = line(c, buf)? else {
         return Ok(None);
     };
@@ -209,7 +250,7 @@ fn read_request(c: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<Recorded>
     Ok(Some(req))
 }
 
-fn read_chunked(c: &mut TcpStream, buf: &mut Vec<u8>, req: &mut Recorded) -> Result<bool, String> {
+fn read_chunked(c: &mut impl Read, buf: &mut Vec<u8>, req: &mut Recorded) -> Result<bool, String> {
     loop {
         let Some(size) = line(c, buf)? else {
             return Ok(false);

@@ -8,13 +8,15 @@ tests, on python3-h2:
   GET  /slow          "late" after 2 s, or a reset of its own sooner (never)
   GET  /anything      "hello N" (N: the request's number on its connection)
   GET  /conns         how many connections were accepted so far
+  GET  /authority     the request's :authority
 
-    /usr/bin/python3 h2_origin.py [GOAWAY_EVERY]
+    /usr/bin/python3 h2_origin.py [GOAWAY_EVERY] [unix:PATH]
 
 With GOAWAY_EVERY, each connection says GOAWAY (NO_ERROR) after that many
 streams, naming the last it will answer, and closes once they are done:
 streams the client opened beyond it must go again elsewhere. Binds
-127.0.0.1 on a free port, prints "PORT <n>", serves until stdin's EOF.
+127.0.0.1 on a free port, prints "PORT <n>", serves until stdin's EOF;
+with unix:PATH, listens on that unix socket instead and prints "PORT 0".
 """
 import os
 import socket
@@ -100,6 +102,8 @@ def serve(sock, goaway_every):
             respond(sid, 200, "".join(f"{k}: {v}\n" for k, v in got).encode())
         elif path == "/trailers":
             respond(sid, 200, b"ok", trailers=[("x-sum", "42"), ("x-note", "end")])
+        elif path == "/authority":
+            respond(sid, 200, h.get(":authority", "").encode())
         elif path == "/conns":
             respond(sid, 200, str(ACCEPTED).encode())
         elif path == "/slow":
@@ -168,11 +172,20 @@ def serve(sock, goaway_every):
 
 def main():
     global ACCEPTED
-    every = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
+    args = sys.argv[1:]
+    unix = [a[len("unix:"):] for a in args if a.startswith("unix:")]
+    every = next((int(a) for a in args if not a.startswith("unix:")), 0)
+    if unix:
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind(unix[0])
+        port = 0
+    else:
+        ls = socket.socket()
+        ls.bind(("127.0.0.1", 0))
     ls.listen(128)
-    print(f"PORT {ls.getsockname()[1]}", flush=True)
+    if not unix:
+        port = ls.getsockname()[1]
+    print(f"PORT {port}", flush=True)
     threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
     while True:
         s, _ = ls.accept()
