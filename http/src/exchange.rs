@@ -24,6 +24,7 @@ use ringside_runtime::net::TcpStream;
 use crate::capture::{self as caught, Capture};
 use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
+use crate::error_page::{self, ErrorPages, Page};
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
 use crate::path::Normalized;
@@ -90,6 +91,8 @@ pub struct Exchange<'a> {
     enc: Option<Box<Encoder>>,
     /// A copy of the response for a cache, when one asked.
     capture: Option<Box<Capture>>,
+    /// Pages that stand in for error responses (`crate::error_page`).
+    pages: Option<Rc<dyn ErrorPages>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -118,6 +121,7 @@ impl<'a> Exchange<'a> {
             compress: None,
             enc: None,
             capture: None,
+            pages: None,
         }
     }
 
@@ -261,6 +265,57 @@ impl<'a> Exchange<'a> {
         self.compress.as_ref()
     }
 
+    /// Sets the pages that stand in for this request's error responses.
+    pub fn set_error_pages(&mut self, pages: Rc<dyn ErrorPages>) {
+        self.pages = Some(pages);
+    }
+
+    /// The page for an error of `status`; `relayed`: for a response from
+    /// another server, which only an intercepting table replaces.
+    fn error_page(&self, status: u16, relayed: bool) -> Option<Page> {
+        let p = self.pages.as_ref().filter(|_| status >= 400)?;
+        if relayed && !p.intercepts() {
+            return None;
+        }
+        p.page(status)
+    }
+
+    /// Answers with `page`, keeping the `kept` fields of `headers`. The
+    /// table goes first, so the page is never looked up for itself.
+    fn send_page<'h>(
+        &mut self,
+        page: Page,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        kept: fn(&[u8]) -> bool,
+    ) -> Result<(), Error> {
+        self.pages = None;
+        let ctype = page.content_type.clone();
+        let hs = headers
+            .map(shorten)
+            .filter(|(n, _)| kept(n) && !n.eq_ignore_ascii_case(b"content-type"))
+            .chain(std::iter::once((&b"Content-Type"[..], &ctype[..])));
+        self.send_whole(page.status, hs, None, &page.body)
+    }
+
+    /// A relayed error response replaced by its page: the page goes to
+    /// the client, the relayed body is read and dropped, and a capture
+    /// for a cache keeps nothing, so the page is never stored as the
+    /// upstream's response, nor streamed to requests waiting on it.
+    fn replace_relayed<'h>(
+        &mut self,
+        page: Page,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<(), Error> {
+        if let Some(c) = &mut self.capture {
+            c.sink = None;
+            c.over = true;
+            c.status = 0;
+        }
+        self.send_page(page, headers, error_page::kept_from_relayed)?;
+        self.drop_body = true;
+        Ok(())
+    }
+
     /// Adds `line` to whatever response this request gets.
     pub fn add_header(&mut self, line: Rc<HeaderLine>) {
         self.added = Some(line);
@@ -270,6 +325,10 @@ impl<'a> Exchange<'a> {
     /// ([`Exchange::write_from_socket`]).
     pub fn can_splice_from(&self, from: &TcpStream) -> bool {
         if self.enc.is_some() || self.capture.is_some() {
+            return false;
+        }
+        // A body being dropped is read, so its connection stays in step.
+        if self.drop_body {
             return false;
         }
         match &self.wire {
@@ -379,6 +438,12 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
         body: Body,
     ) -> Result<(), Error> {
+        // A stale response the cache answers with instead goes first.
+        if !self.capture.as_ref().is_some_and(|c| c.holds(status)) {
+            if let Some(page) = self.error_page(status, true) {
+                return self.replace_relayed(page, headers);
+            }
+        }
         let mut marked = None;
         if let Some(c) = &mut self.capture {
             let length = match body {
@@ -581,12 +646,29 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         body: &[u8],
     ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, false) {
+            return self.send_page(page, headers, |_| true);
+        }
         self.send_dated(status, headers, None, body)
     }
 
     /// [`Exchange::send_with`] with the Date of a stored response (a cache
     /// sends the Date its origin gave, RFC 9110 §6.6.1), or now.
     pub fn send_dated<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        date: Option<&[u8]>,
+        body: &[u8],
+    ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, true) {
+            return self.replace_relayed(page, headers);
+        }
+        self.send_whole(status, headers, date, body)
+    }
+
+    /// [`Exchange::send_dated`] past the error pages.
+    fn send_whole<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
@@ -637,6 +719,9 @@ impl<'a> Exchange<'a> {
         offset: u64,
         len: u64,
     ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, true) {
+            return self.replace_relayed(page, headers);
+        }
         self.check_first()?;
         self.write_head_dated(status, headers, Framing::Length(len), date);
         self.out = if self.is_head() || len == 0 {

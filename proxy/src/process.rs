@@ -55,6 +55,9 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let compression = cfg.compression.clone();
     let auth = cfg.auth.clone();
     let caches = cfg.caches.clone();
+    let error_pages = cfg.error_pages.clone();
+    let try_files = cfg.try_files.clone();
+    let revalidate = cfg.statics.cache.revalidate;
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
     Arc::new(move |ctx, prev| {
@@ -80,7 +83,9 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_compression(&compression, &prefixes)
                 .with_auth(&auth, &prefixes)
                 .with_caches(&caches, prev, &purges)
+                .with_error_pages(&error_pages, &tls, &prefixes, revalidate)
         })
+        .and_then(|e| e.with_try_files(&try_files, &prefixes))
     })
 }
 

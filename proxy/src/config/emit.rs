@@ -149,6 +149,7 @@ impl Config {
         writeln!(out, "root = {}", quote(&self.root.to_string_lossy()))?;
         super::ops::write_server_keys(&self.ops, out)?;
         write_rules(out, &self.access.server)?;
+        super::error_pages::write_pages(out, &self.error_pages.server)?;
 
         writeln!(out, "\n[limits]")?;
         writeln!(
@@ -219,7 +220,7 @@ impl Config {
         )?;
         super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls, &self.access)?;
+        write_tls(out, &self.tls, &self.access, &self.error_pages)?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
@@ -265,6 +266,10 @@ impl Config {
             write_route_limit(out, &self.rates, limit.map(|(_, l)| *l))?;
             super::compress::write_route(out, self.compression.static_route(&r.prefix))?;
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
+            if let Some(p) = self.error_pages.static_route(&r.prefix) {
+                super::error_pages::write_pages(out, p)?;
+            }
+            super::try_files::write(out, self.try_files.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -280,7 +285,12 @@ fn cert_table(c: &CertPaths) -> String {
 }
 
 /// `[tls]` when a listener has TLS, and every `[[vhost]]`.
-fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Result {
+fn write_tls(
+    out: &mut String,
+    t: &TlsConfig,
+    access: &AccessConfig,
+    pages: &super::error_pages::ErrorPagesConfig,
+) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
         writeln!(
@@ -308,6 +318,9 @@ fn write_tls(out: &mut String, t: &TlsConfig, access: &AccessConfig) -> fmt::Res
         }
         if let Some(rules) = access.vhosts.get(i) {
             write_rules(out, rules)?;
+        }
+        if let Some(p) = pages.vhosts.get(i) {
+            super::error_pages::write_pages(out, p)?;
         }
     }
     Ok(())
@@ -450,6 +463,9 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         super::cache::write_route(out, &c.caches, r.cache)?;
+        super::error_pages::write_proxy_route(out, &c.error_pages, i)?;
+        let tried = c.try_files.proxy_routes.get(i).and_then(Option::as_ref);
+        super::try_files::write(out, tried)?;
         if !r.hosts.is_empty() {
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;

@@ -138,6 +138,8 @@ pub struct VhostSection {
     pub hsts: Option<Spanned<String>>,
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Status or range to page (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -229,6 +231,13 @@ pub struct RouteSection {
     pub grpc: Option<Spanned<bool>>,
     /// A route to an upstream: the `[cache.NAME]` that stores its responses.
     pub cache: Option<Spanned<String>>,
+    /// Any route: status or range to page; a route to an upstream:
+    /// its own errors replaced too (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
+    pub intercept_errors: Option<Spanned<bool>>,
+    /// Paths tried before the upstream or a status (`try_files.rs`).
+    pub try_files: Option<Spanned<Vec<Spanned<String>>>>,
+    pub fallback: Option<Spanned<super::try_files::FallbackValue>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.
@@ -360,6 +369,8 @@ pub struct ServerSection {
     /// Client addresses admitted or refused (`access.rs`).
     pub allow: Option<Spanned<Vec<Spanned<String>>>>,
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Status or range to page (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
 }
 
 /// `[limits]`: request size limits.

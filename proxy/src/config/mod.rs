@@ -148,6 +148,7 @@ mod cpus;
 pub mod cx;
 mod emit;
 pub mod error;
+pub mod error_pages;
 pub mod every;
 pub mod fastcgi;
 pub mod file;
@@ -157,6 +158,7 @@ pub mod ops;
 pub mod rate;
 pub mod size;
 pub mod tls;
+pub mod try_files;
 pub mod upstream;
 pub mod validate;
 mod wording;
@@ -197,6 +199,10 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// `[cache.NAME]`, sorted by name; a proxy route's `cache` indexes it.
     pub caches: Vec<ringside_cache::Settings>,
+    /// `error_pages` by server, vhost and route, and `intercept_errors`.
+    pub error_pages: error_pages::ErrorPagesConfig,
+    /// Routes' `try_files`.
+    pub try_files: try_files::TryFilesConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -223,6 +229,8 @@ impl Default for Config {
             compression: compress::CompressionConfig::default(),
             auth: auth::AuthConfig::default(),
             caches: Vec::new(),
+            error_pages: error_pages::ErrorPagesConfig::default(),
+            try_files: try_files::TryFilesConfig::default(),
             source: None,
         }
     }

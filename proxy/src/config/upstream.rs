@@ -630,7 +630,7 @@ impl Cx<'_> {
                 ),
             ));
         }
-        if let (Some(root), false) = (&r.root, fastcgi) {
+        if let (Some(root), false) = (&r.root, fastcgi || r.try_files.is_some()) {
             return Err(self.err(
                 root.span(),
                 "[[route]] root",

@@ -98,6 +98,9 @@ impl TryFrom<Document<'_>> for Config {
         let rates = cx.rates(f)?;
         let compression = cx.compression(f)?;
         let auth = cx.auth(f, base)?;
+        let mime = ringside_static::mime::MimeTable::new(statics.mime.iter().cloned());
+        let error_pages = cx.error_pages(f, base, &mime)?;
+        let try_files = cx.try_files(f, base, &root)?;
         Ok(Config {
             runtime,
             server,
@@ -111,6 +114,8 @@ impl TryFrom<Document<'_>> for Config {
             compression,
             auth,
             caches,
+            error_pages,
+            try_files,
             source: Some(doc.path.to_path_buf()),
         })
     }

@@ -1,0 +1,262 @@
+//! Custom error pages through the real binary, on every backend, over
+//! HTTP/1.1 and h2 (curl): the static handler's 404 and a request no route
+//! takes, an upstream's 503 with and without `intercept_errors`, and a
+//! page deleted after start falling back to the built-in answer.
+
+mod common;
+
+use std::process::Command;
+
+use common::origin::Origin;
+use common::{Ringside, TempDir, BACKENDS};
+
+/// (status, head, body) of a curl request; `h2`: prior knowledge.
+fn fetch(h2: bool, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
+    let out = Command::new("curl")
+        .args(["-sS", "--max-time", "20", "-D", "-"])
+        .arg(if h2 {
+            "--http2-prior-knowledge"
+        } else {
+            "--http1.1"
+        })
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("curl must be installed (run scripts/test.sh)");
+    assert!(
+        out.status.success(),
+        "curl {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let at = out
+        .stdout
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head")
+        + 4;
+    let head = String::from_utf8_lossy(&out.stdout[..at]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, head, out.stdout[at..].to_vec())
+}
+
+fn header(head: &str, name: &str) -> Option<String> {
+    common::h2::header(head, name)
+}
+
+const NOT_FOUND_PAGE: &str = "<h1>nothing here</h1>\n";
+const BUSY_PAGE: &str = "{\"error\":\"busy\"}\n";
+
+/// A site: static files, an upstream route that intercepts and one that
+/// does not, and a named host with one route (so other paths on it are
+/// answered by no route).
+fn site(dir: &TempDir, origin: &Origin, revalidate: &str) -> std::path::PathBuf {
+    dir.write("www/hello.txt", b"hello\n");
+    dir.write("pages/404.html", NOT_FOUND_PAGE.as_bytes());
+    dir.write("pages/busy.json", BUSY_PAGE.as_bytes());
+    dir.write(
+        "ringside.toml",
+        format!(
+            r#"
+[server]
+root = "www"
+error_pages = {{ 404 = "pages/404.html" }}
+
+[static]
+revalidate = "{revalidate}"
+
+[upstream.app]
+servers = ["{addr}"]
+retries = 0
+
+[[route]]
+prefix = "/intercepted/"
+upstream = "app"
+strip_prefix = true
+intercept_errors = true
+error_pages = {{ 500-599 = "pages/busy.json" }}
+
+[[route]]
+prefix = "/passed/"
+upstream = "app"
+strip_prefix = true
+error_pages = {{ 500-599 = "pages/busy.json" }}
+
+[[route]]
+prefix = "/only/"
+upstream = "app"
+host = ["api.test"]
+"#,
+            addr = origin.addr
+        )
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn error_pages_stand_in_for_404s_and_an_intercepted_upstream_503() {
+    let origin = Origin::start("o1");
+    for backend in BACKENDS {
+        let dir = TempDir::new("error-pages");
+        let cfg = site(&dir, &origin, "1s");
+        let rs = Ringside::configured(backend, &cfg);
+        let base = format!("http://{}", rs.addr);
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            // The static handler's own 404.
+            let (status, head, body) = fetch(h2, &format!("{base}/missing.txt"), &[]);
+            assert_eq!(status, 404, "{what}");
+            assert_eq!(body, NOT_FOUND_PAGE.as_bytes(), "{what}");
+            assert!(
+                header(&head, "content-type").is_some_and(|t| t.starts_with("text/html")),
+                "{what}: {head}"
+            );
+            // HEAD: the page's head, no body (curl counts what came).
+            let head_only = ["-I", "-o", "/dev/null", "-w", "%{size_download}"];
+            let (status, head, body) = fetch(h2, &format!("{base}/missing.txt"), &head_only);
+            assert_eq!(status, 404, "{what}");
+            assert_eq!(body, b"0", "{what}");
+            assert_eq!(
+                header(&head, "content-length").as_deref(),
+                Some(NOT_FOUND_PAGE.len().to_string().as_str()),
+                "{what}"
+            );
+            // A file that exists is untouched.
+            let (status, _, body) = fetch(h2, &format!("{base}/hello.txt"), &[]);
+            assert_eq!((status, &body[..]), (200, &b"hello\n"[..]), "{what}");
+            // No route on a named host.
+            let (status, _, body) =
+                fetch(h2, &format!("{base}/elsewhere"), &["-H", "Host: api.test"]);
+            assert_eq!(status, 404, "{what}");
+            assert_eq!(body, NOT_FOUND_PAGE.as_bytes(), "{what}");
+            // The upstream's 503, intercepted: the page, the status kept,
+            // nothing of the upstream's body.
+            let (status, head, body) = fetch(h2, &format!("{base}/intercepted/status/503"), &[]);
+            assert_eq!(status, 503, "{what}");
+            assert_eq!(body, BUSY_PAGE.as_bytes(), "{what}");
+            assert!(
+                header(&head, "content-type").is_some_and(|t| t.starts_with("application/json")),
+                "{what}: {head}"
+            );
+            assert!(
+                !String::from_utf8_lossy(&body).contains("from o1"),
+                "{what}"
+            );
+            // An intercepting route's success passes as it is.
+            let (status, _, body) = fetch(h2, &format!("{base}/intercepted/ok"), &[]);
+            assert_eq!(status, 200, "{what}");
+            assert_ne!(body, BUSY_PAGE.as_bytes(), "{what}");
+            // Without intercept_errors the upstream's own 503 passes.
+            let (status, _, body) = fetch(h2, &format!("{base}/passed/status/503"), &[]);
+            assert_eq!(status, 503, "{what}");
+            assert_eq!(body, b"status 503 from o1", "{what}");
+        }
+        // The connection an intercepted body was dropped on stays in step:
+        // the next request on it gets its own answer.
+        let mut c = common::client::Conn::open(rs.addr);
+        let r = c.get("/intercepted/status/503");
+        assert_eq!(r.status, 503, "{backend}");
+        assert_eq!(r.body, BUSY_PAGE.as_bytes(), "{backend}");
+        let r = c.get("/intercepted/ok");
+        assert_eq!(r.status, 200, "{backend}");
+        drop(rs);
+    }
+}
+
+#[test]
+fn a_page_deleted_after_start_falls_back_to_the_built_in_answer() {
+    let origin = Origin::start("o2");
+    for backend in BACKENDS {
+        let dir = TempDir::new("error-pages-gone");
+        let cfg = site(&dir, &origin, "1ms");
+        let rs = Ringside::configured(backend, &cfg);
+        let base = format!("http://{}", rs.addr);
+        let (status, _, body) = fetch(false, &format!("{base}/missing.txt"), &[]);
+        assert_eq!(
+            (status, &body[..]),
+            (404, NOT_FOUND_PAGE.as_bytes()),
+            "{backend}"
+        );
+        std::fs::remove_file(dir.path().join("pages/404.html")).unwrap();
+        // Each core looks at the file again once `revalidate` passed: ask
+        // until it has, within a bound.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (status, _, body) = fetch(false, &format!("{base}/missing.txt"), &[]);
+            assert_eq!(status, 404, "{backend}");
+            if body != NOT_FOUND_PAGE.as_bytes() {
+                assert_eq!(body, b"404 Not Found\n", "{backend}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{backend}: the page stayed"
+            );
+        }
+        for h2 in [false, true] {
+            let (status, _, body) = fetch(h2, &format!("{base}/missing.txt"), &[]);
+            assert_eq!(
+                (status, &body[..]),
+                (404, &b"404 Not Found\n"[..]),
+                "{backend} h2={h2}"
+            );
+            // The upstream's page is still there.
+            let (status, _, body) = fetch(h2, &format!("{base}/intercepted/status/502"), &[]);
+            assert_eq!(
+                (status, &body[..]),
+                (502, BUSY_PAGE.as_bytes()),
+                "{backend} h2={h2}"
+            );
+        }
+        drop(rs);
+    }
+}
+
+#[test]
+fn an_intercepted_response_is_never_stored_by_the_cache() {
+    use common::cache_origin::{config, Answer, CacheOrigin};
+    for backend in BACKENDS {
+        let origin = CacheOrigin::start();
+        origin.set(
+            "/gone",
+            Answer::ok("the origin's own 404")
+                .status(404)
+                .header("Cache-Control", "max-age=60"),
+        );
+        origin.set(
+            "/kept",
+            Answer::ok("kept").header("Cache-Control", "max-age=60"),
+        );
+        let dir = TempDir::new("error-pages-cache");
+        dir.write("p/404.html", NOT_FOUND_PAGE.as_bytes());
+        let text = config(origin.addr, "", "")
+            + "intercept_errors = true\nerror_pages = { 404 = \"p/404.html\" }\n";
+        let cfg = dir.write("r.toml", text.as_bytes());
+        let rs = Ringside::configured(backend, &cfg);
+        let base = format!("http://{}", rs.addr);
+        let mut asked = 0;
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            for _ in 0..2 {
+                let (status, _, body) = fetch(h2, &format!("{base}/gone"), &[]);
+                asked += 1;
+                assert_eq!(
+                    (status, &body[..]),
+                    (404, NOT_FOUND_PAGE.as_bytes()),
+                    "{what}"
+                );
+                // Each went to the origin: neither the page nor the
+                // origin's 404 was stored in its place.
+                assert_eq!(origin.count("/gone"), asked, "{what}");
+            }
+            // The cache itself stores what it may on this route.
+            let (_, _, body) = fetch(h2, &format!("{base}/kept"), &[]);
+            assert_eq!(body, b"kept", "{what}");
+            assert_eq!(origin.count("/kept"), 1, "{what}");
+        }
+        drop(rs);
+    }
+}
