@@ -134,6 +134,23 @@
 //! index = "index.php"       # must end in extension; default: "index" + extension
 //! ```
 //!
+//! Error pages (see [`error_pages`]) on `[server]`, a `[[vhost]]` or a
+//! `[[route]]`, and files tried first (see [`try_files`]) on a route:
+//!
+//! ```toml
+//! [server]
+//! error_pages = { 404 = "errors/404.html", 500-599 = "errors/5xx.html" }  # 400-599; files of at most 64 KiB
+//!
+//! [[route]]
+//! prefix = "/"
+//! upstream = "rails"
+//! root = "public"           # an HTTP upstream's route takes root with try_files; default: [server] root
+//! try_files = ["$uri", "$uri/index.html", "$uri.html"]  # "$uri"-shaped, or paths starting with "/"
+//! fallback = "@upstream"    # default with an upstream; else a status 400-599 (default 404)
+//! intercept_errors = true   # the upstream's own 4xx/5xx get the pages too
+//! error_pages = { 503 = { file = "errors/busy.html", status = 200 } }  # status: sent instead
+//! ```
+//!
 //! Response caches (see [`cache`]) are `[cache.NAME]` sections that a route
 //! to an upstream takes with `cache = "NAME"`; the validated settings are
 //! [`Config::caches`], sorted by name, and a route's
@@ -286,6 +303,8 @@ mod fastcgi_tests;
 mod h2_tests;
 #[cfg(test)]
 mod proxy_tests;
+#[cfg(test)]
+mod rules_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
