@@ -274,45 +274,36 @@ impl<'a> Exchange<'a> {
     /// another server, which only an intercepting table replaces.
     fn error_page(&self, status: u16, relayed: bool) -> Option<Page> {
         let p = self.pages.as_ref().filter(|_| status >= 400)?;
-        if relayed && !p.intercepts() {
-            return None;
-        }
-        p.page(status)
+        (!relayed || p.intercepts())
+            .then(|| p.page(status))
+            .flatten()
     }
 
-    /// Answers with `page`, keeping the `kept` fields of `headers`. The
-    /// table goes first, so the page is never looked up for itself.
+    /// Answers with `page` in place of an error; the table goes first, so
+    /// the page is never looked up for itself. A relayed error keeps only
+    /// the fields the client acts on, its body is read and dropped, and a
+    /// cache's capture keeps nothing: the page is never stored as the
+    /// upstream's response, nor streamed to requests waiting on it.
     fn send_page<'h>(
         &mut self,
         page: Page,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
-        kept: fn(&[u8]) -> bool,
+        relayed: bool,
     ) -> Result<(), Error> {
         self.pages = None;
+        if let Some(c) = self.capture.as_mut().filter(|_| relayed) {
+            (c.sink, c.over, c.status) = (None, true, 0);
+        }
         let ctype = page.content_type.clone();
         let hs = headers
             .map(shorten)
-            .filter(|(n, _)| kept(n) && !n.eq_ignore_ascii_case(b"content-type"))
+            .filter(|(n, _)| {
+                let kept = !relayed || error_page::kept_from_relayed(n);
+                kept && !n.eq_ignore_ascii_case(b"content-type")
+            })
             .chain(std::iter::once((&b"Content-Type"[..], &ctype[..])));
-        self.send_whole(page.status, hs, None, &page.body)
-    }
-
-    /// A relayed error response replaced by its page: the page goes to
-    /// the client, the relayed body is read and dropped, and a capture
-    /// for a cache keeps nothing, so the page is never stored as the
-    /// upstream's response, nor streamed to requests waiting on it.
-    fn replace_relayed<'h>(
-        &mut self,
-        page: Page,
-        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
-    ) -> Result<(), Error> {
-        if let Some(c) = &mut self.capture {
-            c.sink = None;
-            c.over = true;
-            c.status = 0;
-        }
-        self.send_page(page, headers, error_page::kept_from_relayed)?;
-        self.drop_body = true;
+        self.send_whole(page.status, hs, None, &page.body)?;
+        self.drop_body |= relayed;
         Ok(())
     }
 
@@ -441,7 +432,7 @@ impl<'a> Exchange<'a> {
         // A stale response the cache answers with instead goes first.
         if !self.capture.as_ref().is_some_and(|c| c.holds(status)) {
             if let Some(page) = self.error_page(status, true) {
-                return self.replace_relayed(page, headers);
+                return self.send_page(page, headers, true);
             }
         }
         let mut marked = None;
@@ -647,7 +638,7 @@ impl<'a> Exchange<'a> {
         body: &[u8],
     ) -> Result<(), Error> {
         if let Some(page) = self.error_page(status, false) {
-            return self.send_page(page, headers, |_| true);
+            return self.send_page(page, headers, false);
         }
         self.send_dated(status, headers, None, body)
     }
@@ -662,7 +653,7 @@ impl<'a> Exchange<'a> {
         body: &[u8],
     ) -> Result<(), Error> {
         if let Some(page) = self.error_page(status, true) {
-            return self.replace_relayed(page, headers);
+            return self.send_page(page, headers, true);
         }
         self.send_whole(status, headers, date, body)
     }
@@ -720,7 +711,7 @@ impl<'a> Exchange<'a> {
         len: u64,
     ) -> Result<(), Error> {
         if let Some(page) = self.error_page(status, true) {
-            return self.replace_relayed(page, headers);
+            return self.send_page(page, headers, true);
         }
         self.check_first()?;
         self.write_head_dated(status, headers, Framing::Length(len), date);

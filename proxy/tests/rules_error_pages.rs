@@ -260,3 +260,89 @@ fn an_intercepted_response_is_never_stored_by_the_cache() {
         drop(rs);
     }
 }
+
+#[test]
+fn ringsides_own_answers_take_their_pages_by_route_vhost_and_server() {
+    // A port nothing listens on: the upstream's connection is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = closed.local_addr().unwrap();
+    drop(closed);
+    for backend in BACKENDS {
+        let dir = TempDir::new("error-pages-own");
+        dir.write("www/x.txt", b"x\n");
+        dir.write("pages/4xx.html", b"<p>4xx</p>\n");
+        dir.write("pages/502.txt", b"down\n");
+        dir.write("pages/v404.html", b"<p>vhost 404</p>\n");
+        let cfg = dir.write(
+            "ringside.toml",
+            format!(
+                r#"
+[server]
+root = "www"
+error_pages = {{ 400-499 = "pages/4xx.html", 502 = "pages/502.txt" }}
+
+[[vhost]]
+names = ["v.test"]
+error_pages = {{ 404 = "pages/v404.html" }}
+
+[[rate_limit]]
+name = "one"
+key = "route"
+rate = "1/h"
+burst = 1
+
+[upstream.down]
+servers = ["{down}"]
+retries = 0
+max_fails = 0
+
+[[route]]
+prefix = "/down/"
+upstream = "down"
+
+[[route]]
+prefix = "/private/"
+deny = ["all"]
+
+[[route]]
+prefix = "/limited/"
+rate_limit = "one"
+"#
+            )
+            .as_bytes(),
+        );
+        let rs = Ringside::configured(backend, &cfg);
+        let base = format!("http://{}", rs.addr);
+        // The bucket's one token goes to the first request.
+        let (status, _, _) = fetch(false, &format!("{base}/limited/x.txt"), &[]);
+        assert_eq!(status, 404, "{backend}");
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            let (status, _, body) = fetch(h2, &format!("{base}/private/x.txt"), &[]);
+            assert_eq!((status, &body[..]), (403, &b"<p>4xx</p>\n"[..]), "{what}");
+            let (status, head, body) = fetch(h2, &format!("{base}/limited/x.txt"), &[]);
+            assert_eq!((status, &body[..]), (429, &b"<p>4xx</p>\n"[..]), "{what}");
+            assert!(header(&head, "retry-after").is_some(), "{what}: {head}");
+            let (status, head, body) = fetch(h2, &format!("{base}/down/x"), &[]);
+            assert_eq!((status, &body[..]), (502, &b"down\n"[..]), "{what}");
+            assert!(
+                header(&head, "content-type").is_some_and(|t| t.starts_with("text/plain")),
+                "{what}: {head}"
+            );
+            // The vhost's 404 before the server's; its other statuses fall
+            // through to the server's.
+            let v = ["-H", "Host: v.test"];
+            let (status, _, body) = fetch(h2, &format!("{base}/nope"), &v);
+            assert_eq!(
+                (status, &body[..]),
+                (404, &b"<p>vhost 404</p>\n"[..]),
+                "{what}"
+            );
+            let (status, _, body) = fetch(h2, &format!("{base}/private/x.txt"), &v);
+            assert_eq!((status, &body[..]), (403, &b"<p>4xx</p>\n"[..]), "{what}");
+            let (status, _, body) = fetch(h2, &format!("{base}/nope"), &[]);
+            assert_eq!((status, &body[..]), (404, &b"<p>4xx</p>\n"[..]), "{what}");
+        }
+        drop(rs);
+    }
+}

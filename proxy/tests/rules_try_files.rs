@@ -196,3 +196,58 @@ error_pages = { 410 = "gone.html" }
         drop(rs);
     }
 }
+
+#[test]
+fn a_fastcgi_front_controller_runs_for_what_is_not_a_file() {
+    let fpm = common::phpfpm::PhpFpm::start_tcp(2);
+    let dir = TempDir::new("try-files-fcgi");
+    dir.write(
+        "app/index.php",
+        b"<?php echo 'front:' . $_SERVER['SCRIPT_NAME'] . ' ' . $_SERVER['REQUEST_URI'];",
+    );
+    dir.write(
+        "app/status.php",
+        b"<?php http_response_code((int) $_GET['code']); echo 'php body';",
+    );
+    dir.write("app/style.css", b"p{}\n");
+    dir.write("pages/5xx.html", b"<p>down</p>\n");
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            r#"
+[upstream.php]
+protocol = "fastcgi"
+servers = ["{}"]
+
+[[route]]
+prefix = "/"
+upstream = "php"
+root = "app"
+try_files = ["$uri", "$uri/", "/index.php"]
+intercept_errors = true
+error_pages = {{ 500-599 = "pages/5xx.html" }}
+"#,
+            fpm.listen
+        )
+        .as_bytes(),
+    );
+    for backend in BACKENDS {
+        let rs = Ringside::configured(backend, &cfg);
+        let base = format!("http://{}", rs.addr);
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            let (status, head, body) = fetch(h2, &format!("{base}/style.css"));
+            assert_eq!((status, &body[..]), (200, &b"p{}\n"[..]), "{what}");
+            assert!(header(&head, "etag").is_some(), "{what}: {head}");
+            let (status, _, body) = fetch(h2, &format!("{base}/blog/post-1?x=1"));
+            assert_eq!(status, 200, "{what}");
+            assert_eq!(body, b"front:/index.php /blog/post-1?x=1", "{what}");
+            // A script that exists runs as itself; its 503 gets the page.
+            let (status, _, body) = fetch(h2, &format!("{base}/status.php?code=200"));
+            assert_eq!((status, &body[..]), (200, &b"php body"[..]), "{what}");
+            let (status, _, body) = fetch(h2, &format!("{base}/status.php?code=503"));
+            assert_eq!((status, &body[..]), (503, &b"<p>down</p>\n"[..]), "{what}");
+        }
+        drop(rs);
+    }
+}
