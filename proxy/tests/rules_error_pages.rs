@@ -167,7 +167,7 @@ fn error_pages_stand_in_for_404s_and_an_intercepted_upstream_503() {
 }
 
 #[test]
-fn a_page_deleted_after_start_falls_back_to_the_built_in_answer() {
+fn a_page_changed_after_start_is_read_again_and_a_deleted_one_gives_the_built_in() {
     let origin = Origin::start("o2");
     for backend in BACKENDS {
         let dir = TempDir::new("error-pages-gone");
@@ -180,14 +180,27 @@ fn a_page_deleted_after_start_falls_back_to_the_built_in_answer() {
             (404, NOT_FOUND_PAGE.as_bytes()),
             "{backend}"
         );
-        std::fs::remove_file(dir.path().join("pages/404.html")).unwrap();
         // Each core looks at the file again once `revalidate` passed: ask
-        // until it has, within a bound.
+        // until it has, within a bound. A changed page is read again.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        dir.write("pages/404.html", b"<h1>changed, and longer</h1>\n");
         loop {
             let (status, _, body) = fetch(false, &format!("{base}/missing.txt"), &[]);
             assert_eq!(status, 404, "{backend}");
             if body != NOT_FOUND_PAGE.as_bytes() {
+                assert_eq!(body, b"<h1>changed, and longer</h1>\n", "{backend}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{backend}: the old page stayed"
+            );
+        }
+        std::fs::remove_file(dir.path().join("pages/404.html")).unwrap();
+        loop {
+            let (status, _, body) = fetch(false, &format!("{base}/missing.txt"), &[]);
+            assert_eq!(status, 404, "{backend}");
+            if body != b"<h1>changed, and longer</h1>\n" {
                 assert_eq!(body, b"404 Not Found\n", "{backend}");
                 break;
             }
@@ -344,5 +357,48 @@ rate_limit = "one"
             assert_eq!((status, &body[..]), (404, &b"<p>4xx</p>\n"[..]), "{what}");
         }
         drop(rs);
+    }
+}
+
+#[test]
+fn a_reload_reads_the_pages_again_and_a_missing_one_keeps_the_old_config() {
+    for backend in BACKENDS {
+        let dir = TempDir::new("error-pages-reload");
+        dir.write("www/x.txt", b"x\n");
+        dir.write("pages/a.html", b"<p>a</p>\n");
+        let write = |page: &str| {
+            dir.write(
+                "ringside.toml",
+                format!("[server]\nroot = \"www\"\nerror_pages = {{ 404 = \"pages/{page}\" }}\n")
+                    .as_bytes(),
+            )
+        };
+        let cfg = write("a.html");
+        let mut rs = Ringside::with_admin_on(backend, 1, &cfg);
+        let base = format!("http://{}", rs.addr);
+        let (_, _, body) = fetch(false, &format!("{base}/nope"), &[]);
+        assert_eq!(body, b"<p>a</p>\n", "{backend}");
+        // A page that does not exist: refused, the old one keeps serving.
+        write("b.html");
+        rs.signal(libc::SIGHUP);
+        rs.wait_reloads("failed", 1);
+        for h2 in [false, true] {
+            let (_, _, body) = fetch(h2, &format!("{base}/nope"), &[]);
+            assert_eq!(body, b"<p>a</p>\n", "{backend} h2={h2}");
+        }
+        // Once it exists, the reload takes it.
+        dir.write("pages/b.html", b"<p>b</p>\n");
+        rs.signal(libc::SIGHUP);
+        rs.wait_reloads("ok", 1);
+        for h2 in [false, true] {
+            let (status, _, body) = fetch(h2, &format!("{base}/nope"), &[]);
+            assert_eq!(
+                (status, &body[..]),
+                (404, &b"<p>b</p>\n"[..]),
+                "{backend} h2={h2}"
+            );
+        }
+        let log = rs.stop();
+        assert!(log.contains("[server] error_pages"), "{backend}: {log}");
     }
 }

@@ -274,6 +274,11 @@ impl Config {
                 }
             }
         }
+        for t in self.try_files.proxy_routes.iter_mut().flatten() {
+            if t.root.as_ref() == Some(&self.root) {
+                t.root = Some(root.clone());
+            }
+        }
         self.statics.root = root.clone();
         self.root = root;
     }
