@@ -24,12 +24,14 @@ use ringside_runtime::net::TcpStream;
 use crate::capture::{self as caught, Capture};
 use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
-use crate::error_page::{self, ErrorPages, Page};
+use crate::error_page::ErrorPages;
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
 use crate::path::Normalized;
 use crate::status::{digits, no_content, reason};
 use crate::upgraded::Upgraded;
+
+mod pages;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Out {
@@ -265,48 +267,6 @@ impl<'a> Exchange<'a> {
         self.compress.as_ref()
     }
 
-    /// Sets the pages that stand in for this request's error responses.
-    pub fn set_error_pages(&mut self, pages: Rc<dyn ErrorPages>) {
-        self.pages = Some(pages);
-    }
-
-    /// The page for an error of `status`; `relayed`: for a response from
-    /// another server, which only an intercepting table replaces.
-    fn error_page(&self, status: u16, relayed: bool) -> Option<Page> {
-        let p = self.pages.as_ref().filter(|_| status >= 400)?;
-        (!relayed || p.intercepts())
-            .then(|| p.page(status))
-            .flatten()
-    }
-
-    /// Answers with `page` in place of an error; the table goes first, so
-    /// the page is never looked up for itself. A relayed error keeps only
-    /// the fields the client acts on, its body is read and dropped, and a
-    /// cache's capture keeps nothing: the page is never stored as the
-    /// upstream's response, nor streamed to requests waiting on it.
-    fn send_page<'h>(
-        &mut self,
-        page: Page,
-        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
-        relayed: bool,
-    ) -> Result<(), Error> {
-        self.pages = None;
-        if let Some(c) = self.capture.as_mut().filter(|_| relayed) {
-            (c.sink, c.over, c.status) = (None, true, 0);
-        }
-        let ctype = page.content_type.clone();
-        let hs = headers
-            .map(shorten)
-            .filter(|(n, _)| {
-                let kept = !relayed || error_page::kept_from_relayed(n);
-                kept && !n.eq_ignore_ascii_case(b"content-type")
-            })
-            .chain(std::iter::once((&b"Content-Type"[..], &ctype[..])));
-        self.send_whole(page.status, hs, None, &page.body)?;
-        self.drop_body |= relayed;
-        Ok(())
-    }
-
     /// Adds `line` to whatever response this request gets.
     pub fn add_header(&mut self, line: Rc<HeaderLine>) {
         self.added = Some(line);
@@ -384,6 +344,12 @@ impl<'a> Exchange<'a> {
     /// Refuses the request after the handler failed on the client's side
     /// (its body, say): the status, then the connection ends.
     pub(crate) fn refuse(&mut self, status: u16) {
+        if let Some(page) = self.error_page(status, false) {
+            self.set_close();
+            if self.send_page(page, std::iter::empty(), false).is_ok() {
+                return;
+            }
+        }
         self.body_bytes = wire!(self, w => w.write_refusal(status));
         self.status = status;
         self.out = Out::Done;

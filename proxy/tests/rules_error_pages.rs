@@ -43,6 +43,59 @@ fn fetch(h2: bool, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
     (status, head, out.stdout[at..].to_vec())
 }
 
+/// A POST of `len` bytes from curl's stdin, so that it has no length
+/// (chunked over HTTP/1.1): (status, head, body).
+fn upload(h2: bool, url: &str, len: usize) -> (u16, String, Vec<u8>) {
+    use std::io::Write;
+    let mut child = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "-D",
+            "-",
+            "-X",
+            "POST",
+            "-T",
+            "-",
+        ])
+        .arg(if h2 {
+            "--http2-prior-knowledge"
+        } else {
+            "--http1.1"
+        })
+        .arg(url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("curl must be installed (run scripts/test.sh)");
+    let mut stdin = child.stdin.take().unwrap();
+    // The server may answer (and close) before it read all: curl then
+    // stops reading, and a write may fail; the answer is what counts.
+    let _ = stdin.write_all(&vec![b'x'; len]);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let mut rest = &out.stdout[..];
+    // Past any interim (1xx) heads to the final one.
+    loop {
+        let at = rest
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a response head")
+            + 4;
+        let head = String::from_utf8_lossy(&rest[..at]).into_owned();
+        let status: u16 = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status");
+        if status >= 200 {
+            return (status, head, rest[at..].to_vec());
+        }
+        rest = &rest[at..];
+    }
+}
+
 fn header(head: &str, name: &str) -> Option<String> {
     common::h2::header(head, name)
 }
@@ -280,6 +333,7 @@ fn ringsides_own_answers_take_their_pages_by_route_vhost_and_server() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let down = closed.local_addr().unwrap();
     drop(closed);
+    let origin = Origin::start("o3");
     for backend in BACKENDS {
         let dir = TempDir::new("error-pages-own");
         dir.write("www/x.txt", b"x\n");
@@ -320,7 +374,18 @@ deny = ["all"]
 [[route]]
 prefix = "/limited/"
 rate_limit = "one"
-"#
+
+[limits]
+max_body = "1k"
+
+[upstream.up]
+servers = ["{up}"]
+
+[[route]]
+prefix = "/up/"
+upstream = "up"
+"#,
+                up = origin.addr
             )
             .as_bytes(),
         );
@@ -355,6 +420,9 @@ rate_limit = "one"
             assert_eq!((status, &body[..]), (403, &b"<p>4xx</p>\n"[..]), "{what}");
             let (status, _, body) = fetch(h2, &format!("{base}/nope"), &[]);
             assert_eq!((status, &body[..]), (404, &b"<p>4xx</p>\n"[..]), "{what}");
+            // A body over max_body, found out while it streams upstream.
+            let (status, _, body) = upload(h2, &format!("{base}/up/echo"), 64 * 1024);
+            assert_eq!((status, &body[..]), (413, &b"<p>4xx</p>\n"[..]), "{what}");
         }
         drop(rs);
     }
