@@ -7,6 +7,9 @@
 //! [server]
 //! error_pages = { 404 = "errors/404.html", 500-599 = "errors/5xx.html" }
 //!
+//! [upstream.app]
+//! servers = ["127.0.0.1:3000"]
+//!
 //! [[route]]
 //! prefix = "/api/"
 //! upstream = "app"

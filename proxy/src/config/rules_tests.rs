@@ -295,3 +295,31 @@ fn a_config_without_the_rules_has_none() {
     assert!(c.error_pages.is_empty());
     assert!(c.try_files.proxy_routes.is_empty() && c.try_files.static_routes.is_empty());
 }
+
+#[test]
+fn the_modules_examples_are_valid() {
+    let d = Dir::new("docs");
+    for f in ["errors/404.html", "errors/5xx.html", "errors/busy.json"] {
+        fs::create_dir_all(d.0.join("errors")).unwrap();
+        fs::write(d.0.join(f), "<p>error</p>").unwrap();
+    }
+    fs::create_dir_all(d.0.join("dist")).unwrap();
+    for (module, src) in [
+        ("error_pages.rs", include_str!("error_pages.rs")),
+        ("try_files.rs", include_str!("try_files.rs")),
+    ] {
+        let doc: Vec<&str> = src
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        let doc = doc.join("\n");
+        let block = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .unwrap_or_else(|| panic!("{module}: no example"));
+        d.parse(block)
+            .unwrap_or_else(|e| panic!("{module}'s example: {e}\n{block}"));
+    }
+}

@@ -2,6 +2,9 @@
 //! paths to try in order, and what happens when none names anything.
 //!
 //! ```toml
+//! [upstream.rails]
+//! servers = ["127.0.0.1:3000"]
+//!
 //! [[route]]                 # a Rails layout: public/ first, then the app
 //! prefix = "/"
 //! upstream = "rails"
