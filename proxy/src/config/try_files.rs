@@ -172,6 +172,32 @@ pub fn entry(s: &str) -> Result<String, String> {
     Ok(s.to_owned())
 }
 
+/// `fallback =` on a route with an upstream or without one.
+fn fallback(v: &FallbackValue, upstream: bool) -> Result<Fallback, String> {
+    match v {
+        FallbackValue::Name(n) if n == "@upstream" && upstream => Ok(Fallback::Upstream),
+        FallbackValue::Name(n) if n == "@upstream" => {
+            Err("\"@upstream\" names nothing: this route has no upstream \
+             (give a status, or the route an upstream)"
+                .into())
+        }
+        FallbackValue::Name(n) => Err(format!("{n:?} names nothing: expected {FALLBACK_EXPECTED}")),
+        FallbackValue::Status(n) => match u16::try_from(*n) {
+            Ok(s) if (400..=599).contains(&s) => Ok(Fallback::Status(s)),
+            _ => Err(format!("expected {FALLBACK_EXPECTED}, got {n}")),
+        },
+    }
+}
+
+/// Whether an entry names a path beneath an alias route's prefix: only
+/// those are looked up beneath its directory.
+fn beneath_alias(entry: &str, prefix: &str) -> bool {
+    match TryFiles::split(entry) {
+        (before, Some(_)) => before.is_empty(),
+        (path, None) => ringside_http::path::prefix_matches(path.as_bytes(), prefix.as_bytes()),
+    }
+}
+
 impl Cx<'_> {
     /// `server_root`: where an HTTP upstream's route without `root` tries.
     pub(super) fn try_files(
@@ -223,12 +249,10 @@ impl Cx<'_> {
         for e in list.get_ref() {
             entries.push(self.check(e, key, |s| {
                 let s = entry(s)?;
-                // Beneath an alias only paths under the prefix name files.
-                let (before, uri) = TryFiles::split(&s);
-                let under = ringside_http::path::prefix_matches(before.as_bytes(), prefix.as_bytes());
-                if r.alias.is_some() && ((uri.is_none() && !under) || (uri.is_some() && !before.is_empty())) {
+                if r.alias.is_some() && !beneath_alias(&s, prefix) {
                     return Err(format!(
-                        "{s:?}: beneath alias a path is looked up below the prefix {prefix:?}, so an entry is \"$uri...\" or a path starting with the prefix"
+                        "{s:?}: beneath alias a path is looked up below the prefix {prefix:?}, \
+                         so an entry is \"$uri...\" or a path starting with the prefix"
                     ));
                 }
                 Ok(s)
@@ -238,15 +262,7 @@ impl Cx<'_> {
         let fallback = match &r.fallback {
             None if upstream.is_some() => Fallback::Upstream,
             None => Fallback::Status(404),
-            Some(v) => self.check(v, "[[route]] fallback", |v| match v {
-                FallbackValue::Name(n) if n == "@upstream" => match upstream {
-                    Some(_) => Ok(Fallback::Upstream),
-                    None => Err("\"@upstream\" names nothing: this route has no upstream (give a status, or the route an upstream)".into()),
-                },
-                FallbackValue::Status(n) if (400..=599).contains(n) => Ok(Fallback::Status(*n as u16)),
-                FallbackValue::Name(n) => Err(format!("{n:?} names nothing: expected {FALLBACK_EXPECTED}")),
-                FallbackValue::Status(n) => Err(format!("expected {FALLBACK_EXPECTED}, got {n}")),
-            })?,
+            Some(v) => self.check(v, "[[route]] fallback", |v| fallback(v, upstream.is_some()))?,
         };
         // An HTTP upstream's route takes `root` for its files; a FastCGI
         // one has its scripts' root already, and a static route its own.

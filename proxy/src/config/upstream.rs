@@ -635,7 +635,7 @@ impl Cx<'_> {
                 root.span(),
                 "[[route]] root",
                 format!(
-                    "only for a static route or one to a FastCGI upstream; upstream {:?} speaks HTTP",
+                    "only for a static route or one to a FastCGI upstream; upstream {:?} speaks HTTP (a route to it takes root with try_files)",
                     up.get_ref()
                 ),
             ));
