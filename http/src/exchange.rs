@@ -24,6 +24,7 @@ use ringside_runtime::net::TcpStream;
 use crate::capture::{self as caught, Capture};
 use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
+use crate::error_page::ErrorPages;
 use crate::fields::SiteFields;
 use crate::head::{BodyKind, Method, RequestHead, Version};
 use crate::message::{Body, Framing, HeaderLine};
@@ -31,6 +32,8 @@ use crate::path::Normalized;
 use crate::rewritten::{RewriteError, Rewritten};
 use crate::status::{digits, no_content, reason};
 use crate::upgraded::Upgraded;
+
+mod pages;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Out {
@@ -99,6 +102,8 @@ pub struct Exchange<'a> {
     /// The client's address as a trusted balancer reported it, where the
     /// handler set one ([`Exchange::set_peer`]).
     real_peer: Option<SocketAddr>,
+    /// Pages that stand in for error responses (`crate::error_page`).
+    pages: Option<Rc<dyn ErrorPages>>,
 }
 
 /// A header pair at a shorter lifetime, to chain with lines made here.
@@ -130,6 +135,7 @@ impl<'a> Exchange<'a> {
             fields: None,
             rewritten: None,
             real_peer: None,
+            pages: None,
         }
     }
 
@@ -348,6 +354,10 @@ impl<'a> Exchange<'a> {
         if self.enc.is_some() || self.capture.is_some() {
             return false;
         }
+        // A body being dropped is read, so its connection stays in step.
+        if self.drop_body {
+            return false;
+        }
         match &self.wire {
             Wire::H1(w) => w.can_splice_from(from),
             Wire::H2(_) => false,
@@ -410,6 +420,12 @@ impl<'a> Exchange<'a> {
     /// Refuses the request after the handler failed on the client's side
     /// (its body, say): the status, then the connection ends.
     pub(crate) fn refuse(&mut self, status: u16) {
+        if let Some(page) = self.error_page(status, false) {
+            self.set_close();
+            if self.send_page(page, std::iter::empty(), false).is_ok() {
+                return;
+            }
+        }
         self.body_bytes = wire!(self, w => w.write_refusal(status));
         self.status = status;
         self.out = Out::Done;
@@ -466,6 +482,12 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
         body: Body,
     ) -> Result<(), Error> {
+        // A stale response the cache answers with instead goes first.
+        if !self.capture.as_ref().is_some_and(|c| c.holds(status)) {
+            if let Some(page) = self.error_page(status, true) {
+                return self.send_page(page, headers, true);
+            }
+        }
         let mut marked = None;
         if let Some(c) = &mut self.capture {
             let length = match body {
@@ -668,12 +690,29 @@ impl<'a> Exchange<'a> {
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         body: &[u8],
     ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, false) {
+            return self.send_page(page, headers, false);
+        }
         self.send_dated(status, headers, None, body)
     }
 
     /// [`Exchange::send_with`] with the Date of a stored response (a cache
     /// sends the Date its origin gave, RFC 9110 §6.6.1), or now.
     pub fn send_dated<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        date: Option<&[u8]>,
+        body: &[u8],
+    ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, true) {
+            return self.send_page(page, headers, true);
+        }
+        self.send_whole(status, headers, date, body)
+    }
+
+    /// [`Exchange::send_dated`] past the error pages.
+    fn send_whole<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
@@ -724,6 +763,9 @@ impl<'a> Exchange<'a> {
         offset: u64,
         len: u64,
     ) -> Result<(), Error> {
+        if let Some(page) = self.error_page(status, true) {
+            return self.send_page(page, headers, true);
+        }
         self.check_first()?;
         self.write_head_dated(status, headers, Framing::Length(len), date);
         self.out = if self.is_head() || len == 0 {

@@ -23,6 +23,7 @@ pub mod client_limit;
 pub mod compress;
 pub mod date;
 pub mod error;
+pub mod error_page;
 pub mod exchange;
 pub mod fields;
 pub mod grammar;

@@ -59,6 +59,9 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let caches = cfg.caches.clone();
     let rewrites = cfg.rewrites.clone();
     let real_ip = cfg.real_ip.clone();
+    let error_pages = cfg.error_pages.clone();
+    let try_files = cfg.try_files.clone();
+    let revalidate = cfg.statics.cache.revalidate;
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
     Arc::new(move |ctx, prev| {
@@ -89,7 +92,9 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_caches(&caches, prev, &purges)
                 .with_rewrites(rewrites)
                 .with_real_ip(&real_ip)
+                .with_error_pages(&error_pages, &tls, &prefixes, revalidate)
         })
+        .and_then(|e| e.with_try_files(&try_files, &prefixes))
     })
 }
 

@@ -80,6 +80,13 @@ fn fixture() -> TempDir {
         "staff.htpasswd",
         b"alice:$2y$04$zATGeDHl0KNJruTS4s2hPOqVhYFLs64Iy1Yo5QXaY7b.1a.ELZxBe\n",
     );
+    // The error pages example's pages, and where its try_files look.
+    for page in ["errors/404.html", "errors/5xx.html", "errors/busy.html"] {
+        dir.write(page, b"<p>error</p>\n");
+    }
+    for d in ["public", "dist/assets"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
     // The parent removes it.
     std::mem::forget(certs);
     dir

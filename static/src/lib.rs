@@ -44,6 +44,14 @@ const CODINGS: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
 /// a request for the sibling by its own name (whose Content-Type differs).
 const VARIANT_KEY: u8 = 0x80;
 
+/// What a path names, as [`StaticFiles::probe`] found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    File,
+    Dir,
+    Nothing,
+}
+
 /// A docroot of [`StaticFiles::add_docroot`].
 #[derive(Debug)]
 pub struct Docroot(usize);
@@ -161,9 +169,58 @@ impl StaticFiles {
 
     /// Serves a request's path beneath `docroot`, whatever its prefix.
     pub async fn handle_in(&self, ex: &mut Exchange<'_>, docroot: &Docroot) -> Result<(), Error> {
-        match self.prepare(ex, Some(docroot))? {
+        match self.prepare(ex, Some(docroot), None)? {
             None => Ok(()),
             Some(job) => Box::pin(job.run(ex)).await,
+        }
+    }
+
+    /// Serves the file (or directory) at `path`, a normalized path in
+    /// place of the request's, from the route the request's path chose
+    /// (or from `docroot`): what `try_files` found (see [`Self::probe`]).
+    pub async fn handle_path(
+        &self,
+        ex: &mut Exchange<'_>,
+        docroot: Option<&Docroot>,
+        path: &[u8],
+    ) -> Result<(), Error> {
+        match self.prepare(ex, docroot, Some(path))? {
+            None => Ok(()),
+            Some(job) => Box::pin(job.run(ex)).await,
+        }
+    }
+
+    /// What `path` (a normalized path) names beneath the route that
+    /// `route_path` chooses (or beneath `docroot`), looked up as a request
+    /// for it would be: opened beneath the route's directory, hidden names
+    /// and escapes refused. A path ending in `/` names a directory, any
+    /// other a file, as nginx's `try_files` tests them; a fresh cache
+    /// entry answers for a file without a system call.
+    pub fn probe(&self, route_path: &[u8], docroot: Option<&Docroot>, path: &[u8]) -> Found {
+        let route = match docroot {
+            Some(d) => &self.routes[d.0],
+            None => self.route(route_path),
+        };
+        let mut key = self.scratch.borrow_mut();
+        key.clear();
+        key.push(route.id);
+        let rel = if route.alias {
+            path::alias_rest(path, &route.prefix)
+        } else {
+            Some(path)
+        };
+        if rel.map(|p| path::decode_path_into(p, &mut key)) != Some(Ok(())) {
+            return Found::Nothing;
+        }
+        let dir = path.ends_with(b"/");
+        let now = ringside_runtime::clock::now();
+        if !dir && matches!(self.cache.borrow_mut().lookup(&key, now), Lookup::Fresh(_)) {
+            return Found::File;
+        }
+        match open::open_beneath(&route.root, rel_path(&key)).and_then(|f| f.metadata()) {
+            Ok(m) if dir && m.is_dir() => Found::Dir,
+            Ok(m) if !dir && m.is_file() => Found::File,
+            _ => Found::Nothing,
         }
     }
 
@@ -183,6 +240,7 @@ impl StaticFiles {
         &self,
         ex: &mut Exchange<'_>,
         docroot: Option<&Docroot>,
+        instead: Option<&[u8]>,
     ) -> Result<Option<Job>, Error> {
         if !matches!(ex.method(), Method::Get | Method::Head) {
             ex.send(
@@ -199,10 +257,11 @@ impl StaticFiles {
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
         scratch.push(route.id);
+        let asked = instead.unwrap_or(ex.path());
         let rel = if route.alias {
-            path::alias_rest(ex.path(), &route.prefix)
+            path::alias_rest(asked, &route.prefix)
         } else {
-            Some(ex.path())
+            Some(asked)
         };
         match rel.map(|p| path::decode_path_into(p, &mut scratch)) {
             Some(Ok(())) => {}
@@ -618,7 +677,7 @@ fn status(ex: &mut Exchange<'_>, code: u16) -> Result<Option<Job>, Error> {
 
 impl Handler for StaticFiles {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), Error> {
-        match self.prepare(ex, None)? {
+        match self.prepare(ex, None, None)? {
             None => Ok(()),
             // Boxed: only file transfers pay for their future.
             Some(job) => Box::pin(job.run(ex)).await,

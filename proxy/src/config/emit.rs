@@ -151,6 +151,7 @@ impl Config {
         super::ops::write_server_keys(&self.ops, out)?;
         write_rules(out, &self.access.server)?;
         super::headers::write_server(out, &self.headers)?;
+        super::error_pages::write_pages(out, &self.error_pages.server)?;
 
         writeln!(out, "\n[limits]")?;
         writeln!(
@@ -221,7 +222,14 @@ impl Config {
         )?;
         super::compress::write_section(out, &self.compression)?;
         super::ops::write_sections(&self.ops, out)?;
-        write_tls(out, &self.tls, &self.access, &self.headers, &self.rewrites)?;
+        write_tls(
+            out,
+            &self.tls,
+            &self.access,
+            &self.headers,
+            &self.rewrites,
+            &self.error_pages,
+        )?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
         write_limits(out, &self.rates)?;
@@ -271,6 +279,10 @@ impl Config {
             super::auth::write_route(out, self.auth.static_route(&r.prefix))?;
             super::headers::write_level(out, self.headers.static_route(&r.prefix))?;
             super::rewrite::write_list(out, self.rewrites.static_route(&r.prefix))?;
+            if let Some(p) = self.error_pages.static_route(&r.prefix) {
+                super::error_pages::write_pages(out, p)?;
+            }
+            super::try_files::write(out, self.try_files.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -292,6 +304,7 @@ fn write_tls(
     access: &AccessConfig,
     headers: &super::headers::HeadersConfig,
     rewrites: &super::rewrite::RewriteConfig,
+    pages: &super::error_pages::ErrorPagesConfig,
 ) -> fmt::Result {
     if t.any_tls() {
         writeln!(out, "\n[tls]")?;
@@ -324,6 +337,9 @@ fn write_tls(
         super::headers::write_level(out, headers.vhosts.get(i))?;
         if let Some(rules) = rewrites.vhosts.get(i) {
             super::rewrite::write_list(out, rules)?;
+        }
+        if let Some(p) = pages.vhosts.get(i) {
+            super::error_pages::write_pages(out, p)?;
         }
     }
     Ok(())
@@ -470,6 +486,9 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         let name = p.upstreams.get(r.upstream).map_or("", |u| u.name.as_str());
         writeln!(out, "upstream = {}", quote(name))?;
         super::cache::write_route(out, &c.caches, r.cache)?;
+        super::error_pages::write_proxy_route(out, &c.error_pages, i)?;
+        let tried = c.try_files.proxy_routes.get(i).and_then(Option::as_ref);
+        super::try_files::write(out, tried)?;
         if !r.hosts.is_empty() {
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;

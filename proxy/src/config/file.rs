@@ -151,6 +151,8 @@ pub struct VhostSection {
     pub request_headers: Option<Spanned<HeadersSection>>,
     /// Rewrite rules for requests to these names (`rewrite.rs`).
     pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
+    /// Status or range to page (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
 }
 
 /// `tls = { cert = "PATH", key = "PATH" }`: a PEM certificate chain and its
@@ -248,6 +250,13 @@ pub struct RouteSection {
     pub request_headers: Option<Spanned<HeadersSection>>,
     /// Any route: rewrite rules once the route is chosen (`rewrite.rs`).
     pub rewrite: Option<Spanned<Vec<Spanned<RewriteSection>>>>,
+    /// Any route: status or range to page; a route to an upstream:
+    /// its own errors replaced too (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
+    pub intercept_errors: Option<Spanned<bool>>,
+    /// Paths tried before the upstream or a status (`try_files.rs`).
+    pub try_files: Option<Spanned<Vec<Spanned<String>>>>,
+    pub fallback: Option<Spanned<super::try_files::FallbackValue>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.
@@ -383,6 +392,8 @@ pub struct ServerSection {
     pub server_tokens: Option<Spanned<ServerTokensValue>>,
     pub response_headers: Option<Spanned<HeadersSection>>,
     pub request_headers: Option<Spanned<HeadersSection>>,
+    /// Status or range to page (`error_pages.rs`).
+    pub error_pages: Option<Spanned<super::error_pages::PagesTable>>,
 }
 
 /// `[limits]`: request size limits.

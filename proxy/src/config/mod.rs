@@ -145,6 +145,21 @@
 //! server_tokens = true      # "Server: ringside" | false: none | "NAME"; an upstream's Server is never passed on
 //! response_headers = { set = { "X-Frame-Options" = "DENY" }, add = { "X-A" = "1" }, remove = ["X-Powered-By"], always = true }
 //! request_headers = { set = { "X-Tenant" = "blue" }, remove = ["Cookie"] }  # to upstreams (FastCGI: HTTP_*)
+//! Error pages (see [`error_pages`]) on `[server]`, a `[[vhost]]` or a
+//! `[[route]]`, and files tried first (see [`try_files`]) on a route:
+//!
+//! ```toml
+//! [server]
+//! error_pages = { 404 = "errors/404.html", 500-599 = "errors/5xx.html" }  # 400-599; files of at most 64 KiB
+//!
+//! [[route]]
+//! prefix = "/"
+//! upstream = "rails"
+//! root = "public"           # an HTTP upstream's route takes root with try_files; default: [server] root
+//! try_files = ["$uri", "$uri/index.html", "$uri.html"]  # "$uri"-shaped, or paths starting with "/"
+//! fallback = "@upstream"    # default with an upstream; else a status 400-599 (default 404)
+//! intercept_errors = true   # the upstream's own 4xx/5xx get the pages too
+//! error_pages = { 503 = { file = "errors/busy.html", status = 200 } }  # status: sent instead
 //! ```
 //!
 //! Response caches (see [`cache`]) are `[cache.NAME]` sections that a route
@@ -180,6 +195,7 @@ mod cpus;
 pub mod cx;
 mod emit;
 pub mod error;
+pub mod error_pages;
 pub mod every;
 pub mod fastcgi;
 pub mod file;
@@ -192,6 +208,7 @@ pub mod real_ip;
 pub mod rewrite;
 pub mod size;
 pub mod tls;
+pub mod try_files;
 pub mod unix_listen;
 pub mod upstream;
 pub mod validate;
@@ -241,6 +258,10 @@ pub struct Config {
     pub real_ip: Option<real_ip::RealIpConfig>,
     /// `[server] listen`'s unix sockets, listener indexes after `server.listen`'s.
     pub unix_listen: Vec<unix_listen::UnixListen>,
+    /// `error_pages` by server, vhost and route, and `intercept_errors`.
+    pub error_pages: error_pages::ErrorPagesConfig,
+    /// Routes' `try_files`.
+    pub try_files: try_files::TryFilesConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -271,6 +292,8 @@ impl Default for Config {
             rewrites: rewrite::RewriteConfig::default(),
             real_ip: None,
             unix_listen: Vec::new(),
+            error_pages: error_pages::ErrorPagesConfig::default(),
+            try_files: try_files::TryFilesConfig::default(),
             source: None,
         }
     }
@@ -295,6 +318,11 @@ impl Config {
                 if f.root == self.root {
                     f.root = root.clone();
                 }
+            }
+        }
+        for t in self.try_files.proxy_routes.iter_mut().flatten() {
+            if t.root.as_ref() == Some(&self.root) {
+                t.root = Some(root.clone());
             }
         }
         self.statics.root = root.clone();
@@ -328,6 +356,8 @@ mod h2_tests;
 mod proxy_tests;
 #[cfg(test)]
 mod rewrite_tests;
+#[cfg(test)]
+mod rules_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

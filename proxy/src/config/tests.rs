@@ -326,7 +326,7 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("[server]\n  listen = [\"127.0.0.1:1\"]\n  port = 80\n"),
-        "ringside.toml:3:3: [server] port: unknown key, expected one of `listen`, `backlog`, `root`, `user`, `group`, `pid_file`, `allow`, `deny`, `server_tokens`, `response_headers`, `request_headers`"
+        "ringside.toml:3:3: [server] port: unknown key, expected one of `listen`, `backlog`, `root`, `user`, `group`, `pid_file`, `allow`, `deny`, `server_tokens`, `response_headers`, `request_headers`, `error_pages`"
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),

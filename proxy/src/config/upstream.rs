@@ -629,12 +629,12 @@ impl Cx<'_> {
                 ),
             ));
         }
-        if let (Some(root), false) = (&r.root, fastcgi) {
+        if let (Some(root), false) = (&r.root, fastcgi || r.try_files.is_some()) {
             return Err(self.err(
                 root.span(),
                 "[[route]] root",
                 format!(
-                    "only for a static route or one to a FastCGI upstream; upstream {:?} speaks HTTP",
+                    "only for a static route or one to a FastCGI upstream; upstream {:?} speaks HTTP (a route to it takes root with try_files)",
                     up.get_ref()
                 ),
             ));

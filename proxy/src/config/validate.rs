@@ -102,6 +102,9 @@ impl TryFrom<Document<'_>> for Config {
         let rewrites = cx.rewrites(f)?;
         let real_ip = cx.real_ip(f)?;
         let unix_listen = cx.unix_listen(f, base)?;
+        let mime = ringside_static::mime::MimeTable::new(statics.mime.iter().cloned());
+        let error_pages = cx.error_pages(f, base, &mime)?;
+        let try_files = cx.try_files(f, base, &root)?;
         Ok(Config {
             runtime,
             server,
@@ -119,6 +122,8 @@ impl TryFrom<Document<'_>> for Config {
             rewrites,
             real_ip,
             unix_listen,
+            error_pages,
+            try_files,
             source: Some(doc.path.to_path_buf()),
         })
     }

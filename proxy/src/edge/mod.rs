@@ -7,6 +7,7 @@
 pub mod access;
 pub mod auth;
 mod cache;
+pub mod error_pages;
 pub mod headers;
 pub mod https;
 pub mod limiter;
@@ -14,6 +15,7 @@ mod own;
 pub mod real_ip;
 pub mod rewrite;
 pub mod router;
+mod try_files;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -87,6 +89,10 @@ pub struct Edge {
     rewrites: Option<rewrite::Rewrites>,
     /// `[real_ip]`, where configured.
     real_ip: Option<real_ip::RealIp>,
+    /// `error_pages`, where any level has them.
+    error_pages: Option<error_pages::ErrorPages>,
+    /// By route tag: its `try_files`, where it has them.
+    try_files: Vec<Option<try_files::Tries>>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -288,6 +294,8 @@ impl Edge {
             fields: None,
             rewrites: None,
             real_ip: None,
+            error_pages: None,
+            try_files: Vec::new(),
         })
     }
 
@@ -403,6 +411,58 @@ impl Edge {
             },
         );
         self
+    }
+
+    /// Each route's error pages (`prefixes`: the static routes', as `new`
+    /// had them), page files checked for changes at most every `every`.
+    pub fn with_error_pages(
+        mut self,
+        c: &crate::config::error_pages::ErrorPagesConfig,
+        tls: &crate::config::tls::TlsConfig,
+        prefixes: &[String],
+        every: Duration,
+    ) -> Edge {
+        let routes = self.per_tag(
+            None,
+            prefixes,
+            |p| c.static_route(p).map(|r| (r, false)),
+            |i| c.proxy_routes.get(i).map(|(r, x)| (r, *x)),
+        );
+        self.error_pages = error_pages::ErrorPages::new(c, tls, &routes, every);
+        self
+    }
+
+    /// Each route's `try_files` (`prefixes`: the static routes', as `new`
+    /// had them); a route to an HTTP upstream gets its root opened.
+    pub fn with_try_files(
+        mut self,
+        c: &crate::config::try_files::TryFilesConfig,
+        prefixes: &[String],
+    ) -> Result<Edge, String> {
+        let mut by_route = Vec::new();
+        for t in &c.proxy_routes {
+            let docroot = match t.as_ref().and_then(|t| t.root.as_ref()) {
+                Some(root) => Some(
+                    self.statics
+                        .add_docroot(root)
+                        .map_err(|e| format!("cannot open root {}: {e}", root.display()))?,
+                ),
+                None => None,
+            };
+            by_route.push(Some(docroot));
+        }
+        let by_route = std::cell::RefCell::new(by_route);
+        self.try_files = self.per_tag(
+            None,
+            prefixes,
+            |p| c.static_route(p).map(|t| try_files::Tries::new(t, None)),
+            |i| {
+                let t = c.proxy_routes.get(i)?.as_ref()?;
+                let docroot = by_route.borrow_mut().get_mut(i)?.take()?;
+                Some(try_files::Tries::new(t, docroot))
+            },
+        );
+        Ok(self)
     }
 
     /// One value per route tag, in the tags' order: none for
@@ -604,6 +664,9 @@ impl Handler for Edge {
         if let Some(f) = &self.fields {
             f.apply(ex, route_of(ex.tag()));
         }
+        if let Some(p) = &self.error_pages {
+            p.apply(ex, route_of(ex.tag()));
+        }
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
         }
@@ -656,6 +719,11 @@ impl Handler for Edge {
         }
         if own::last_hop(ex) {
             return own::answer_last_hop(ex, matches!(target, Target::Proxy(_)));
+        }
+        if let Some(Some(t)) = self.try_files.get(route_of(ex.tag())) {
+            if let Some(answered) = self.try_files(ex, t, target).await {
+                return answered;
+            }
         }
         match target {
             Target::Static(_) => self.statics.handle(ex).await,
