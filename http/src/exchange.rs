@@ -26,10 +26,10 @@ use crate::compress::{self, encoder::Encoder, Policy};
 use crate::error::{Error, Kind};
 use crate::error_page::ErrorPages;
 use crate::fields::SiteFields;
-use crate::head::{BodyKind, Method, RequestHead, Version};
+use crate::head::{Method, RequestHead};
 use crate::message::{Body, Framing, HeaderLine};
 use crate::path::Normalized;
-use crate::rewritten::{RewriteError, Rewritten};
+use crate::rewritten::Rewritten;
 use crate::status::{digits, no_content, reason};
 use crate::upgraded::Upgraded;
 
@@ -66,6 +66,8 @@ macro_rules! wire {
         }
     };
 }
+
+mod request;
 
 pub struct Exchange<'a> {
     pub(crate) wire: Wire<'a>,
@@ -164,174 +166,6 @@ impl<'a> Exchange<'a> {
     /// Length of the request head as received.
     pub fn head_len(&self) -> usize {
         self.head.head_len
-    }
-
-    pub fn method(&self) -> Method {
-        self.head.method
-    }
-    pub fn method_bytes(&self) -> &[u8] {
-        self.head.method_span.get(self.head_bytes)
-    }
-    pub fn is_head(&self) -> bool {
-        self.head.method == Method::Head
-    }
-    pub fn version(&self) -> Version {
-        self.head.version
-    }
-    /// The request-target as sent.
-    pub fn target(&self) -> &[u8] {
-        self.head.target.get(self.head_bytes)
-    }
-    /// The normalized path (see [`crate::path`]): unreserved characters
-    /// decoded, dot segments resolved, slashes merged. Every routing and
-    /// access decision is made on it, and it is what goes upstream.
-    pub fn path(&self) -> &[u8] {
-        if let Some(r) = &self.rewritten {
-            return r.path();
-        }
-        self.paths.path(self.head_bytes)
-    }
-    /// The path routes match: [`Exchange::path`], except that with encoded
-    /// slashes passed on, they are decoded here.
-    pub fn route_path(&self) -> &[u8] {
-        if let Some(r) = &self.rewritten {
-            return r.route();
-        }
-        self.paths.route(self.head_bytes)
-    }
-    /// The path as the client spelled it, for a backend that needs its
-    /// bytes (`forward_path = "raw"`).
-    pub fn raw_path(&self) -> &[u8] {
-        self.paths.raw(self.head_bytes)
-    }
-    pub fn query(&self) -> Option<&[u8]> {
-        if let Some(r) = &self.rewritten {
-            return r.query();
-        }
-        self.head.query(self.head_bytes)
-    }
-    /// Puts `path` (normalized here as a client's is) and `query` in place
-    /// of the request's for [`Exchange::path`], [`Exchange::route_path`]
-    /// and [`Exchange::query`]; the target, the raw path and the client's
-    /// path and query stay as sent. On error nothing changes.
-    pub fn rewrite(
-        &mut self,
-        path: &[u8],
-        query: Option<&[u8]>,
-        slash: crate::EncodedSlash,
-        params: crate::PathParameters,
-    ) -> Result<(), RewriteError> {
-        self.rewritten
-            .get_or_insert_with(Default::default)
-            .set(path, query, slash, params)
-    }
-    /// How many times the request was rewritten (0: never).
-    pub fn rewrites(&self) -> u8 {
-        self.rewritten.as_ref().map_or(0, |r| r.passes())
-    }
-    /// The normalized path the client sent, whatever a rewrite made of it.
-    pub fn client_path(&self) -> &[u8] {
-        self.paths.path(self.head_bytes)
-    }
-    /// The query the client sent, whatever a rewrite made of it.
-    pub fn client_query(&self) -> Option<&[u8]> {
-        self.head.query(self.head_bytes)
-    }
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.head.header(self.head_bytes, name)
-    }
-    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
-        self.head.headers(self.head_bytes)
-    }
-    /// The client's fields as they go upstream: as [`Exchange::headers`],
-    /// but while a cache captures the response, its conditions and ranges
-    /// left out and the cache's validators added.
-    pub fn upstream_headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + Clone + '_ {
-        let (strip, added) = match &self.capture {
-            Some(c) => (c.strip_conditions, &c.validators[..]),
-            None => (false, &[][..]),
-        };
-        let rules = self.fields.as_deref().map(|f| &f.request);
-        self.headers()
-            .filter(move |(n, _)| !(strip && caught::is_condition(n)))
-            .filter(move |(n, _)| rules.is_none_or(|r| r.keeps(0, n)))
-            .chain(added.iter().map(|(n, v)| (*n, &v[..])))
-            .chain(rules.into_iter().flat_map(|r| r.lines(0)))
-    }
-    /// The fields the configuration sets, adds and removes on this
-    /// request's response and on what it sends upstream (see
-    /// [`crate::fields`]).
-    pub fn set_fields(&mut self, fields: Option<Rc<SiteFields>>) {
-        self.fields = fields;
-    }
-    /// Starts catching a copy of the response (see [`crate::capture`]);
-    /// a body is then never spliced past it.
-    pub fn capture(&mut self, c: Box<Capture>) {
-        self.capture = Some(c);
-    }
-    /// Whether a response is being caught.
-    pub fn capturing(&self) -> bool {
-        self.capture.is_some()
-    }
-    /// The upstream's Date, for a capture (the protocol writes its own).
-    pub fn capture_date(&mut self, date: Option<&[u8]>) {
-        if let (Some(c), Some(d)) = (&mut self.capture, date) {
-            c.date = Some(d.into());
-        }
-    }
-    /// What was caught, taken back.
-    pub fn take_capture(&mut self) -> Option<Box<Capture>> {
-        self.capture.take()
-    }
-    /// Whether the upstream's response was kept from the client for the
-    /// cache to answer in its place (see [`Capture::holds`]).
-    pub fn held(&self) -> bool {
-        self.capture
-            .as_ref()
-            .is_some_and(|c| c.status != 0 && c.holds(c.status))
-    }
-    /// Whether the response was written whole: started, and its body
-    /// ended as its framing says.
-    pub fn complete(&self) -> bool {
-        self.status != 0 && self.out == Out::Done
-    }
-    pub fn host(&self) -> Option<&[u8]> {
-        self.head.host.map(|s| s.get(self.head_bytes))
-    }
-    /// The client's address.
-    pub fn peer(&self) -> std::io::Result<SocketAddr> {
-        if let Some(a) = self.real_peer {
-            return Ok(a);
-        }
-        wire!(ref self, w => w.link.client_addr())
-    }
-    /// The connection's peer (as a PROXY protocol header gave it, where
-    /// one did): the hop forwarding headers name, whatever
-    /// [`Exchange::set_peer`] said.
-    pub fn hop_peer(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.client_addr())
-    }
-    /// Whether the client came on a unix-socket listener (it has no
-    /// address: [`Exchange::peer`] is an error).
-    pub fn is_unix(&self) -> bool {
-        wire!(ref self, w => w.link.is_unix())
-    }
-    /// Sets the client's address [`Exchange::peer`] gives from now on (a
-    /// trusted balancer's report of it).
-    pub fn set_peer(&mut self, addr: SocketAddr) {
-        self.real_peer = Some(addr);
-    }
-    /// The address the client connected to.
-    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.local_addr())
-    }
-    /// Whether the client connection speaks TLS.
-    #[inline]
-    pub fn is_tls(&self) -> bool {
-        wire!(ref self, w => w.link.stream.is_tls())
-    }
-    pub fn body_kind(&self) -> BodyKind {
-        self.head.body
     }
 
     /// Compresses a response started from another server's head with
