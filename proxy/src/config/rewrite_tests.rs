@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::config::rewrite::{literal_prefix, Outcome, Part};
 use crate::config::Config;
-use crate::edge::rewrite::{find, Request};
+use crate::edge::rewrite::{find, Level, Request};
 
 const NAME: &str = "ringside.toml";
 const UP: &str = "[upstream.app]\nservers = [\"127.0.0.1:9000\"]\n";
@@ -293,4 +293,102 @@ fn to_toml_writes_every_rule_and_reads_back() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(back.rewrites, c.rewrites);
     assert_eq!(back.to_toml(), text);
+}
+
+/// A level of many rules finds candidates by the path's byte past their
+/// shared prefix: it must find the very rule the ordered scan finds, for
+/// rules with and without literal prefixes, prefixes of one another, and
+/// paths that end at, inside or past the prefixes.
+#[test]
+fn an_indexed_level_finds_what_the_ordered_scan_finds() {
+    let patterns = [
+        "^/blog/(.*)$",
+        "^/b",
+        r"\\.php$",
+        "^/blog",
+        "^/forum/([0-9]+)$",
+        "^/",
+        "^/a/b/",
+        "^/a/",
+        "^/zz",
+        "(?i)^/CASE/",
+        "^/blog/x$",
+        r"^/\\x7f",
+        "^/é/",
+        "wiki",
+        "^/wp-admin/",
+    ];
+    let text: String = patterns
+        .iter()
+        .map(|p| format!("[[rewrite]]\npattern = \"{p}\"\nto = \"/t\"\n"))
+        .collect();
+    let c = config(&text);
+    let rules = &c.rewrites.server;
+    let level = Level::new(rules);
+    let paths = [
+        "/",
+        "/b",
+        "/blog",
+        "/blog/",
+        "/blog/x",
+        "/blog/y",
+        "/x.php",
+        "/forum/12",
+        "/forum/x",
+        "/a",
+        "/a/",
+        "/a/b/c",
+        "/zz",
+        "/zzz",
+        "/CASE/1",
+        "/case/1",
+        "/\u{7f}",
+        "/é/x",
+        "/wiki",
+        "/other/wiki",
+        "/wp-admin/",
+        "/w",
+        "",
+    ];
+    for path in paths {
+        let f = || Fake {
+            path,
+            ..Fake::default()
+        };
+        let at = |r: Option<&crate::config::rewrite::Rule>| {
+            r.map(|r| rules.iter().position(|q| q == r).unwrap())
+        };
+        assert_eq!(at(level.find(&f())), at(find(rules, &f())), "{path:?}");
+    }
+    // Without the rules that have no literal prefix, a shared gate and
+    // then the index decide.
+    let prefixed: String = [
+        "^/old-a/",
+        "^/old-b/",
+        "^/old-c/(.*)$",
+        "^/old-",
+        "^/old-a/x",
+        "^/old-d/",
+        "^/old-e/",
+        "^/old-f/",
+        "^/old-g/",
+    ]
+    .iter()
+    .map(|p| format!("[[rewrite]]\npattern = \"{p}\"\nto = \"/t\"\n"))
+    .collect();
+    let c = config(&prefixed);
+    let rules = &c.rewrites.server;
+    let level = Level::new(rules);
+    for path in [
+        "/old-", "/old-a/", "/old-a/x", "/old-c/1", "/old-z", "/ol", "/new", "/old-g/",
+    ] {
+        let f = || Fake {
+            path,
+            ..Fake::default()
+        };
+        let at = |r: Option<&crate::config::rewrite::Rule>| {
+            r.map(|r| rules.iter().position(|q| q == r).unwrap())
+        };
+        assert_eq!(at(level.find(&f())), at(find(rules, &f())), "{path:?}");
+    }
 }
