@@ -138,11 +138,23 @@ pub(crate) async fn serve<H: Handler>(
     let mut found = Found::default();
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
     let mut drained = false;
+    let mut notice: Option<std::pin::Pin<Box<ringside_runtime::task::Sleep>>> = None;
     let mut preface = false;
     let end = std::future::poll_fn(|cx| {
         conn.st.borrow_mut().task_polled(cx.waker());
         if !drained && drain.as_mut().poll(cx).is_ready() {
             drained = true;
+            if ringside_runtime::shutdown::handing_over() {
+                notice = Some(goaway_notice(&conn));
+            } else {
+                goaway(&conn);
+            }
+        }
+        if notice
+            .as_mut()
+            .is_some_and(|n| n.as_mut().poll(cx).is_ready())
+        {
+            notice = None;
             goaway(&conn);
         }
         // Read and act on what the client sent, as long as it sends.
@@ -233,6 +245,22 @@ pub(crate) async fn serve<H: Handler>(
     // on the way; closing on them would reset the connection and could
     // destroy the GOAWAY before the client reads it.
     crate::linger::linger(&link, None).await;
+}
+
+/// How long a handover's first GOAWAY stands before the final one: the
+/// round trip it takes to reach the client (RFC 9113 section 6.8).
+const GOAWAY_NOTICE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A handover's first GOAWAY (RFC 9113 section 6.8), naming the highest
+/// stream id: the client opens no more streams here and reconnects (to the
+/// new process), while the streams it sent before reading it are still
+/// served, rather than refused as a GOAWAY naming the last id seen would
+/// refuse them. The final GOAWAY follows after [`GOAWAY_NOTICE`].
+fn goaway_notice(conn: &Conn) -> std::pin::Pin<Box<ringside_runtime::task::Sleep>> {
+    let mut st = conn.st.borrow_mut();
+    frame::put_goaway(&mut st.out, (1 << 31) - 1, Reason::NO_ERROR, b"");
+    stats::add(|s| &s.goaways_sent, 1);
+    Box::pin(ringside_runtime::task::sleep(GOAWAY_NOTICE))
 }
 
 /// GOAWAY for a drain: the streams opened so far finish, no more are

@@ -1,0 +1,128 @@
+//! Listening sockets carried across a binary upgrade: the old process keeps
+//! a copy of each ([`Bound::handover`]) to hand over, and the new one
+//! builds its workers from what it was handed ([`adopt`]) instead of
+//! binding. The sockets stay open throughout, held by one process or both,
+//! so no queued connection or handshake in flight is reset.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use super::{placement, Bound, StartError};
+use crate::backend;
+use crate::config::{RuntimeConfig, ServerConfig};
+use crate::net::bind_reuseport;
+
+/// Per `[server] listen` address, in config order: every socket a previous
+/// process held on it, one per worker it ran.
+pub type Inherited = Vec<Vec<std::net::TcpListener>>;
+
+/// How long, in a handover drain, an idle keep-alive connection waits for
+/// its next request before it is closed (at most its keep-alive timeout):
+/// a busy client sends within milliseconds and is answered with
+/// `Connection: close`; one quiet this long is closed as on SIGTERM.
+const HANDOVER_IDLE_LINGER: Duration = Duration::from_secs(1);
+
+pub(super) fn idle_linger(keepalive_idle: Duration) -> Duration {
+    if crate::shutdown::handing_over() {
+        HANDOVER_IDLE_LINGER.min(keepalive_idle)
+    } else {
+        Duration::ZERO
+    }
+}
+
+impl Bound {
+    /// A copy of every listening socket, per address in config order, for
+    /// a new process to take over.
+    pub fn handover(&self) -> io::Result<Vec<Vec<OwnedFd>>> {
+        let mut out: Vec<Vec<OwnedFd>> = (0..self.local_addrs.len()).map(|_| Vec::new()).collect();
+        for (w, own) in self.per_worker.iter().enumerate() {
+            for (i, l) in own.iter().enumerate() {
+                out[i].push(l.try_clone()?.into());
+            }
+            for (i, l) in self.extra.get(w).into_iter().flatten() {
+                out[*i].push(l.try_clone()?.into());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// As [`super::bind`], with the sockets of `inherited` instead of new ones:
+/// socket `j` of an address goes to worker `j % n`. A worker beyond those
+/// sockets binds its own with `SO_REUSEPORT`; with fewer workers than
+/// sockets, a worker accepts on several, so that no socket (and no
+/// connection queued on it) is closed.
+pub fn adopt(
+    rt: &RuntimeConfig,
+    srv: &ServerConfig,
+    inherited: Inherited,
+) -> Result<Bound, StartError> {
+    let backend = backend::resolve(rt.backend)?;
+    if backend == backend::Backend::Glommio && srv.tls.iter().any(Option::is_some) {
+        return Err(StartError::TlsOnGlommio);
+    }
+    if inherited.len() != srv.listen.len() || inherited.iter().any(Vec::is_empty) {
+        return Err(StartError::Io(io::Error::other(format!(
+            "handed {} listen addresses, the config has {}",
+            inherited.len(),
+            srv.listen.len()
+        ))));
+    }
+    let (n, pins) = placement(rt)?;
+    let mut per_worker: Vec<Vec<std::net::TcpListener>> = (0..n).map(|_| Vec::new()).collect();
+    let mut extra: Vec<Vec<(usize, std::net::TcpListener)>> = (0..n).map(|_| Vec::new()).collect();
+    let mut local_addrs = Vec::new();
+    let mut shared = 0;
+    for (i, socks) in inherited.into_iter().enumerate() {
+        let actual = socks[0].local_addr()?;
+        local_addrs.push(actual);
+        let had = socks.len();
+        for (j, l) in socks.into_iter().enumerate() {
+            if j < n {
+                per_worker[j].push(l);
+            } else {
+                extra[j % n].push((i, l));
+                shared += 1;
+            }
+        }
+        for w in per_worker.iter_mut().skip(had) {
+            w.push(
+                bind_reuseport(actual, srv.backlog).map_err(|cause| StartError::Bind {
+                    addr: actual,
+                    cause,
+                })?,
+            );
+        }
+    }
+    if shared > 0 {
+        // Closing a socket of a reuseport group resets what is queued on
+        // it unless net.ipv4.tcp_migrate_req moves it to another (Linux
+        // 5.14); keeping them all needs neither.
+        tracing::info!(
+            sockets = shared,
+            workers = n,
+            tcp_migrate_req = ?migrate_req(),
+            "fewer workers than the handed-over sockets: some workers accept on several, none is closed"
+        );
+    }
+    Ok(Bound {
+        backend,
+        n,
+        pins,
+        per_worker,
+        extra,
+        local_addrs,
+        srv: srv.clone(),
+        ring_entries: rt.ring_entries,
+        coalesce_wait: rt.coalesce_wait,
+    })
+}
+
+/// `net.ipv4.tcp_migrate_req`: whether the kernel moves the connections
+/// queued on a closed reuseport socket to another of its group; `None`
+/// where the kernel has no such setting (before 5.14).
+pub fn migrate_req() -> Option<bool> {
+    let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_migrate_req").ok()?;
+    Some(v.trim() != "0")
+}
