@@ -163,6 +163,16 @@ pub enum Command {
     /// else as the ringside serving the config's listen address, else by
     /// /run/ringside/ringside.pid.
     Reload,
+    /// Start a new ringside binary on the running server's listeners
+    /// without refusing or dropping a connection (as SIGUSR2 does): the
+    /// server hands its sockets to the new process and drains once that
+    /// one is ready. Exits 1, with why, when the new process fails; the old
+    /// one then keeps serving. The server is found as for `reload`.
+    Upgrade {
+        /// The binary to start (default: the server's own executable path).
+        #[arg(long, value_name = "PATH")]
+        exe: Option<PathBuf>,
+    },
 }
 
 /// Where `ringside reload` looks when neither flag nor config names a pid file.

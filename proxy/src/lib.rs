@@ -17,4 +17,5 @@ pub mod process;
 pub mod reload;
 pub mod signals;
 pub mod tls;
+pub mod upgrade;
 pub mod upstream;
