@@ -18,7 +18,7 @@
 //!   --admin ADDR|off      the /metrics and /healthz listener
 //!   --access-log PATH     log each request to PATH (combined format)
 //!   --pid-file PATH       the pid file: written at start, read by
-//!                         `reload` and `check`
+//!                         `reload`, `upgrade` and `check`
 //!   -V, --version
 //!   -t, --test            as `check`
 //!   --reuse-port-with-others
@@ -34,6 +34,10 @@
 //!                         from the flag, else FILE's pid_file, else the
 //!                         ringside serving FILE's listen address, else
 //!                         /run/ringside/ringside.pid)
+//!   upgrade [--exe PATH]  start the binary (the server's own path, else
+//!                         PATH) on the running server's listeners; the
+//!                         old process drains once it is ready (found as
+//!                         `reload` finds it; exit 1 with why if it failed)
 //!
 //! The flags may come after the command too: `check FILE --listen ADDR`.
 //! ```

@@ -76,6 +76,7 @@ impl Handover {
         ask::ended(&result);
         match result {
             Ok(pid) => {
+                crate::notify::main_pid(pid);
                 tracing::info!(
                     pid,
                     "the new process is ready; this one stops accepting and drains"
@@ -94,6 +95,11 @@ impl Handover {
     pub fn start(&self, exe: Option<&Path>) -> Result<u32, String> {
         if self.listeners.is_empty() {
             return Err("this process kept no copies of its listeners".into());
+        }
+        if std::process::id() == 1 {
+            // A container's init: its exit ends the container, and takes
+            // the new process with it.
+            return Err("this process is PID 1 (a container's init), whose exit would end the container with the new process in it; replace the container (a rolling update) instead".into());
         }
         let exe = exe
             .map(Path::to_path_buf)

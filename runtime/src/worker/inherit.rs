@@ -95,17 +95,15 @@ pub fn adopt(
             );
         }
     }
-    if shared > 0 {
-        // Closing a socket of a reuseport group resets what is queued on
-        // it unless net.ipv4.tcp_migrate_req moves it to another (Linux
-        // 5.14); keeping them all needs neither.
-        tracing::info!(
-            sockets = shared,
-            workers = n,
-            tcp_migrate_req = ?migrate_req(),
-            "fewer workers than the handed-over sockets: some workers accept on several, none is closed"
-        );
-    }
+    // Closing a socket of a reuseport group resets what is queued on it
+    // unless net.ipv4.tcp_migrate_req moves that to another (Linux 5.14);
+    // no handed-over socket is ever closed here, so neither is needed.
+    tracing::info!(
+        workers = n,
+        accepting_on_several = shared,
+        tcp_migrate_req = ?migrate_req(),
+        "listeners taken over from the previous process; none is closed (a worker accepts on several where there are fewer workers than sockets)"
+    );
     Ok(Bound {
         backend,
         n,
