@@ -124,3 +124,65 @@ pub fn migrate_req() -> Option<bool> {
     let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_migrate_req").ok()?;
     Some(v.trim() != "0")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BackendChoice, Workers};
+
+    fn rt(workers: usize) -> RuntimeConfig {
+        RuntimeConfig {
+            workers: Workers::Count(workers),
+            backend: BackendChoice::Epoll,
+            ..RuntimeConfig::default()
+        }
+    }
+
+    fn sockets(n: usize) -> (ServerConfig, Vec<std::net::TcpListener>) {
+        let first = bind_reuseport("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        let addr = first.local_addr().unwrap();
+        let mut all = vec![first];
+        all.extend((1..n).map(|_| bind_reuseport(addr, 16).unwrap()));
+        let srv = ServerConfig {
+            listen: vec!["127.0.0.1:0".parse().unwrap()],
+            ..ServerConfig::default()
+        };
+        (srv, all)
+    }
+
+    #[test]
+    fn fewer_workers_accept_on_several_sockets_and_close_none() {
+        let (srv, socks) = sockets(3);
+        let b = adopt(&rt(1), &srv, vec![socks]).unwrap();
+        assert_eq!(b.per_worker[0].len(), 1);
+        assert_eq!(b.extra[0].len(), 2);
+        assert!(b.extra[0].iter().all(|(i, _)| *i == 0));
+        // All three are handed on at the next upgrade.
+        assert_eq!(b.handover().unwrap()[0].len(), 3);
+    }
+
+    #[test]
+    fn more_workers_bind_their_own_on_the_same_port() {
+        let (srv, socks) = sockets(1);
+        let port = socks[0].local_addr().unwrap().port();
+        let b = adopt(&rt(3), &srv, vec![socks]).unwrap();
+        assert_eq!(
+            b.per_worker.iter().map(Vec::len).collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
+        assert!(b
+            .per_worker
+            .iter()
+            .flatten()
+            .all(|l| l.local_addr().unwrap().port() == port));
+        assert_eq!(b.handover().unwrap()[0].len(), 3);
+        assert_eq!(b.local_addrs()[0].port(), port);
+    }
+
+    #[test]
+    fn a_different_listen_count_is_refused() {
+        let (mut srv, socks) = sockets(1);
+        srv.listen.push("127.0.0.1:0".parse().unwrap());
+        assert!(adopt(&rt(1), &srv, vec![socks]).is_err());
+    }
+}
