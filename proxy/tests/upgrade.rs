@@ -274,15 +274,9 @@ struct Load {
     h2_log: PathBuf,
 }
 
-fn wrk(url: String, conns: u32, extra: &[&str]) -> Child {
+fn wrk(url: String, conns: u32, extra: &[&str], secs: u32) -> Child {
     Command::new("wrk")
-        .args([
-            "-t1",
-            "-c",
-            &conns.to_string(),
-            "-d",
-            &format!("{LOAD_SECS}s"),
-        ])
+        .args(["-t1", "-c", &conns.to_string(), "-d", &format!("{secs}s")])
         // A starved debug build on two shared cores may be slow; a timeout
         // would count as a socket error without saying anything of loss.
         .args(["--timeout", "60s"])
@@ -299,10 +293,18 @@ impl Load {
         let plain = g.plain;
         let h2_log = dir.path().join("h2load.log");
         let mut clients = vec![
-            ("wrk keep-alive", wrk(format!("http://{plain}/"), 100, &[])),
+            (
+                "wrk keep-alive",
+                wrk(format!("http://{plain}/"), 100, &[], LOAD_SECS),
+            ),
             (
                 "wrk close",
-                wrk(format!("http://{plain}/"), 20, &["-H", "Connection: close"]),
+                wrk(
+                    format!("http://{plain}/"),
+                    20,
+                    &["-H", "Connection: close"],
+                    LOAD_SECS,
+                ),
             ),
             (
                 "h2load",
@@ -318,7 +320,10 @@ impl Load {
             ),
         ];
         if let Some(tls) = g.tls {
-            clients.push(("wrk TLS", wrk(format!("https://{tls}/"), 20, &[])));
+            clients.push((
+                "wrk TLS",
+                wrk(format!("https://{tls}/"), 20, &[], LOAD_SECS),
+            ));
         }
         Load { clients, h2_log }
     }
@@ -515,6 +520,123 @@ fn a_failed_upgrade_leaves_the_old_process_serving() {
                 .unwrap();
             assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{proto} {url}");
         }
+        g.finish();
+    }
+}
+
+/// The most connections open to php-fpm at once (taken by a child or
+/// waiting in its backlog), sampled until stopped.
+fn watch_fpm(
+    fpm: &common::phpfpm::PhpFpm,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    use std::sync::atomic::Ordering;
+    let common::phpfpm::Listen::Tcp(addr) = fpm.listen.clone() else {
+        panic!("a TCP php-fpm");
+    };
+    std::thread::spawn(move || {
+        let mut most = 0;
+        while !stop.load(Ordering::Relaxed) {
+            most = most.max(common::phpfpm::open_to(addr.port()));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        most
+    })
+}
+
+/// FastCGI across upgrades: every request answered while the processes
+/// overlap (the old one lets its idle connections go as its drain begins
+/// and its busy ones after their request) and after, and the capacity
+/// learned under load handed to the next process. What php-fpm holds is
+/// printed, not asserted: while the old one's last requests still hold
+/// children, the new one's first connections wait in php-fpm's backlog
+/// (7 to 10 open with 4 children here, where a fresh process alone
+/// reaches 6 while it learns). Run in a network namespace of its own, so
+/// that `/proc/net/tcp` holds this test's connections only.
+#[test]
+fn fastcgi_requests_survive_upgrades() {
+    if !common::load::in_own_netns("fastcgi_requests_survive_upgrades") {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let children = 4;
+    let fpm = common::phpfpm::PhpFpm::start_tcp(children);
+    for backend in UPGRADE_BACKENDS {
+        let site = Site::new(&format!("upgrade-fcgi-{backend}"), false);
+        let base = fpm.ringside_config(&site.dir, "");
+        let text = std::fs::read_to_string(&base).unwrap()
+            + &format!(
+                "\n[server]\nlisten = [\"127.0.0.1:0\"]\npid_file = \"{}\"\n\n\
+                 [runtime]\nworkers = 2\nbackend = \"{backend}\"\n",
+                site.pid_file.display()
+            );
+        std::fs::write(&site.cfg, text).unwrap();
+        let mut g = Generations::start(&site);
+        let phase = |g: &Generations, secs: u32| {
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let watch = watch_fpm(&fpm, stop.clone());
+            let load = wrk(format!("http://{}/hello.php", g.plain), 20, &[], secs);
+            (load, stop, watch)
+        };
+        let finish = |(load, stop, watch): (
+            Child,
+            std::sync::Arc<std::sync::atomic::AtomicBool>,
+            std::thread::JoinHandle<usize>,
+        )| {
+            let out = load.wait_with_output().unwrap();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let most = watch.join().unwrap();
+            let r = parse_wrk(String::from_utf8_lossy(&out.stdout).into_owned());
+            assert!(r.requests > 0, "{}", r.text);
+            assert_eq!((r.socket_errors, r.non_2xx_3xx), (0, 0), "{}", r.text);
+            most
+        };
+        let during = phase(&g, LOAD_SECS);
+        upgrade_times(&site, &mut g, 3);
+        let most = finish(during);
+        eprintln!("{backend}: at most {most} connections open to php-fpm across the upgrades ({children} children)");
+        let last = *g.pids.last().unwrap();
+        while g.pids.iter().any(|&p| p != last && alive(p)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let most = finish(phase(&g, 2));
+        eprintln!("{backend}: at most {most} open once the old processes are gone");
+        // The capacity learned under load is handed to the next process,
+        // which knows it at its first request (a fresh one would not:
+        // learning needs a connection php-fpm left waiting).
+        let common::phpfpm::Listen::Tcp(fpm_addr) = fpm.listen.clone() else {
+            unreachable!()
+        };
+        let series = format!("ringside_fastcgi_capacity{{upstream=\"php\",server=\"{fpm_addr}\"}}");
+        let metric = |g: &Generations| {
+            let out = Command::new("curl")
+                .args(["-sS", &format!("http://{}/metrics", g.admin.unwrap())])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix(&series).map(|v| v.trim().to_owned()))
+        };
+        let learned = metric(&g).expect("a capacity learned under load");
+        let pid = site
+            .upgrade(Path::new(BIN))
+            .unwrap_or_else(|e| panic!("{e}"));
+        g.pids.push(pid);
+        g.banner();
+        while g.pids.iter().any(|&p| p != pid && alive(p)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let one = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(format!("http://{}/hello.php", g.plain))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&one.stdout), "200");
+        assert_eq!(
+            metric(&g),
+            Some(learned),
+            "{backend}: the learned capacity was handed over"
+        );
         g.finish();
     }
 }

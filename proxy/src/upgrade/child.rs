@@ -50,6 +50,7 @@ pub fn receive() -> Result<Option<Handed>, String> {
         listeners: Vec::new(),
         admin: None,
     };
+    let mut fastcgi = Vec::new();
     let broken = |e: std::io::Error| format!("receiving the listeners from the old process: {e}");
     loop {
         let Some((text, fds)) = wire::recv(&sock, Some(MESSAGE_WAIT)).map_err(broken)? else {
@@ -62,6 +63,11 @@ pub fn receive() -> Result<Option<Handed>, String> {
         };
         match words.as_slice() {
             ["end"] => break,
+            ["fastcgi", server, limit] => {
+                if let Ok(l) = limit.parse::<u32>() {
+                    fastcgi.push((server.to_string(), l));
+                }
+            }
             ["listen", i, a] => {
                 let i: usize = i.parse().map_err(|_| format!("bad index in {text:?}"))?;
                 let a = addr(a)?;
@@ -77,9 +83,12 @@ pub fn receive() -> Result<Option<Handed>, String> {
                 let a = addr(a)?;
                 handed.admin = fds.into_iter().next().map(|fd| (a, TcpListener::from(fd)));
             }
-            _ => return Err(format!("unknown handover message {text:?}")),
+            // From a later version: what this one does not know it does
+            // without, so that a downgrade works too.
+            _ => tracing::debug!(message = %text, "unknown handover message ignored"),
         }
     }
+    crate::fastcgi::learn::hand_over_in(fastcgi);
     *CHANNEL.lock().unwrap_or_else(|e| e.into_inner()) = Some(sock);
     Ok(Some(handed))
 }

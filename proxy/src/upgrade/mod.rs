@@ -153,6 +153,14 @@ impl Handover {
             sent =
                 sent.and_then(|()| wire::send(sock, &format!("admin {addr}"), &[fd.as_raw_fd()]));
         }
+        // What FastCGI servers were learned to serve: the new process
+        // starts from it rather than probing the pool again.
+        for (server, limit) in crate::fastcgi::learn::learned_limits() {
+            if !server.contains(' ') {
+                sent =
+                    sent.and_then(|()| wire::send(sock, &format!("fastcgi {server} {limit}"), &[]));
+            }
+        }
         sent = sent.and_then(|()| wire::send(sock, "end", &[]));
         // A process that ended already leaves its reason queued, or EOF.
         if let Err(e) = &sent {
