@@ -76,7 +76,12 @@ pub fn answer(mut conn: UnixStream, rest: &str) -> io::Result<()> {
 pub fn request(pid: u32, exe: Option<&Path>) -> Result<u32, String> {
     let conn = crate::control::address(pid)
         .and_then(|a| UnixStream::connect_addr(&a))
-        .map_err(|e| format!("pid {pid} has no reload socket ({e}); send it SIGUSR2 instead"))?;
+        .map_err(|e| {
+            format!(
+                "pid {pid} has no reload socket ({e}), so it cannot be asked; SIGUSR2 upgrades \
+                 a ringside that has this command (an older one would stop on it)"
+            )
+        })?;
     let (_, holder) = crate::control::peer(&conn).map_err(|e| format!("reload socket: {e}"))?;
     if holder != pid as i32 {
         return Err(format!(
@@ -95,6 +100,11 @@ pub fn request(pid: u32, exe: Option<&Path>) -> Result<u32, String> {
     let mut reply = String::new();
     conn.read_to_string(&mut reply).map_err(io)?;
     let reply = reply.trim_end();
+    if reply == "refused: not a reload request" {
+        return Err(format!(
+            "pid {pid} predates ringside upgrade (it answers reload only); restart it to run the new binary"
+        ));
+    }
     if let Some(why) = reply.strip_prefix("refused: ") {
         return Err(why.to_owned());
     }
