@@ -212,6 +212,10 @@ pub(crate) async fn serve<H: Handler>(
                 }
             }
         };
+        if notice.is_some() && conn.st.borrow().notice_acked {
+            notice = None;
+            goaway(&conn);
+        }
         // The end of the connection's turn: what it and its streams wrote
         // leaves now, in one send.
         if let Poll::Ready(Err(e)) = io.push(cx) {
@@ -247,18 +251,27 @@ pub(crate) async fn serve<H: Handler>(
     crate::linger::linger(&link, None).await;
 }
 
-/// How long a handover's first GOAWAY stands before the final one: the
-/// round trip it takes to reach the client (RFC 9113 section 6.8).
-const GOAWAY_NOTICE: std::time::Duration = std::time::Duration::from_secs(1);
+/// The most a handover's first GOAWAY stands before the final one, for a
+/// client that does not acknowledge the PING sent with it.
+const GOAWAY_NOTICE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The payload of the PING sent with a handover's first GOAWAY.
+pub(crate) const NOTICE_PING: &[u8] = b"handover";
 
 /// A handover's first GOAWAY (RFC 9113 section 6.8), naming the highest
 /// stream id: the client opens no more streams here and reconnects (to the
 /// new process), while the streams it sent before reading it are still
 /// served, rather than refused as a GOAWAY naming the last id seen would
-/// refuse them. The final GOAWAY follows after [`GOAWAY_NOTICE`].
+/// refuse them. A PING follows it, and the final GOAWAY goes out when the
+/// client acknowledges that PING: having read the first GOAWAY before it,
+/// the client opened nothing since, and every stream it opened before
+/// came ahead of the acknowledgement (one round trip, however slow the
+/// client is to read), or after [`GOAWAY_NOTICE`] at most.
 fn goaway_notice(conn: &Conn) -> std::pin::Pin<Box<ringside_runtime::task::Sleep>> {
     let mut st = conn.st.borrow_mut();
     frame::put_goaway(&mut st.out, (1 << 31) - 1, Reason::NO_ERROR, b"");
+    let payload: &[u8; 8] = NOTICE_PING.try_into().expect("8 bytes");
+    frame::put_ping(&mut st.out, false, payload);
     stats::add(|s| &s.goaways_sent, 1);
     Box::pin(ringside_runtime::task::sleep(GOAWAY_NOTICE))
 }

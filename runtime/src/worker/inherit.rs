@@ -20,8 +20,10 @@ pub type Inherited = Vec<Vec<std::net::TcpListener>>;
 /// How long, in a handover drain, an idle keep-alive connection waits for
 /// its next request before it is closed (at most its keep-alive timeout):
 /// a busy client sends within milliseconds and is answered with
-/// `Connection: close`; one quiet this long is closed as on SIGTERM.
-const HANDOVER_IDLE_LINGER: Duration = Duration::from_secs(1);
+/// `Connection: close`, and a client starved of CPU for a while still
+/// finds its connection open; one quiet this long is closed as on
+/// SIGTERM.
+const HANDOVER_IDLE_LINGER: Duration = Duration::from_secs(5);
 
 pub(super) fn idle_linger(keepalive_idle: Duration) -> Duration {
     if crate::shutdown::handing_over() {
