@@ -154,6 +154,10 @@ fn address(line: &str) -> SocketAddr {
 
 impl Generations {
     fn start(site: &Site) -> Generations {
+        Self::start_with(site, &[])
+    }
+
+    fn start_with(site: &Site, env: &[(&str, &Path)]) -> Generations {
         subreaper();
         // Reaped by pid, as every later generation is (see `alive`).
         #[allow(clippy::zombie_processes)]
@@ -161,6 +165,7 @@ impl Generations {
             .arg("--config")
             .arg(&site.cfg)
             .args(["--admin", "127.0.0.1:0"])
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -639,4 +644,45 @@ fn fastcgi_requests_survive_upgrades() {
         );
         g.finish();
     }
+}
+
+/// Under systemd (`Type=notify`, `NotifyAccess=main`): the new process
+/// says READY=1 with its pid, and the old one, still the main process,
+/// names the new one with MAINPID= before it drains, without STOPPING=1
+/// (the service is not stopping).
+#[test]
+fn systemd_is_told_the_new_main_pid() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let site = Site::new("upgrade-notify", false);
+    site.config("epoll", 1, false);
+    let sock_path = site.dir.path().join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let next = || {
+        let mut buf = [0u8; 512];
+        let n = sock.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let mut g = Generations::start_with(&site, &[("NOTIFY_SOCKET", &sock_path)]);
+    let first = g.pids[0];
+    assert_eq!(next(), format!("READY=1\nMAINPID={first}"));
+    let new = site.upgrade(&site.alt).unwrap_or_else(|e| panic!("{e}"));
+    g.pids.push(new);
+    g.banner();
+    let mut got = vec![next(), next()];
+    got.sort();
+    assert_eq!(
+        got,
+        [format!("MAINPID={new}"), format!("READY=1\nMAINPID={new}")]
+    );
+    while alive(first) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    g.finish();
+    // The only STOPPING=1 is the last process's, at its SIGTERM.
+    assert_eq!(next(), "STOPPING=1");
+    sock.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 512];
+    assert!(sock.recv(&mut buf).is_err(), "a further notification");
 }
