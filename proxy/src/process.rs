@@ -299,6 +299,9 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     if upgrade::child::pending() {
         if let Some(p) = &pid_file {
             if let Err(e) = write_pid(p) {
+                // Its workers accept already: what they took is served,
+                // not closed idle under a client about to send.
+                ringside_runtime::shutdown::set_handing_over();
                 server.shutdown();
                 server.join();
                 return fail(format!("cannot write pid file {}: {e}", p.display()));
