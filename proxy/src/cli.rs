@@ -18,7 +18,7 @@
 //!   --admin ADDR|off      the /metrics and /healthz listener
 //!   --access-log PATH     log each request to PATH (combined format)
 //!   --pid-file PATH       the pid file: written at start, read by
-//!                         `reload` and `check`
+//!                         `reload`, `upgrade` and `check`
 //!   -V, --version
 //!   -t, --test            as `check`
 //!   --reuse-port-with-others
@@ -34,6 +34,10 @@
 //!                         from the flag, else FILE's pid_file, else the
 //!                         ringside serving FILE's listen address, else
 //!                         /run/ringside/ringside.pid)
+//!   upgrade [--exe PATH]  start the binary (the server's own path, else
+//!                         PATH) on the running server's listeners; the
+//!                         old process drains once it is ready (found as
+//!                         `reload` finds it; exit 1 with why if it failed)
 //!
 //! The flags may come after the command too: `check FILE --listen ADDR`.
 //! ```
@@ -163,6 +167,16 @@ pub enum Command {
     /// else as the ringside serving the config's listen address, else by
     /// /run/ringside/ringside.pid.
     Reload,
+    /// Start a new ringside binary on the running server's listeners
+    /// without refusing or dropping a connection (as SIGUSR2 does): the
+    /// server hands its sockets to the new process and drains once that
+    /// one is ready. Exits 1, with why, when the new process fails; the old
+    /// one then keeps serving. The server is found as for `reload`.
+    Upgrade {
+        /// The binary to start (default: the server's own executable path).
+        #[arg(long, value_name = "PATH")]
+        exe: Option<PathBuf>,
+    },
 }
 
 /// Where `ringside reload` looks when neither flag nor config names a pid file.

@@ -47,7 +47,7 @@ fn state() -> std::sync::MutexGuard<'static, Verdicts> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn address(pid: u32) -> io::Result<SocketAddr> {
+pub(crate) fn address(pid: u32) -> io::Result<SocketAddr> {
     SocketAddr::from_abstract_name(format!("ringside-reload.{pid}"))
 }
 
@@ -94,7 +94,7 @@ pub fn spawn() {
 }
 
 /// The uid and pid of the process at the other end of `s`.
-fn peer(s: &UnixStream) -> io::Result<(u32, i32)> {
+pub(crate) fn peer(s: &UnixStream) -> io::Result<(u32, i32)> {
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt into a local ucred of the given size.
@@ -124,7 +124,11 @@ fn answer(mut conn: UnixStream) -> io::Result<()> {
     }
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut line = String::new();
-    BufReader::new((&conn).take(64)).read_line(&mut line)?;
+    // Room for `upgrade PATH`.
+    BufReader::new((&conn).take(4200)).read_line(&mut line)?;
+    if let Some(rest) = line.strip_prefix("upgrade") {
+        return crate::upgrade::ask::answer(conn, rest);
+    }
     if line != REQUEST {
         return conn.write_all(b"refused: not a reload request\n");
     }

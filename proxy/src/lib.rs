@@ -18,4 +18,5 @@ pub mod reload;
 pub mod signals;
 pub mod tls;
 pub mod unix_listen;
+pub mod upgrade;
 pub mod upstream;

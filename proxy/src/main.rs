@@ -24,6 +24,9 @@ fn main() -> ExitCode {
         Some(Command::Check { file }) => return check::command(&cli, file.as_deref()),
         None if cli.test => return check::command(&cli, None),
         Some(Command::Reload) => return reload::command(&cli),
+        Some(Command::Upgrade { exe }) => {
+            return ringside::upgrade::command::command(&cli, exe.as_deref())
+        }
         None => {}
     }
     let cfg = match cli::effective_config(&cli) {

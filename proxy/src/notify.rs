@@ -40,6 +40,14 @@ pub fn reloading() {
     send(&format!("RELOADING=1\nMONOTONIC_USEC={usec}"));
 }
 
+/// A binary upgrade's new process `pid` is ready: it is the service's
+/// main process from now on. Sent by the old one, the main process, which
+/// `NotifyAccess=main` lets say so; the new one's own `READY=1` came
+/// before and is taken only with `NotifyAccess=all`.
+pub fn main_pid(pid: u32) {
+    send(&format!("MAINPID={pid}"));
+}
+
 /// The drain starts.
 pub fn stopping() {
     send("STOPPING=1");

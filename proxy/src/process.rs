@@ -31,10 +31,11 @@ use crate::metrics::{self, admin};
 use crate::privileges::keeper::Kept;
 use crate::signals::{self, Signal};
 use crate::upstream::shared::{self, Shared};
-use crate::{control, notify, privileges};
+use crate::{control, notify, privileges, upgrade};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("ringside: {msg}");
+    upgrade::child::failed(&msg.to_string());
     ExitCode::FAILURE
 }
 
@@ -210,16 +211,24 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Err(e) => return fail(format!("cannot set up signal handling: {e}")),
     };
     privileges::raise_fd_limit();
+    // Started by an upgrade: the old process's listeners.
+    let mut handed = match upgrade::child::receive() {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
     let loc = Locator::new(&cfg, Some(&cli));
     let errors = check::errors(&check::preflight(&cfg, &loc, Mode::Start));
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("ringside: {e}");
         }
+        upgrade::child::failed(&errors.join("; "));
         return ExitCode::FAILURE;
     }
-    if let Err(e) = one_instance(&cfg, &loc, cli.reuse_port_with_others) {
-        return fail(e);
+    if handed.is_none() {
+        if let Err(e) = one_instance(&cfg, &loc, cli.reuse_port_with_others) {
+            return fail(e);
+        }
     }
     // Forked before any thread starts (see keeper.rs).
     // SAFETY: geteuid has no preconditions.
@@ -255,7 +264,11 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
             return fail(format!("cannot open access log {}: {e}", a.path.display()));
         }
     }
-    let admin = match bind_admin(&cfg.ops.admin) {
+    let kept_admin = handed.as_mut().and_then(|h| h.take_admin(&cfg.ops.admin));
+    let admin = match kept_admin
+        .map(|l| Ok(Some(l)))
+        .unwrap_or_else(|| bind_admin(&cfg.ops.admin))
+    {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
@@ -263,22 +276,38 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let mut bound = match worker::bind(&cfg.runtime, &cfg.server) {
+    let bound = match handed.as_mut() {
+        Some(h) => h
+            .listeners(&cfg.server.listen)
+            .and_then(|l| worker::adopt(&cfg.runtime, &cfg.server, l).map_err(|e| e.to_string())),
+        None => worker::bind(&cfg.runtime, &cfg.server).map_err(|e| e.to_string()),
+    };
+    let mut bound = match bound {
         Ok(b) => b,
         Err(e) => return fail(e),
     };
-    // Removed again when this goes, at exit or on a failed start.
-    let unix = match crate::unix_listen::UnixSockets::bind(&cfg.unix_listen, cfg.server.backlog) {
+    // The TCP listeners' copies, taken before the unix sockets join them.
+    let handover = upgrade::Handover::new(&bound, admin.as_ref());
+    // Removed again when this goes, at exit or on a failed start (not
+    // after a handover: the new process serves the same file).
+    let unix = match handed.as_mut() {
+        Some(h) => crate::unix_listen::UnixSockets::adopt(&cfg.unix_listen, h.take_unix()),
+        None => crate::unix_listen::UnixSockets::bind(&cfg.unix_listen, cfg.server.backlog),
+    };
+    let mut unix = match unix {
         Ok(u) => u,
         Err(e) => return fail(e),
     };
     if let Err(e) = unix.add_to(&mut bound) {
         return fail(format!("cannot hand the unix sockets to the workers: {e}"));
     }
+    let handover = handover.with_unix(&unix);
     if let Err(e) = upstream_tls_backend(&cfg, bound.backend()) {
         return fail(e);
     }
     let pid_file = match &cfg.ops.pid_file {
+        // Written once ready: until then the old process is the server.
+        Some(p) if handed.is_some() => Some(p.clone()),
         Some(p) => match write_pid(p) {
             Ok(()) => Some(p.clone()),
             Err(e) => return fail(format!("cannot write pid file {}: {e}", p.display())),
@@ -296,6 +325,18 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    if upgrade::child::pending() {
+        if let Some(p) = &pid_file {
+            if let Err(e) = write_pid(p) {
+                // Its workers accept already: what they took is served,
+                // not closed idle under a client about to send.
+                ringside_runtime::shutdown::set_handing_over();
+                server.shutdown();
+                server.join();
+                return fail(format!("cannot write pid file {}: {e}", p.display()));
+            }
+        }
+    }
     let reg = metrics::registry();
     let _ = reg.backend.set(server.backend.to_string());
     reg.set_serving(&shared, cfg.statics.cache.max_open);
@@ -331,6 +372,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     notify::ready();
+    upgrade::child::ready();
     let sig = loop {
         match signals.wait() {
             Signal::Hup => reload(&cli, &mut cfg, &mut server, &mut shared),
@@ -338,12 +380,21 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
                 tracing::info!("SIGUSR1: reopening the access log");
                 writer::reopen();
             }
+            Signal::Usr2 if handover.on_signal() => break Signal::Usr2,
+            Signal::Usr2 => {}
             sig => break sig,
         }
     };
-    tracing::info!(signal = sig.name(), "draining");
-    notify::stopping();
-    admin::DRAINING.store(true, Ordering::Relaxed);
+    if sig == Signal::Usr2 {
+        // The new process told systemd its pid, and serves the admin
+        // listener too; this one only finishes what it has.
+        ringside_runtime::shutdown::set_handing_over();
+        unix.leave_files();
+    } else {
+        tracing::info!(signal = sig.name(), "draining");
+        notify::stopping();
+        admin::DRAINING.store(true, Ordering::Relaxed);
+    }
     server.shutdown();
     // A second signal during the drain ends the process at once.
     std::thread::spawn(move || loop {

@@ -60,7 +60,7 @@ fn signal(pid: u32, found: &str) -> ExitCode {
 }
 
 /// The server's pid, and how it was found, in words.
-fn find_server(cfg: &Config) -> Result<(u32, String), String> {
+pub(crate) fn find_server(cfg: &Config) -> Result<(u32, String), String> {
     if let Some(p) = &cfg.ops.pid_file {
         return read_pid(p);
     }

@@ -1,6 +1,6 @@
 //! The process's signals, taken synchronously by the main thread with
 //! sigwait: SIGTERM and SIGINT drain, SIGHUP reloads the config, SIGUSR1
-//! reopens the access log. Workers inherit the mask, so only the main
+//! reopens the access log, SIGUSR2 upgrades the binary. Workers inherit the mask, so only the main
 //! thread ever takes them.
 
 use std::io;
@@ -18,6 +18,7 @@ pub enum Signal {
     Int,
     Hup,
     Usr1,
+    Usr2,
 }
 
 impl Signal {
@@ -27,6 +28,7 @@ impl Signal {
             Signal::Int => "SIGINT",
             Signal::Hup => "SIGHUP",
             Signal::Usr1 => "SIGUSR1",
+            Signal::Usr2 => "SIGUSR2",
         }
     }
 }
@@ -37,7 +39,13 @@ pub fn block() -> io::Result<Signals> {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
+        for sig in [
+            libc::SIGTERM,
+            libc::SIGINT,
+            libc::SIGHUP,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+        ] {
             libc::sigaddset(&mut set, sig);
         }
         let r = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -60,6 +68,7 @@ impl Signals {
                     libc::SIGINT => Signal::Int,
                     libc::SIGHUP => Signal::Hup,
                     libc::SIGUSR1 => Signal::Usr1,
+                    libc::SIGUSR2 => Signal::Usr2,
                     _ => Signal::Term,
                 };
             }

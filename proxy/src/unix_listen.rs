@@ -144,6 +144,58 @@ impl UnixSockets {
         Ok(())
     }
 
+    /// Takes over the sockets an old process handed over: the same paths
+    /// as the config's, or the upgrade is refused (a path dropped would be
+    /// left without a server, a new one is a restart's).
+    pub fn adopt(
+        list: &[UnixListen],
+        handed: Vec<(PathBuf, UnixListener)>,
+    ) -> Result<UnixSockets, String> {
+        let want: Vec<&Path> = list.iter().map(|u| u.path.as_path()).collect();
+        let have: Vec<&Path> = handed.iter().map(|(p, _)| p.as_path()).collect();
+        if want != have {
+            let show = |l: &[&Path]| {
+                l.iter()
+                    .map(|p| format!("unix:{}", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(format!(
+                "[server] listen's unix sockets changed: the running server listens on [{}], \
+                 the new config on [{}]; an upgrade keeps them (restart to change them)",
+                show(&have),
+                show(&want)
+            ));
+        }
+        let mut out = UnixSockets::default();
+        for (path, listener) in handed {
+            let meta = std::fs::symlink_metadata(&path)
+                .map_err(|e| format!("unix:{}: {}", path.display(), io_reason(&e)))?;
+            out.bound.push(Bound {
+                listener,
+                path,
+                id: (meta.dev(), meta.ino()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Copies of the sockets, by path, for a new process.
+    pub fn copies(&self) -> io::Result<Vec<(PathBuf, std::os::fd::OwnedFd)>> {
+        self.bound
+            .iter()
+            .map(|b| Ok((b.path.clone(), b.listener.try_clone()?.into())))
+            .collect()
+    }
+
+    /// Leaves the files in place at exit: a new process serves them.
+    pub fn leave_files(&mut self) {
+        for b in &mut self.bound {
+            // No file has this device and inode, so the drop removes none.
+            b.id = (u64::MAX, u64::MAX);
+        }
+    }
+
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.bound.iter().map(|b| b.path.as_path())
     }

@@ -122,6 +122,13 @@ impl Link {
         crate::shutdown::draining()
     }
 
+    /// Whether an idle connection closes now (see
+    /// [`crate::shutdown::closes_idle`]).
+    #[inline]
+    pub fn closes_idle(&self) -> bool {
+        crate::shutdown::closes_idle()
+    }
+
     /// Marks the connection busy (inside a request) for as long as the
     /// guard lives: a drain waits for it, and io_uring batches by it.
     #[inline]

@@ -659,6 +659,11 @@ impl std::os::fd::AsFd for TcpStream {
 /// A listening socket owned by one worker.
 pub struct TcpListener {
     inner: ListenerInner,
+    /// Cancels the accept io_uring holds in the kernel (see
+    /// [`TcpListener::accept_until`]); reused, so it costs nothing per
+    /// connection.
+    #[cfg(feature = "io-uring")]
+    cancel: std::cell::RefCell<monoio::io::Canceller>,
 }
 
 enum ListenerInner {
@@ -697,7 +702,56 @@ impl TcpListener {
                 ListenerInner::Glommio(unsafe { glommio::net::TcpListener::from_raw_fd(std.into_raw_fd()) })
             },
         );
-        Ok(TcpListener { inner })
+        Ok(TcpListener {
+            inner,
+            #[cfg(feature = "io-uring")]
+            cancel: Default::default(),
+        })
+    }
+
+    /// Accepts a connection, or returns `None` once `stop` is set.
+    ///
+    /// An accept io_uring holds in the kernel is not withdrawn by dropping
+    /// its future: a connection arriving after the drop is still taken off
+    /// the queue, and monoio discards the result, so the client's
+    /// connection is neither served nor left for the next process that
+    /// holds the socket (a binary upgrade shares it). So on io_uring the
+    /// accept is cancelled and awaited, and a connection it still returns
+    /// is served. epoll's accept is a readiness wait and a nonblocking
+    /// `accept`, which drops cleanly. glommio's accept is its own io_uring
+    /// operation, which this does not reach: a connection it takes in the
+    /// instant of the stop may be lost.
+    pub async fn accept_until(
+        &self,
+        stop: &crate::shutdown::LocalEvent,
+    ) -> Option<io::Result<TcpStream>> {
+        #[cfg(feature = "io-uring")]
+        if let ListenerInner::Monoio(l) = &self.inner {
+            if backend::current() == Backend::IoUring {
+                let handle = self.cancel.borrow().handle();
+                let mut accept = std::pin::pin!(l.cancelable_accept(handle));
+                let r = match crate::task::select(stop.wait(), accept.as_mut()).await {
+                    crate::task::Either::Right(r) => r,
+                    crate::task::Either::Left(()) => {
+                        std::mem::take(&mut *self.cancel.borrow_mut()).cancel();
+                        match accept.await {
+                            Ok(r) => Ok(r),
+                            // Cancelled before a connection came.
+                            Err(_) => return None,
+                        }
+                    }
+                };
+                return Some(r.map(|(s, _)| TcpStream {
+                    multi: Default::default(),
+                    inner: Inner::Monoio(s),
+                    tls: None,
+                }));
+            }
+        }
+        match crate::task::select(stop.wait(), self.accept()).await {
+            crate::task::Either::Left(()) => None,
+            crate::task::Either::Right(r) => Some(r),
+        }
     }
 
     /// Takes over a bound, listening unix socket; call inside the worker.
@@ -714,7 +768,11 @@ impl TcpListener {
                 ListenerInner::GlommioUnix(unsafe { glommio::net::TcpListener::from_raw_fd(std.into_raw_fd()) })
             },
         );
-        Ok(TcpListener { inner })
+        Ok(TcpListener {
+            inner,
+            #[cfg(feature = "io-uring")]
+            cancel: Default::default(),
+        })
     }
 
     pub async fn accept(&self) -> io::Result<TcpStream> {

@@ -76,6 +76,32 @@ pub fn draining() -> bool {
     DRAINING.with(Cell::get)
 }
 
+/// Set for a drain that hands the listeners to a new process (a binary
+/// upgrade): see [`closes_idle`].
+static HANDING_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the next drain as a handover; call before triggering it.
+pub fn set_handing_over() {
+    HANDING_OVER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the drain hands over to a new process.
+pub fn handing_over() -> bool {
+    HANDING_OVER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether an idle keep-alive connection closes now rather than waiting
+/// for its next request. On SIGTERM nobody serves a reconnect, so at once.
+/// In a handover the client may be sending its next request as the close
+/// goes out (wrk counts a read error; a browser retries at best), so the
+/// connection waits for it, answers it with `Connection: close`, and the
+/// client reconnects to the new process; the worker closes those still
+/// idle once the linger is over (see the worker's drain).
+#[inline]
+pub fn closes_idle() -> bool {
+    draining() && !handing_over()
+}
+
 pub(crate) fn start_draining() {
     DRAINING.with(|d| d.set(true));
     DRAIN_BEGUN.with(|e| e.set());

@@ -22,6 +22,9 @@ use crate::shutdown::{self, LocalEvent, ShutdownHandle, ShutdownSignal};
 use crate::stats::WorkerStats;
 use crate::task;
 
+mod inherit;
+pub use inherit::{adopt, migrate_req, Inherited};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
@@ -217,6 +220,10 @@ pub struct Bound {
     n: usize,
     pins: Vec<Option<usize>>,
     per_worker: Vec<Vec<std::net::TcpListener>>,
+    /// Per worker, sockets beyond its one per address, with the index of
+    /// their address: those a previous process handed over to fewer
+    /// workers (see [`adopt`]).
+    extra: Vec<Vec<(usize, std::net::TcpListener)>>,
     local_addrs: Vec<SocketAddr>,
     srv: ServerConfig,
     ring_entries: u32,
@@ -253,6 +260,7 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
         n,
         pins,
         per_worker,
+        extra: Vec::new(),
         local_addrs,
         srv: srv.clone(),
         ring_entries: rt.ring_entries,
@@ -296,11 +304,18 @@ impl Bound {
             n,
             pins,
             per_worker,
+            mut extra,
             local_addrs,
             srv,
             ring_entries,
             coalesce_wait,
         } = self;
+        extra.resize_with(n, Vec::new);
+        let per_worker = per_worker
+            .into_iter()
+            .zip(extra)
+            .map(|(own, more)| own.into_iter().enumerate().chain(more).collect())
+            .collect();
         spawn(
             backend,
             n,
@@ -321,7 +336,7 @@ fn spawn<H: 'static, D: Driver<H>>(
     backend: Backend,
     n: usize,
     pins: Vec<Option<usize>>,
-    per_worker: Vec<Vec<std::net::TcpListener>>,
+    per_worker: Vec<Vec<(usize, std::net::TcpListener)>>,
     local_addrs: Vec<SocketAddr>,
     srv: &ServerConfig,
     ring_entries: u32,
@@ -415,7 +430,7 @@ fn spawn<H: 'static, D: Driver<H>>(
 #[allow(clippy::too_many_arguments)]
 async fn worker_main<H: 'static, D: Driver<H>>(
     ctx: WorkerContext,
-    listeners: Vec<std::net::TcpListener>,
+    listeners: Vec<(usize, std::net::TcpListener)>,
     signal: ShutdownSignal,
     inbox: ReloadInbox<H>,
     factory: Factory<H>,
@@ -425,9 +440,9 @@ async fn worker_main<H: 'static, D: Driver<H>>(
     driver: D,
 ) {
     let mut owned = Vec::with_capacity(listeners.len());
-    for l in listeners {
+    for (i, l) in listeners {
         match TcpListener::from_std(l) {
-            Ok(l) => owned.push(l),
+            Ok(l) => owned.push((i, l)),
             Err(cause) => {
                 let _ = ready.send(Err(StartError::Worker {
                     index: ctx.index,
@@ -452,7 +467,7 @@ async fn worker_main<H: 'static, D: Driver<H>>(
     drop(factory);
     let current = Rc::new(Current::new(handler, conn_cfg));
     let stop = Rc::new(LocalEvent::default());
-    for (i, l) in owned.into_iter().enumerate() {
+    for (i, l) in owned {
         task::spawn(accept_loop(
             l,
             i,
@@ -471,14 +486,20 @@ async fn worker_main<H: 'static, D: Driver<H>>(
     signal.wait().await;
     shutdown::start_draining();
     stop.set();
-    conns::close(true);
+    let linger_end = Instant::now() + inherit::idle_linger(current.conn().timeouts.keepalive_idle);
+    if !shutdown::handing_over() {
+        conns::close(true);
+    }
     let deadline = Instant::now() + grace;
     // Off the request path: a coarse poll of this core's connection count
     // is enough, and keeps the per-request path free of wakeup bookkeeping.
-    while conns::open() > 0 && Instant::now() < deadline {
+    // An accept loop still ending may hand one more connection in.
+    while (conns::open() > 0 || Rc::strong_count(&stop) > 1) && Instant::now() < deadline {
         task::sleep(Duration::from_millis(5)).await;
         // Connections that finished a request meanwhile went idle.
-        conns::close(true);
+        if !shutdown::handing_over() || Instant::now() >= linger_end {
+            conns::close(true);
+        }
     }
     if conns::open() > 0 {
         tracing::warn!(
@@ -530,16 +551,19 @@ async fn accept_loop<H: 'static, D: Driver<H>>(
                 return;
             }
         }
-        let accepted = match task::select(stop.wait(), l.accept()).await {
-            task::Either::Left(()) => return,
-            task::Either::Right(r) => r,
+        let Some(accepted) = l.accept_until(&stop).await else {
+            return;
         };
+        let stopped = stop.is_set();
         match accepted {
             Ok(stream) => {
                 // Settings read per connection: a reload's new
                 // certificates apply to the next handshake.
                 if let Some(link) = Link::accepted(stream, current.conn(), index) {
                     task::spawn_with(|| driver.serve(link, current.clone()))
+                }
+                if stopped {
+                    return;
                 }
             }
             Err(e) => {

@@ -156,7 +156,7 @@ pub(crate) fn serve<H: Handler>(
                 if let Some(a) = active.take() {
                     release(a);
                 }
-                if link.draining() {
+                if link.closes_idle() {
                     break Next::Close;
                 }
                 let t = &link.cfg.timeouts;
@@ -170,7 +170,7 @@ pub(crate) fn serve<H: Handler>(
                     .readable_until(ringside_runtime::clock::now() + idle)
                     .await;
                 link.set_idle(false);
-                if ready.is_err() || link.expired() || link.draining() {
+                if ready.is_err() || link.expired() || link.closes_idle() {
                     break Next::Close;
                 }
             }

@@ -138,11 +138,23 @@ pub(crate) async fn serve<H: Handler>(
     let mut found = Found::default();
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
     let mut drained = false;
+    let mut notice: Option<std::pin::Pin<Box<ringside_runtime::task::Sleep>>> = None;
     let mut preface = false;
     let end = std::future::poll_fn(|cx| {
         conn.st.borrow_mut().task_polled(cx.waker());
         if !drained && drain.as_mut().poll(cx).is_ready() {
             drained = true;
+            if ringside_runtime::shutdown::handing_over() {
+                notice = Some(goaway_notice(&conn));
+            } else {
+                goaway(&conn);
+            }
+        }
+        if notice
+            .as_mut()
+            .is_some_and(|n| n.as_mut().poll(cx).is_ready())
+        {
+            notice = None;
             goaway(&conn);
         }
         // Read and act on what the client sent, as long as it sends.
@@ -200,6 +212,10 @@ pub(crate) async fn serve<H: Handler>(
                 }
             }
         };
+        if notice.is_some() && conn.st.borrow().notice_acked {
+            notice = None;
+            goaway(&conn);
+        }
         // The end of the connection's turn: what it and its streams wrote
         // leaves now, in one send.
         if let Poll::Ready(Err(e)) = io.push(cx) {
@@ -233,6 +249,31 @@ pub(crate) async fn serve<H: Handler>(
     // on the way; closing on them would reset the connection and could
     // destroy the GOAWAY before the client reads it.
     crate::linger::linger(&link, None).await;
+}
+
+/// The most a handover's first GOAWAY stands before the final one, for a
+/// client that does not acknowledge the PING sent with it.
+const GOAWAY_NOTICE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The payload of the PING sent with a handover's first GOAWAY.
+pub(crate) const NOTICE_PING: &[u8] = b"handover";
+
+/// A handover's first GOAWAY (RFC 9113 section 6.8), naming the highest
+/// stream id: the client opens no more streams here and reconnects (to the
+/// new process), while the streams it sent before reading it are still
+/// served, rather than refused as a GOAWAY naming the last id seen would
+/// refuse them. A PING follows it, and the final GOAWAY goes out when the
+/// client acknowledges that PING: having read the first GOAWAY before it,
+/// the client opened nothing since, and every stream it opened before
+/// came ahead of the acknowledgement (one round trip, however slow the
+/// client is to read), or after [`GOAWAY_NOTICE`] at most.
+fn goaway_notice(conn: &Conn) -> std::pin::Pin<Box<ringside_runtime::task::Sleep>> {
+    let mut st = conn.st.borrow_mut();
+    frame::put_goaway(&mut st.out, (1 << 31) - 1, Reason::NO_ERROR, b"");
+    let payload: &[u8; 8] = NOTICE_PING.try_into().expect("8 bytes");
+    frame::put_ping(&mut st.out, false, payload);
+    stats::add(|s| &s.goaways_sent, 1);
+    Box::pin(ringside_runtime::task::sleep(GOAWAY_NOTICE))
 }
 
 /// GOAWAY for a drain: the streams opened so far finish, no more are

@@ -197,6 +197,8 @@ impl Reader {
                     let payload: &[u8; 8] = p.try_into().expect("8 bytes");
                     f::put_ping(&mut st.out, true, payload);
                     st.waste();
+                } else if p == super::NOTICE_PING {
+                    st.notice_acked = true;
                 }
                 Ok(())
             }

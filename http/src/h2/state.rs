@@ -113,6 +113,9 @@ pub(crate) struct State {
     pub goaway_last: Option<u32>,
     /// The client sent GOAWAY.
     pub peer_goaway: bool,
+    /// The client acknowledged the PING sent with a handover's first
+    /// GOAWAY (see `super::goaway_notice`): it has read that GOAWAY.
+    pub notice_acked: bool,
     /// Bytes to send, pushed by the connection task at the end of its turn.
     pub out: BytesMut,
     /// The connection task, to be woken when `out` has bytes.
@@ -149,6 +152,7 @@ impl State {
             failed: None,
             goaway_last: None,
             peer_goaway: false,
+            notice_acked: false,
             out: BytesMut::new(),
             task: None,
             task_woken: false,

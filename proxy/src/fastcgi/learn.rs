@@ -93,6 +93,30 @@ fn registry() -> &'static Mutex<HashMap<PeerAddr, Weak<Capacity>>> {
     R.get_or_init(Default::default)
 }
 
+/// Limits a previous process learned (a binary upgrade hands them over),
+/// by server address: a server's first `Capacity` starts from it.
+static HANDED_OVER: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+
+fn handed_over(server: &str) -> Option<u32> {
+    let h = HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner());
+    h.iter().find(|(s, _)| s == server).map(|&(_, l)| l)
+}
+
+/// Takes the limits a previous process learned (see `crate::upgrade`).
+pub fn hand_over_in(limits: Vec<(String, u32)>) {
+    *HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner()) = limits;
+}
+
+/// Every limit learned so far, by server address, to hand to a new
+/// process.
+pub fn learned_limits() -> Vec<(String, u32)> {
+    let m = registry().lock().unwrap_or_else(|e| e.into_inner());
+    m.values()
+        .filter_map(Weak::upgrade)
+        .filter_map(|c| Some((c.server.clone(), c.learned()?)))
+        .collect()
+}
+
 impl Capacity {
     /// The capacity of the server at `addr`, shared with every other core
     /// and upstream that talks to it while one of them holds it.
@@ -116,9 +140,10 @@ impl Capacity {
     }
 
     pub fn new(server: String, workers: usize) -> Capacity {
+        let limit = handed_over(&server).unwrap_or(UNKNOWN);
         Capacity {
             server,
-            limit: AtomicU32::new(UNKNOWN),
+            limit: AtomicU32::new(limit),
             served: AtomicU32::new(0),
             opening: AtomicU32::new(0),
             answers: AtomicU32::new(0),

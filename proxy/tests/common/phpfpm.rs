@@ -605,6 +605,19 @@ pub fn taken_now(port: u16) -> usize {
     once().min(once())
 }
 
+/// Connections open to php-fpm on TCP `port` now, taken or waiting in the
+/// backlog, by peer (see [`PhpFpm::open_connections`]).
+pub fn open_to(port: u16) -> usize {
+    let mut peers: Vec<String> = tcp_sockets(port)
+        .into_iter()
+        .filter(|(st, _, _)| *st == 0x01)
+        .map(|(_, _, peer)| peer)
+        .collect();
+    peers.sort();
+    peers.dedup();
+    peers.len()
+}
+
 fn tcp_sockets(port: u16) -> Vec<(u8, u32, String)> {
     let want = format!(":{port:04X}");
     std::fs::read_to_string("/proc/net/tcp")
