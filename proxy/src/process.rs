@@ -327,7 +327,9 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     };
     if upgrade::child::pending() {
         if let Some(p) = &pid_file {
-            if let Err(e) = write_pid(p) {
+            // Through an adopted keeper: the directory may be root's.
+            let written = privileges::keeper::write_pid().unwrap_or_else(|| write_pid(p));
+            if let Err(e) = written {
                 // Its workers accept already: what they took is served,
                 // not closed idle under a client about to send.
                 ringside_runtime::shutdown::set_handing_over();

@@ -769,3 +769,109 @@ fn a_unix_socket_listener_is_handed_over_and_its_file_kept() {
         );
     }
 }
+
+/// With `[server] user`, the logs and the pid file live in root-owned
+/// directories: the new process, which starts as that user, takes over the
+/// old one's root helper, so it writes the pid file and reopens the log on
+/// SIGUSR1 through it, and at its exit the helper removes the pid file and
+/// ends.
+#[test]
+fn with_a_user_the_root_helper_is_handed_over() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test starts ringside as root (the test command runs as root)"
+    );
+    let mut site = Site::new("upgrade-keeper", false);
+    let d = site.dir.path().to_path_buf();
+    for sub in ["", "www", "log", "run"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+        std::fs::set_permissions(
+            d.join(sub),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let pid_file = d.join("run/ringside.pid");
+    let log = d.join("log/access.log");
+    let text = format!(
+        "[server]\nroot = \"{dir}/www\"\nlisten = [\"127.0.0.1:0\"]\nuser = \"nobody\"\npid_file = \"{pid}\"\n\n\
+         [access_log]\npath = \"{log}\"\nflush_every = \"10ms\"\n\n[runtime]\nworkers = 1\n",
+        dir = d.display(),
+        pid = pid_file.display(),
+        log = log.display(),
+    );
+    std::fs::write(&site.cfg, text).unwrap();
+    site.pid_file = pid_file.clone();
+    let mut g = Generations::start(&site);
+    let first = g.pids[0];
+    let keeper: i32 = std::fs::read_to_string(format!("/proc/{first}/task/{first}/children"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .expect("a root helper")
+        .parse()
+        .unwrap();
+    let get = |g: &Generations, q: &str| {
+        let out = Command::new("curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(format!("http://{}/index.html?{q}", g.plain))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let logged = |q: &str| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains(q)
+            {
+                return;
+            }
+            assert!(Instant::now() < end, "{q} never reached {}", log.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    assert_eq!(get(&g, "first"), "200");
+    logged("?first");
+    let new = site
+        .upgrade(Path::new(BIN))
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", g.log()));
+    g.pids.push(new);
+    g.banner();
+    assert_eq!(site.pid(), new, "the helper wrote the new pid");
+    let end = Instant::now() + Duration::from_secs(60);
+    while alive(first) {
+        assert!(Instant::now() < end, "the old process never exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(alive(keeper), "the root helper outlives the old process");
+    assert_eq!(get(&g, "second"), "200");
+    logged("?second");
+    // logrotate: move, then SIGUSR1 to the new process, which runs as
+    // nobody and reopens the log in the root-owned directory through the
+    // helper.
+    std::fs::rename(&log, d.join("log/access.log.1")).unwrap();
+    // SAFETY: our server's pid.
+    unsafe { libc::kill(new, libc::SIGUSR1) };
+    let end = Instant::now() + Duration::from_secs(10);
+    while !log.exists() {
+        assert!(Instant::now() < end, "the log was not reopened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(get(&g, "third"), "200");
+    logged("?third");
+    g.finish();
+    assert!(
+        !pid_file.exists(),
+        "the helper removes the new pid's file at the end"
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    while alive(keeper) {
+        assert!(Instant::now() < end, "the root helper outlived the server");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

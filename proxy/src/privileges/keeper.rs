@@ -17,6 +17,11 @@
 //! so the user cannot point root at another file. When the server exits, or
 //! dies, its end of the pair closes; the keeper then removes the pid file
 //! if it still names the server, and exits.
+//!
+//! A binary upgrade hands the keeper over: the new process gets a copy of
+//! the socket and the lists (`handoff`, `adopt`), tells the keeper its pid
+//! (which the keeper writes to the pid file, as root), and the old one
+//! stops asking. The keeper ends when the last of them closes the socket.
 
 use std::ffi::CString;
 use std::io;
@@ -55,9 +60,85 @@ pub struct Kept {
 
 static KEEPER: OnceLock<Keeper> = OnceLock::new();
 
+/// Set once a new process took the keeper over: this one asks it nothing
+/// more, so that no answer meant for one goes to the other.
+static HANDED: AtomicBool = AtomicBool::new(false);
+
 const OPEN: u8 = b'O';
 const READ: u8 = b'R';
 const EXIT: u8 = b'X';
+/// A new process's pid, which the keeper writes to the pid file and
+/// removes it for at the end.
+const PARENT: u8 = b'P';
+
+/// This process's keeper, unless it handed it over.
+fn keeper() -> Option<&'static Keeper> {
+    KEEPER.get().filter(|_| !HANDED.load(Ordering::Relaxed))
+}
+
+/// What a new process needs to use this keeper (see [`adopt`]).
+pub struct Handoff {
+    pub sock: OwnedFd,
+    pub pid: libc::pid_t,
+    pub uid: u32,
+    pub gid: u32,
+    pub logs: Vec<PathBuf>,
+    pub reads: Vec<PathBuf>,
+}
+
+/// A copy of this process's keeper for a new process, if it has one.
+pub fn handoff() -> Option<io::Result<Handoff>> {
+    let k = keeper()?;
+    let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
+    Some(sock.try_clone().map(|sock| Handoff {
+        sock,
+        pid: k.pid,
+        uid: k.uid,
+        gid: k.gid,
+        logs: k.logs.clone(),
+        reads: k.reads.clone(),
+    }))
+}
+
+/// The new process is ready with the keeper: this one asks it nothing
+/// more, and its exit leaves the keeper and the pid file to the new one.
+pub fn handed_over() {
+    if KEEPER.get().is_some() {
+        HANDED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Takes over the keeper an old process handed over.
+pub fn adopt(h: Handoff) {
+    let _ = KEEPER.set(Keeper {
+        sock: Mutex::new(h.sock),
+        logs: h.logs,
+        reads: h.reads,
+        pid: h.pid,
+        uid: h.uid,
+        gid: h.gid,
+        broken: AtomicBool::new(false),
+    });
+}
+
+/// Has the keeper write this process's pid to the pid file (as root: its
+/// directory may be root's) and remove it for this process at the end.
+/// `None` without an adopted keeper.
+pub fn write_pid() -> Option<io::Result<()>> {
+    let k = keeper()?;
+    let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
+    let mut msg = [PARENT, 0, 0, 0, 0];
+    msg[1..].copy_from_slice(&(std::process::id() as libc::pid_t).to_be_bytes());
+    let answer = send(sock.as_raw_fd(), &msg, None).and_then(|()| recv(sock.as_raw_fd()));
+    Some(match answer {
+        Ok((0, _)) => Ok(()),
+        Ok((e, _)) => Err(io::Error::from_raw_os_error(e)),
+        Err(e) => {
+            k.broken.store(true, Ordering::Relaxed);
+            Err(e)
+        }
+    })
+}
 
 /// Forks the keeper. Must run before the process starts any thread: the
 /// child carries on single-threaded from here.
@@ -170,7 +251,7 @@ pub fn open_log(path: &Path) -> io::Result<std::fs::File> {
             .open(path)
     };
     // SAFETY: geteuid has no preconditions.
-    let opened = match KEEPER.get() {
+    let opened = match keeper() {
         Some(k) if unsafe { libc::geteuid() } == 0 => as_user(k.uid, k.gid, open),
         _ => open(),
     };
@@ -197,7 +278,7 @@ pub(crate) fn as_user<T>(uid: u32, gid: u32, f: impl FnOnce() -> io::Result<T>) 
 /// An error opening a file the keeper does not keep, with why root did not
 /// open it when that may be the reason.
 fn not_kept(path: &Path, e: io::Error) -> io::Error {
-    if KEEPER.get().is_none() || e.kind() != io::ErrorKind::PermissionDenied {
+    if keeper().is_none() || e.kind() != io::ErrorKind::PermissionDenied {
         return e;
     }
     io::Error::new(
@@ -229,7 +310,7 @@ fn ask(
     list: impl Fn(&Keeper) -> &Vec<PathBuf>,
     path: &Path,
 ) -> Option<io::Result<std::fs::File>> {
-    let k = KEEPER.get()?;
+    let k = keeper()?;
     let i = list(k).iter().position(|p| p == path)? as u16;
     let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
     if k.broken.load(Ordering::Relaxed) {
@@ -254,7 +335,7 @@ fn ask(
 /// At exit: has the keeper remove the pid file, and waits for it to end.
 /// Returns whether there was a keeper.
 pub fn finish() -> bool {
-    let Some(k) = KEEPER.get() else {
+    let Some(k) = keeper() else {
         return false;
     };
     let sock = k.sock.lock().unwrap_or_else(|e| e.into_inner());
@@ -262,7 +343,8 @@ pub fn finish() -> bool {
         let _ = recv(sock.as_raw_fd());
     }
     let mut status = 0;
-    // SAFETY: waits for our own child.
+    // SAFETY: waits for our own child; an adopted keeper is not ours (it
+    // answered EXIT, so the pid file is gone already).
     unsafe { libc::waitpid(k.pid, &mut status, 0) };
     true
 }
@@ -274,7 +356,7 @@ fn serve(
     logs: &[CString],
     reads: &[CString],
     pid_file: Option<&Path>,
-    parent: libc::pid_t,
+    mut parent: libc::pid_t,
     (uid, gid): (u32, u32),
 ) -> ! {
     let fd = sock.as_raw_fd();
@@ -312,6 +394,17 @@ fn serve(
                     None => send(fd, &errno_bytes(libc::EINVAL), None),
                 };
                 if reply.is_err() {
+                    break;
+                }
+            }
+            PARENT if n >= 5 => {
+                parent = libc::pid_t::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]);
+                let written = match pid_file {
+                    Some(p) => std::fs::write(p, format!("{parent}\n"))
+                        .map_or_else(|e| e.raw_os_error().unwrap_or(libc::EIO), |()| 0),
+                    None => 0,
+                };
+                if send(fd, &errno_bytes(written), None).is_err() {
                     break;
                 }
             }

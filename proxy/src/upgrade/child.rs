@@ -53,11 +53,24 @@ pub fn receive() -> Result<Option<Handed>, String> {
         unix: Vec::new(),
     };
     let mut fastcgi = Vec::new();
+    let mut keeper: Option<crate::privileges::keeper::Handoff> = None;
     let broken = |e: std::io::Error| format!("receiving the listeners from the old process: {e}");
     loop {
         let Some((text, fds)) = wire::recv(&sock, Some(MESSAGE_WAIT)).map_err(broken)? else {
             return Err("the old process closed the handover socket".into());
         };
+        if let Some(path) = text.strip_prefix("keeper-log ") {
+            if let Some(k) = &mut keeper {
+                k.logs.push(path.into());
+            }
+            continue;
+        }
+        if let Some(path) = text.strip_prefix("keeper-read ") {
+            if let Some(k) = &mut keeper {
+                k.reads.push(path.into());
+            }
+            continue;
+        }
         if let Some(path) = text.strip_prefix("unix ") {
             if let Some(fd) = fds.into_iter().next() {
                 handed.unix.push((path.into(), fd.into()));
@@ -71,6 +84,24 @@ pub fn receive() -> Result<Option<Handed>, String> {
         };
         match words.as_slice() {
             ["end"] => break,
+            ["keeper", pid, uid, gid] => {
+                let (Some(sock), Ok(pid), Ok(uid), Ok(gid)) = (
+                    fds.into_iter().next(),
+                    pid.parse(),
+                    uid.parse(),
+                    gid.parse(),
+                ) else {
+                    return Err(format!("bad keeper message {text:?}"));
+                };
+                keeper = Some(crate::privileges::keeper::Handoff {
+                    sock,
+                    pid,
+                    uid,
+                    gid,
+                    logs: Vec::new(),
+                    reads: Vec::new(),
+                });
+            }
             ["fastcgi", server, limit] => {
                 if let Ok(l) = limit.parse::<u32>() {
                     fastcgi.push((server.to_string(), l));
@@ -97,6 +128,9 @@ pub fn receive() -> Result<Option<Handed>, String> {
         }
     }
     crate::fastcgi::learn::hand_over_in(fastcgi);
+    if let Some(k) = keeper {
+        crate::privileges::keeper::adopt(k);
+    }
     *CHANNEL.lock().unwrap_or_else(|e| e.into_inner()) = Some(sock);
     Ok(Some(handed))
 }

@@ -91,6 +91,7 @@ impl Handover {
         ask::ended(&result);
         match result {
             Ok(pid) => {
+                crate::privileges::keeper::handed_over();
                 crate::notify::main_pid(pid);
                 tracing::info!(
                     pid,
@@ -168,6 +169,25 @@ impl Handover {
             // The path is the rest of the line; a line is one message.
             let text = format!("unix {}", path.display());
             sent = sent.and_then(|()| wire::send(sock, &text, &[fd.as_raw_fd()]));
+        }
+        // The root helper of `[server] user`: the new process, which runs
+        // as that user already, reopens logs and writes the pid file
+        // through it.
+        match crate::privileges::keeper::handoff() {
+            Some(Ok(k)) => {
+                let text = format!("keeper {} {} {}", k.pid, k.uid, k.gid);
+                sent = sent.and_then(|()| wire::send(sock, &text, &[k.sock.as_raw_fd()]));
+                for p in &k.logs {
+                    let text = format!("keeper-log {}", p.display());
+                    sent = sent.and_then(|()| wire::send(sock, &text, &[]));
+                }
+                for p in &k.reads {
+                    let text = format!("keeper-read {}", p.display());
+                    sent = sent.and_then(|()| wire::send(sock, &text, &[]));
+                }
+            }
+            Some(Err(e)) => sent = sent.and(Err(e)),
+            None => {}
         }
         if let Some((addr, fd)) = &self.admin {
             sent =
