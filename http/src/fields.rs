@@ -10,8 +10,7 @@
 //! written straight into the head as it is laid out. A request without
 //! rules pays one `None` check per head.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::cell::Cell;
 
 /// What a rule does to its field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,31 +103,40 @@ pub struct SiteFields {
 }
 
 thread_local! {
-    /// `Server: ...\r\n` as HTTP/1 writes it; empty for none.
-    static SERVER: RefCell<Rc<[u8]>> = RefCell::new(Rc::from(&b"Server: ringside\r\n"[..]));
+    /// `Server: ...\r\n` as HTTP/1 writes it; empty for none. A const
+    /// `Cell` of a `'static` line, so a response reads it with one load
+    /// (a lazily made `RefCell<Rc>` cost 86 instructions a response).
+    static SERVER: Cell<&'static [u8]> = const { Cell::new(b"Server: ringside\r\n") };
 }
 
 const PREFIX: usize = b"Server: ".len();
 
 /// The `Server` field this core writes from now on: `Some(value)`, or
 /// none at all. Called where a core's handler is built (at start and at
-/// each reload), so it costs nothing per response.
+/// each reload), so it costs nothing per response. A value not written
+/// before is kept for the process's life (a few bytes per distinct value
+/// a reload ever sets).
 pub fn set_server(value: Option<&str>) {
     let line = match value {
         Some(v) => format!("Server: {v}\r\n"),
         None => String::new(),
     };
-    SERVER.with(|s| *s.borrow_mut() = Rc::from(line.as_bytes()));
+    if SERVER.with(Cell::get) != line.as_bytes() {
+        let kept: &'static [u8] = Box::leak(line.into_bytes().into_boxed_slice());
+        SERVER.with(|s| s.set(kept));
+    }
 }
 
 /// Calls `f` with the `Server: ...\r\n` line (empty for none).
+#[inline]
 pub(crate) fn with_server_line<R>(f: impl FnOnce(&[u8]) -> R) -> R {
-    SERVER.with(|s| f(&s.borrow()))
+    f(server_line())
 }
 
-/// The `Server: ...\r\n` line, held (a count, no copy).
-pub(crate) fn server_line() -> Rc<[u8]> {
-    SERVER.with(|s| s.borrow().clone())
+/// The `Server: ...\r\n` line.
+#[inline]
+pub(crate) fn server_line() -> &'static [u8] {
+    SERVER.with(Cell::get)
 }
 
 /// The value in a [`server_line`], `None` for none.
@@ -197,7 +205,7 @@ mod tests {
     #[test]
     fn server_field_per_core() {
         let line = || with_server_line(|l| l.to_vec());
-        let value = || server_value(&server_line()).map(<[u8]>::to_vec);
+        let value = || server_value(server_line()).map(<[u8]>::to_vec);
         assert_eq!(line(), b"Server: ringside\r\n");
         assert_eq!(value(), Some(b"ringside".to_vec()));
         set_server(Some("edge/1"));

@@ -275,7 +275,7 @@ impl<'a> Wire<'a> {
             }
             extra[n] = (b"date", given.unwrap_or(date));
             n += 1;
-            if let Some(s) = crate::fields::server_value(&server) {
+            if let Some(s) = crate::fields::server_value(server) {
                 extra[n] = (b"server", s);
                 n += 1;
             }
