@@ -321,6 +321,25 @@ fn data(st: &mut State, h: Head, p: &[u8]) -> Result<(), Reason> {
     }
     s.recv_window -= len;
     let body = &p[range];
+    if let Some(left) = s.discarding {
+        // Answered already: taken and thrown away, within its budget.
+        let n = body.len() as u32;
+        if n > left {
+            st.credit_conn(len as u32);
+            st.reset(h.stream, Reason::NO_ERROR);
+            return Ok(());
+        }
+        s.discarding = Some(left - n);
+        s.remote_ended = end;
+        if body.is_empty() && !end {
+            st.waste();
+        }
+        st.credit_stream(key, len as u32);
+        if end {
+            st.remove(key);
+        }
+        return Ok(());
+    }
     s.received += body.len() as u64;
     let wrong_length = match s.content_length {
         Some(cl) => s.received > cl || (end && s.received != cl),
@@ -381,6 +400,11 @@ fn block(
             return Ok(());
         }
         s.remote_ended = true;
+        if s.discarding.is_some() {
+            // Answered already, and nothing waits for its trailers.
+            st.remove(key);
+            return Ok(());
+        }
         if !fields.is_empty() {
             s.trailers = Some(Box::new(fields));
         }

@@ -34,6 +34,10 @@ pub(crate) const WRITE_HIGH: usize = 64 * 1024;
 /// an id never used is PROTOCOL_ERROR (§5.1.1).
 const CLOSED_MEMORY: usize = 16;
 
+/// The most request body a stream answered early reads and throws away
+/// before it is reset instead (see [`State::discard`]).
+pub(crate) const DISCARD_MAX: u32 = 1 << 20;
+
 pub(crate) struct Stream {
     pub id: u32,
     /// What we may still send (the client's window for it).
@@ -56,6 +60,9 @@ pub(crate) struct Stream {
     pub waker: Option<Waker>,
     /// The request's trailer section, once it came (§8.1).
     pub trailers: Option<Box<crate::h2::client::FieldList>>,
+    /// Answered whole before its request body ended: the bytes of body
+    /// still taken and thrown away (see [`State::discard`]).
+    pub discarding: Option<u32>,
 }
 
 impl Stream {
@@ -211,12 +218,35 @@ impl State {
             received: 0,
             waker: None,
             trailers: None,
+            discarding: None,
         });
         self.index.push((id, key));
         key
     }
 
     /// Forgets a stream; its task, if it waits, is woken to find it gone.
+    /// A stream answered whole while its request body still comes (an
+    /// early 403, 404 or 413): the rest of the body, up to
+    /// [`DISCARD_MAX`], is read and thrown away with its windows credited,
+    /// so that the client finishes sending and takes the answer, where a
+    /// RST_STREAM(NO_ERROR), which RFC 9113 §8.1 allows, makes clients
+    /// such as curl 7.88 report the whole exchange failed. A body known to
+    /// be longer is cut off at once, as before.
+    pub(crate) fn discard(&mut self, key: usize) {
+        let Some(s) = self.streams.get_mut(key) else {
+            return;
+        };
+        let (id, taken) = (s.id, s.body.len() as u32);
+        let left = s.content_length.map(|cl| cl.saturating_sub(s.received));
+        if left.is_some_and(|l| l > u64::from(DISCARD_MAX)) || self.closed {
+            self.reset(id, Reason::NO_ERROR);
+            return;
+        }
+        s.body.clear();
+        s.discarding = Some(DISCARD_MAX);
+        self.credit_stream(key, taken);
+    }
+
     pub(crate) fn remove(&mut self, key: usize) {
         if let Some(mut s) = self.streams.try_remove(key) {
             s.wake();

@@ -631,8 +631,9 @@ impl<'a> Wire<'a> {
 
 impl Drop for Wire<'_> {
     /// The stream's task is done with it: a response left unfinished is
-    /// reset, and a request body never read to its end is cut off with
-    /// NO_ERROR (RFC 9113 §8.1), which frees the stream's slot.
+    /// reset, and a request body never read to its end is read on and
+    /// thrown away, up to a bound, or cut off with NO_ERROR (RFC 9113
+    /// §8.1) past it (`State::discard`).
     fn drop(&mut self) {
         if self.handed_off {
             return;
@@ -645,7 +646,7 @@ impl Drop for Wire<'_> {
         if !local {
             st.reset(self.id, Reason::INTERNAL_ERROR);
         } else if !remote {
-            st.reset(self.id, Reason::NO_ERROR);
+            st.discard(self.key);
         } else {
             st.remove(self.key);
         }
