@@ -12,35 +12,7 @@ use common::{Ringside, TempDir, BACKENDS};
 
 /// (status, head, body) of a curl request; `h2`: prior knowledge.
 fn fetch(h2: bool, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
-    let out = Command::new("curl")
-        .args(["-sS", "--max-time", "20", "-D", "-"])
-        .arg(if h2 {
-            "--http2-prior-knowledge"
-        } else {
-            "--http1.1"
-        })
-        .args(extra)
-        .arg(url)
-        .output()
-        .expect("curl must be installed (run scripts/test.sh)");
-    assert!(
-        out.status.success(),
-        "curl {url}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let at = out
-        .stdout
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head")
-        + 4;
-    let head = String::from_utf8_lossy(&out.stdout[..at]).into_owned();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status");
-    (status, head, out.stdout[at..].to_vec())
+    common::h2::fetch_as(h2, url, extra)
 }
 
 /// A POST of `len` bytes from curl's stdin, so that it has no length

@@ -142,6 +142,27 @@ pub fn curl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .expect("curl must be installed (run scripts/test.sh)")
 }
 
+/// (status, head, body) of a curl request that must have come: over
+/// HTTP/1.1, or with `h2` over h2c by prior knowledge; `extra`: more curl
+/// arguments.
+pub fn fetch_as(h2: bool, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
+    let proto = if h2 {
+        "--http2-prior-knowledge"
+    } else {
+        "--http1.1"
+    };
+    let mut args = vec![proto];
+    args.extend_from_slice(extra);
+    args.push(url);
+    let (head, body) = fetched(&args);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, head, body)
+}
+
 /// A curl response that must have come: (status line and head, body).
 pub fn fetched<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (String, Vec<u8>) {
     let out = curl(args);
