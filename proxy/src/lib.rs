@@ -15,6 +15,7 @@ pub mod notify;
 pub mod privileges;
 pub mod process;
 pub mod reload;
+pub mod seqpacket;
 pub mod signals;
 pub mod tls;
 pub mod unix_listen;

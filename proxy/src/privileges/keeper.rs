@@ -171,21 +171,7 @@ pub fn spawn(kept: Kept) -> io::Result<()> {
             .collect()
     };
     let (c_logs, c_reads) = (c_paths(&logs)?, c_paths(&reads)?);
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: socketpair fills the two descriptors on success.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors are ours from here.
-    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (ours, theirs) = crate::seqpacket::pair()?;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the process is single-threaded here (see above), so the child
     // may go on running ordinary code.

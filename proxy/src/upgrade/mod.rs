@@ -123,7 +123,7 @@ impl Handover {
             .ok_or(
                 "this process does not know its executable; name one (ringside upgrade --exe PATH)",
             )?;
-        let (ours, theirs) = wire::pair().map_err(|e| format!("socketpair: {e}"))?;
+        let (ours, theirs) = crate::seqpacket::pair().map_err(|e| format!("socketpair: {e}"))?;
         let fd = theirs.as_raw_fd();
         let mut cmd = Command::new(&exe);
         cmd.args(&self.args)

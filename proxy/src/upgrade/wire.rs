@@ -13,26 +13,6 @@ pub const FDS_PER_MESSAGE: usize = 200;
 /// The longest message text.
 const TEXT_MAX: usize = 4096;
 
-/// A connected pair; both ends close on exec (the child's end is made
-/// inheritable in the child alone, between fork and exec).
-pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: socketpair into a local array.
-    let r = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// Sends `text` with `fds` attached.
 pub fn send(sock: &OwnedFd, text: &str, fds: &[RawFd]) -> io::Result<()> {
     assert!(fds.len() <= FDS_PER_MESSAGE && text.len() <= TEXT_MAX);
@@ -149,7 +129,7 @@ mod tests {
 
     #[test]
     fn text_and_descriptors_arrive_together_and_whole() {
-        let (a, b) = pair().unwrap();
+        let (a, b) = crate::seqpacket::pair().unwrap();
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         send(&a, "listen 0 127.0.0.1:1", &[l.as_raw_fd(), l.as_raw_fd()]).unwrap();

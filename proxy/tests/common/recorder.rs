@@ -57,18 +57,7 @@ impl Recorder {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let state = Arc::new(State::default());
-        let st = state.clone();
-        std::thread::spawn(move || {
-            for c in l.incoming() {
-                if st.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(c) = c else { continue };
-                st.conns.fetch_add(1, Ordering::SeqCst);
-                let st = st.clone();
-                std::thread::spawn(move || serve(c, &st));
-            }
-        });
+        accepting(state.clone(), move || l.accept().map(|(c, _)| c));
         Recorder {
             addr,
             state,
@@ -81,18 +70,7 @@ impl Recorder {
     pub fn start_unix(path: &std::path::Path) -> Recorder {
         let l = std::os::unix::net::UnixListener::bind(path).unwrap();
         let state = Arc::new(State::default());
-        let st = state.clone();
-        std::thread::spawn(move || {
-            for c in l.incoming() {
-                if st.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(c) = c else { continue };
-                st.conns.fetch_add(1, Ordering::SeqCst);
-                let st = st.clone();
-                std::thread::spawn(move || serve(c, &st));
-            }
-        });
+        accepting(state.clone(), move || l.accept().map(|(c, _)| c));
         Recorder {
             addr: "0.0.0.0:0".parse().unwrap(),
             state,
@@ -130,6 +108,24 @@ impl Drop for Recorder {
             None => drop(TcpStream::connect(self.addr)),
         }
     }
+}
+
+/// Serves each connection `accept` gives on a thread of its own, until
+/// the recorder stops.
+fn accepting<C: Read + Write + Send + 'static>(
+    st: Arc<State>,
+    mut accept: impl FnMut() -> std::io::Result<C> + Send + 'static,
+) {
+    std::thread::spawn(move || loop {
+        let c = accept();
+        if st.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(c) = c else { continue };
+        st.conns.fetch_add(1, Ordering::SeqCst);
+        let st = st.clone();
+        std::thread::spawn(move || serve(c, &st));
+    });
 }
 
 fn serve<C: Read + Write>(mut c: C, st: &State) {
