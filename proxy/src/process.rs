@@ -418,6 +418,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
     // Without root, the keeper removes the pid file from a root-owned /run.
     privileges::keeper::finish();
     drop(unix);
+    upgrade::ask::finish();
     tracing::info!("stopped");
     ExitCode::SUCCESS
 }

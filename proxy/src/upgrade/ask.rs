@@ -7,6 +7,7 @@
 use std::io::{self, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -28,6 +29,10 @@ static STATE: Mutex<State> = Mutex::new(State {
     last: Ok(0),
 });
 static ENDED: Condvar = Condvar::new();
+/// Verdicts being written: a process that drains in a few milliseconds
+/// could otherwise exit before the asker hears that the upgrade it asked
+/// for happened.
+static ANSWERING: AtomicU32 = AtomicU32::new(0);
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
@@ -49,6 +54,14 @@ pub(super) fn ended(result: &Result<u32, String>) {
 
 /// Answers a request whose first line was `upgrade` + `rest`.
 pub fn answer(mut conn: UnixStream, rest: &str) -> io::Result<()> {
+    ANSWERING.fetch_add(1, Ordering::AcqRel);
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            ANSWERING.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    let _done = Done;
     let path = rest.trim_end_matches('\n').trim_start_matches(' ');
     let asked_at = {
         let mut s = state();
@@ -69,6 +82,15 @@ pub fn answer(mut conn: UnixStream, rest: &str) -> io::Result<()> {
     };
     drop(s);
     conn.write_all(reply.as_bytes())
+}
+
+/// Before the process exits: waits (a second at most) for the verdicts
+/// still being written.
+pub fn finish() {
+    let end = std::time::Instant::now() + Duration::from_secs(1);
+    while ANSWERING.load(Ordering::Acquire) > 0 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Asks the server `pid` to upgrade (to `exe`, else its own executable):
