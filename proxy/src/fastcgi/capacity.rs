@@ -53,6 +53,9 @@ pub struct Slots {
     /// What this core's counts in the shared slot hold of this upstream's.
     shown_waiting: u32,
     shown_idle: u32,
+    /// A place was refused while another process held connections to
+    /// the server: nothing on this core says when they close.
+    recheck: bool,
 }
 
 /// What a waiting request is handed.
@@ -95,6 +98,7 @@ impl Slots {
             reserved: 0,
             shown_waiting: 0,
             shown_idle: 0,
+            recheck: false,
         }
     }
 
@@ -164,9 +168,17 @@ impl Slots {
             return None;
         }
         let ceiling = self.ceiling();
+        let elsewhere = self.cap.held_elsewhere();
+        if elsewhere > 0 && ringside_runtime::shutdown::draining() {
+            return self.last_opening(how, ceiling);
+        }
         if self.cap.try_open(ceiling, self.learns()) {
             self.opening += 1;
             return Some(how);
+        }
+        if elsewhere > 0 {
+            self.recheck = true;
+            return None;
         }
         let beyond = self.learns()
             && self.opening == 0
@@ -178,6 +190,39 @@ impl Slots {
             return Some(how);
         }
         None
+    }
+
+    /// An upgrade's old process, the new one holding connections too: its
+    /// own connections serve its last requests as they end, without
+    /// opening more. A core holding none opens one, within its limit but
+    /// whatever the new process holds, and asks the new process to let a
+    /// connection go, so that a child comes free for it. Not while the
+    /// new one holds more than the limit (connections of its own waiting
+    /// in the backlog to see whether the pool grew): those would take the
+    /// child first, so it asks and looks again.
+    fn last_opening(&mut self, how: Opening, ceiling: u32) -> Option<Opening> {
+        let held = self.cap.core(self.core).held.load(Ordering::Relaxed);
+        if held > 0 || self.opening > 0 {
+            return None;
+        }
+        let limit = self.cap.learned().unwrap_or(ceiling).min(ceiling);
+        if self.cap.held_elsewhere() > limit {
+            self.cap.ask_elsewhere();
+            self.recheck = true;
+            return None;
+        }
+        if !self.cap.try_open(ceiling, false) {
+            return None;
+        }
+        self.opening += 1;
+        self.cap.ask_elsewhere();
+        Some(how)
+    }
+
+    /// Whether a place was refused for another process's connections
+    /// since the last call: the caller looks again shortly.
+    pub fn take_recheck(&mut self) -> bool {
+        std::mem::take(&mut self.recheck)
     }
 
     /// A connection this core opened was answered (or connected, when not
@@ -251,11 +296,14 @@ impl Slots {
 
     /// Whether another core asked this one to close a connection; takes
     /// the ask.
+    /// Asks from another process (an upgrade's old one, its last
+    /// requests waiting for a child) count too.
     pub fn take_release(&self) -> bool {
         let r = &self.cap.core(self.core).release;
-        r.load(Ordering::Relaxed) > 0
+        let asked = r.load(Ordering::Relaxed) > 0
             && r.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
+                .is_ok();
+        asked || self.cap.asked_elsewhere()
     }
 
     /// Publishes how many connections sit idle in this core's pool (as a
@@ -441,6 +489,35 @@ mod tests {
         s.gave_up();
         s.set_idle(1);
         assert_eq!(s.next_opening(PATIENCE), None, "not while one is idle");
+    }
+
+    /// Two processes overlapping in an upgrade: the new one counts what
+    /// the old one holds, looks again while it is refused for that alone,
+    /// probes beyond the limit only once the old one holds nothing, and
+    /// lets a connection go when the old one asks.
+    #[test]
+    fn another_process_s_connections_count_against_the_limit() {
+        let (new, old) = crate::fastcgi::overlap::pair("t");
+        let cap = Arc::new(Capacity::new("t".into(), 1).with_share(new));
+        let mut s = slots(&cap, 0, Some(4));
+        (0..3).for_each(|_| old.count(true));
+        let _w: Vec<_> = (0..3).map(|_| s.acquire()).collect();
+        assert!(
+            s.next_opening(PATIENCE).is_some(),
+            "3 held elsewhere, 1 here"
+        );
+        assert_eq!(s.next_opening(PATIENCE), None);
+        assert!(s.take_recheck(), "refused for the other's connections");
+        assert!(!s.take_recheck());
+        s.answered();
+        old.count(false);
+        assert!(
+            s.next_opening(PATIENCE).is_some(),
+            "one came free elsewhere"
+        );
+        assert!(!s.take_release());
+        old.ask_release();
+        assert!(s.take_release(), "the other process asked for one");
     }
 
     #[test]

@@ -29,6 +29,10 @@
 //! its own counts (held, idle, waiting) in a slot of its own cache line,
 //! which other cores read only to decide whom to ask, and asks reach a core
 //! by its bell (`ringside_runtime::doorbell`).
+//!
+//! While an upgrade's processes overlap, each also counts what the other
+//! holds of the server (`super::overlap`), so that the two stay within the
+//! capacity together.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -66,6 +70,8 @@ pub struct Capacity {
     last_log: AtomicU64,
     epoch: Instant,
     cores: Box<[CoreSlot]>,
+    /// This process's counts where other processes see them.
+    share: Option<super::overlap::Share>,
 }
 
 /// What one core publishes about its connections to the server.
@@ -128,7 +134,9 @@ impl Capacity {
             }
         }
         m.retain(|_, w| w.strong_count() > 0);
-        let c = Arc::new(Capacity::new(addr.to_string(), workers));
+        let mut c = Capacity::new(addr.to_string(), workers);
+        c.share = super::overlap::Share::of(&c.server);
+        let c = Arc::new(c);
         m.insert(addr.clone(), Arc::downgrade(&c));
         c
     }
@@ -150,7 +158,15 @@ impl Capacity {
             last_log: AtomicU64::new(u64::MAX),
             epoch: Instant::now(),
             cores: (0..workers.max(1)).map(|_| CoreSlot::default()).collect(),
+            share: None,
         }
+    }
+
+    /// This capacity with its counts shown to other processes by `share`.
+    #[cfg(test)]
+    pub fn with_share(mut self, share: super::overlap::Share) -> Capacity {
+        self.share = Some(share);
+        self
     }
 
     pub fn core(&self, i: usize) -> &CoreSlot {
@@ -201,9 +217,16 @@ impl Capacity {
     /// connections it will never serve.
     /// Without `ramp` (connections that are not kept, which hold no child
     /// between requests) only the limit counts.
+    /// While another process holds connections to the server, they count
+    /// too, except in a process that is draining: its own connections
+    /// serve its last requests (see `capacity::Slots::next_opening`).
     pub fn try_open(&self, ceiling: u32, ramp: bool) -> bool {
         let cap = self.limit.load(Ordering::Relaxed).min(ceiling);
-        let served = self.served.load(Ordering::Acquire);
+        let elsewhere = match ringside_runtime::shutdown::draining() {
+            true => 0,
+            false => self.held_elsewhere(),
+        };
+        let served = self.served.load(Ordering::Acquire) + elsewhere;
         let ramp = if ramp { (served / 2).max(1) } else { u32::MAX };
         let mut opening = self.opening.load(Ordering::Acquire);
         loop {
@@ -216,7 +239,10 @@ impl Capacity {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return true,
+                Ok(_) => {
+                    self.count(true);
+                    return true;
+                }
                 Err(now) => opening = now,
             }
         }
@@ -226,6 +252,34 @@ impl Capacity {
     /// whether the server now serves more (see the module's "Raise").
     pub fn open_probe(&self) {
         self.opening.fetch_add(1, Ordering::AcqRel);
+        self.count(true);
+    }
+
+    /// Shows other processes one connection more or less.
+    fn count(&self, up: bool) {
+        if let Some(s) = &self.share {
+            s.count(up);
+        }
+    }
+
+    /// What other processes (an upgrade's old or new one) hold of the
+    /// server now.
+    pub fn held_elsewhere(&self) -> u32 {
+        self.share.as_ref().map_or(0, |s| s.held_elsewhere())
+    }
+
+    /// Asks the process holding the most of the server to let one
+    /// connection go.
+    pub fn ask_elsewhere(&self) {
+        if let Some(s) = &self.share {
+            s.ask_release();
+        }
+    }
+
+    /// Whether another process asked this one to let a connection go;
+    /// takes the ask.
+    pub fn asked_elsewhere(&self) -> bool {
+        self.share.as_ref().is_some_and(|s| s.take_release())
     }
 
     /// Whether any core holds an idle connection to the server.
@@ -261,21 +315,28 @@ impl Capacity {
     /// the limit was known). Takes it off the count when so.
     pub fn shed_opening(&self) -> bool {
         let most = self.cores.len() as u32;
-        self.opening
+        let shed = self
+            .opening
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n > most).then(|| n - 1)
             })
-            .is_ok()
+            .is_ok();
+        if shed {
+            self.count(false);
+        }
+        shed
     }
 
     /// A connection that was opening failed or was given up.
     pub fn not_opened(&self) {
         self.opening.fetch_sub(1, Ordering::AcqRel);
+        self.count(false);
     }
 
     /// A served connection of core `core` closed.
     pub fn closed(&self, core: usize) {
         self.served.fetch_sub(1, Ordering::AcqRel);
+        self.count(false);
         let held = &self.cores[core].held;
         let _ = held.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }

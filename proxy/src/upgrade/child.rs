@@ -107,6 +107,11 @@ pub fn receive() -> Result<Option<Handed>, String> {
                     fastcgi.push((server.to_string(), l));
                 }
             }
+            ["fastcgi-counts"] => {
+                if let Some(fd) = fds.into_iter().next() {
+                    crate::fastcgi::overlap::hand_over_in(fd);
+                }
+            }
             ["listen", i, a] => {
                 let i: usize = i.parse().map_err(|_| format!("bad index in {text:?}"))?;
                 let a = addr(a)?;

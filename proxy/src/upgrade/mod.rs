@@ -201,6 +201,11 @@ impl Handover {
                     sent.and_then(|()| wire::send(sock, &format!("fastcgi {server} {limit}"), &[]));
             }
         }
+        // And what this process holds of them, so that the two count each
+        // other's connections while they overlap.
+        if let Some(fd) = crate::fastcgi::overlap::to_hand() {
+            sent = sent.and_then(|()| wire::send(sock, "fastcgi-counts", &[fd]));
+        }
         sent = sent.and_then(|()| wire::send(sock, "end", &[]));
         // A process that ended already leaves its reason queued, or EOF.
         if let Err(e) = &sent {

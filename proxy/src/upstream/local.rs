@@ -80,6 +80,18 @@ impl Peer {
         }
     }
 
+    /// Closes idle connections another core or process asked for.
+    fn close_asked(&mut self) {
+        if let Policy::Slots(slots) = &mut self.policy {
+            while !self.pool.is_empty() && slots.take_release() {
+                if let Some(s) = self.pool.take_oldest() {
+                    drop(s);
+                    slots.closed();
+                }
+            }
+        }
+    }
+
     fn idle_changed(&mut self) {
         self.stats.idle.set(self.pool.len() as u64);
         if let Policy::Slots(s) = &mut self.policy {
@@ -104,6 +116,8 @@ pub struct Local {
     on_ring: Option<Rc<ringside_runtime::doorbell::Listener>>,
     /// The error-log gate for requests that found no server to try.
     no_server: Gate,
+    /// A look at the FastCGI queues is due shortly (see `recheck_soon`).
+    rechecking: bool,
 }
 
 /// A peer chosen for one try: its index in this generation and its address,
@@ -156,6 +170,7 @@ impl Local {
             me,
             on_ring: None,
             no_server: Gate::default(),
+            rechecking: false,
             balancer: Balancer::new(&shared.cfg.balance, &weights, seed),
             in_flight: vec![0; specs.len()],
             peers: Vec::with_capacity(specs.len()),
@@ -458,6 +473,7 @@ impl Local {
                 p.stats.down.set(0);
             }
             let closed = p.pool.reap(idle, now) + p.pool.trim(keep);
+            p.close_asked();
             p.idle_changed();
             h2::reap(&mut p.h2, now, &self.shared.cfg);
             p.stats.h2_conns.set(p.h2.len() as u64);

@@ -606,16 +606,29 @@ pub fn taken_now(port: u16) -> usize {
 }
 
 /// Connections open to php-fpm on TCP `port` now, taken or waiting in the
-/// backlog, by peer (see [`PhpFpm::open_connections`]).
+/// backlog: those established at both ends. `/proc/net/tcp` is read in
+/// pieces while sockets come and go, so one end of a connection closing
+/// meanwhile can be listed as it was and the other as it is now, and a
+/// socket can be listed twice; a connection counts once, and only where
+/// both ends say it is open.
 pub fn open_to(port: u16) -> usize {
-    let mut peers: Vec<String> = tcp_sockets(port)
-        .into_iter()
-        .filter(|(st, _, _)| *st == 0x01)
-        .map(|(_, _, peer)| peer)
-        .collect();
-    peers.sort();
-    peers.dedup();
-    peers.len()
+    let want = format!(":{port:04X}");
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let mut server = std::collections::HashSet::new();
+    let mut client = std::collections::HashSet::new();
+    for l in text.lines().skip(1) {
+        // sl local_address rem_address st ...
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 4 || f[3] != "01" {
+            continue;
+        }
+        if f[1].ends_with(&want) {
+            server.insert(f[2].to_owned());
+        } else if f[2].ends_with(&want) {
+            client.insert(f[1].to_owned());
+        }
+    }
+    server.intersection(&client).count()
 }
 
 fn tcp_sockets(port: u16) -> Vec<(u8, u32, String)> {

@@ -6,6 +6,10 @@ use super::{Chosen, Local, Policy};
 use crate::fastcgi::learn::Answers;
 use crate::fastcgi::opener::{self, Opened};
 
+/// How soon queues refused a place for another process's connections are
+/// looked at again: a FastCGI request takes about a millisecond.
+const RECHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
 impl Local {
     /// Starts the connections peer `i`'s queue may open now.
     pub(super) fn feed(&mut self, i: usize) {
@@ -16,6 +20,9 @@ impl Local {
                 return;
             };
             let Some(how) = slots.next_opening(patience) else {
+                if slots.take_recheck() {
+                    self.recheck_soon();
+                }
                 return;
             };
             let Some(me) = self.me.upgrade() else {
@@ -30,6 +37,28 @@ impl Local {
             };
             ringside_runtime::task::spawn(opener::open(me, chosen, how));
         }
+    }
+
+    /// A place was refused for connections another process holds (an
+    /// upgrade's old one, draining): no close on this core will tell when
+    /// they go, so the queues are looked at again shortly, while the
+    /// overlap lasts.
+    fn recheck_soon(&mut self) {
+        if self.rechecking {
+            return;
+        }
+        self.rechecking = true;
+        let me = self.me.clone();
+        ringside_runtime::task::spawn(async move {
+            ringside_runtime::task::sleep(RECHECK_EVERY).await;
+            if let Some(l) = me.upgrade() {
+                let mut l = l.borrow_mut();
+                l.rechecking = false;
+                for i in 0..l.peers.len() {
+                    l.feed(i);
+                }
+            }
+        });
     }
 
     /// How a connection opened for `c`'s queue turned out.
@@ -86,13 +115,8 @@ impl Local {
         self.refresh();
         for i in 0..self.peers.len() {
             let p = &mut self.peers[i];
-            if let Policy::Slots(slots) = &mut p.policy {
-                while !p.pool.is_empty() && slots.take_release() {
-                    if let Some(s) = p.pool.take_oldest() {
-                        drop(s);
-                        slots.closed();
-                    }
-                }
+            if let Policy::Slots(_) = &p.policy {
+                p.close_asked();
                 p.idle_changed();
             }
             self.feed(i);
