@@ -207,6 +207,8 @@ impl Site {
 struct Got {
     ok: bool,
     status: u16,
+    /// The head, and the trailers curl writes after the body.
+    fields: String,
     body: String,
     /// curl's own words, for a failure's message.
     #[allow(dead_code)]
@@ -242,7 +244,12 @@ fn curl(
         .output()
         .expect("curl must be installed (run scripts/test.sh)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or(("", ""));
+    let (head, mut body) = text.split_once("\r\n\r\n").unwrap_or(("", ""));
+    let mut fields = head.to_owned();
+    if let Some((b, trailers)) = body.split_once("\r\n\r\n") {
+        body = b;
+        fields.push_str(trailers);
+    }
     let status = head
         .split_whitespace()
         .nth(1)
@@ -251,6 +258,7 @@ fn curl(
     Got {
         ok: out.status.success(),
         status,
+        fields: fields.to_ascii_lowercase(),
         body: body.to_owned(),
         err: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
@@ -311,9 +319,15 @@ fn optional_lets_clients_in_and_routes_that_need_a_certificate_refuse_them() {
             }
             let g = get(site.optional, true, Some("alice"), "/files/index.html");
             assert_eq!(g.body, "static\n", "{what}");
+            // A gRPC call is answered in gRPC's terms: PERMISSION_DENIED.
+            let grpc = ["-H", "content-type: application/grpc", "--data-binary", ""];
+            let g = curl(&site.pki, site.optional, true, h2, None, "/secure/g", &grpc);
+            assert_eq!(g.status, 200, "{what}: {g:?}");
+            assert!(g.fields.contains("grpc-status: 7"), "{what}: {g:?}");
         }
         // Only alice's went on to /secure/: two listeners, two protocols.
         assert_eq!(site.recorded("/secure/b").len(), 4, "{backend}");
+        assert!(site.recorded("/secure/g").is_empty(), "{backend}");
         site.srv.stop();
     }
 }
@@ -640,6 +654,60 @@ fn plain_listeners_from_the_command_line_still_refuse_routes_that_need_a_certifi
             assert_eq!(g.status, 200, "{backend} h2={h2}: {g:?}");
         }
         assert_eq!(rec.requests().len(), 2, "{backend}");
+        srv.stop();
+    }
+}
+
+#[test]
+fn a_fastcgi_script_gets_mod_ssls_variables_and_never_a_clients_fields() {
+    let fpm = common::phpfpm::PhpFpm::start_tcp(2);
+    let forged = [
+        "-H",
+        "Client-Cert: :Zm9yZ2Vk:",
+        "-H",
+        "Client-Cert-Chain: :Zm9yZ2Vk:",
+    ];
+    for backend in TLS_BACKENDS {
+        let pki = Pki::new("mtls-fastcgi");
+        let cfg = format!(
+            "[server]\nlisten = [{{ addr = \"127.0.0.1:0\", tls = {{ cert = \"site.pem\", key = \"site.key\"{} }} }}]\n\
+             [upstream.php]\nprotocol = \"fastcgi\"\nservers = [\"{}\"]\n\
+             [[route]]\nprefix = \"/\"\nupstream = \"php\"\nroot = \"{}\"\n",
+            client_keys("optional"),
+            fpm.listen,
+            common::phpfpm::PhpFpm::docroot().display()
+        );
+        let path = pki.dir.write("ringside.toml", cfg.as_bytes());
+        let srv = Ringside::as_configured(backend, &path);
+        for h2 in [false, true] {
+            let what = format!("{backend} h2={h2}");
+            let g = curl(
+                &pki,
+                srv.addr,
+                true,
+                h2,
+                Some("alice"),
+                "/client_cert.php",
+                &forged,
+            );
+            assert_eq!(g.status, 200, "{what}: {g:?}");
+            for line in [
+                "SSL_CLIENT_VERIFY=SUCCESS\n",
+                "SSL_CLIENT_S_DN=CN=alice,O=ringside tests\n",
+                "SSL_CLIENT_CERT=-----BEGIN CERTIFICATE-----\n",
+                "SSL_CLIENT_CERT_VALID=yes\n",
+                "HTTP_CLIENT_CERT=unset\nHTTP_CLIENT_CERT_CHAIN=unset\n",
+            ] {
+                assert!(g.body.contains(line), "{what}: {line:?} in {}", g.body);
+            }
+            let g = curl(&pki, srv.addr, true, h2, None, "/client_cert.php", &forged);
+            assert_eq!(
+                g.body,
+                "SSL_CLIENT_VERIFY=\nSSL_CLIENT_S_DN=\nSSL_CLIENT_CERT=\nSSL_CLIENT_CERT_VALID=no\n\
+                 HTTP_CLIENT_CERT=unset\nHTTP_CLIENT_CERT_CHAIN=unset\n",
+                "{what}"
+            );
+        }
         srv.stop();
     }
 }
