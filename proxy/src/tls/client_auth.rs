@@ -9,7 +9,9 @@
 //! extended key usage, where it has one, must allow `clientAuth`); with
 //! CRLs, no certificate of the chain may be revoked, and one whose status
 //! none of them gives is refused too (as nginx's `ssl_crl`, which checks
-//! the whole chain). A failure is the handshake's alert, sent by rustls.
+//! the whole chain; a CRL past its nextUpdate still counts, rustls's
+//! default, where OpenSSL would refuse every client). A failure is the
+//! handshake's alert, sent by rustls.
 //! `"optional"` lets a client that sends no certificate in; one that sends
 //! a bad one is refused all the same.
 //!
