@@ -62,6 +62,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
     let real_ip = cfg.real_ip.clone();
     let error_pages = cfg.error_pages.clone();
     let try_files = cfg.try_files.clone();
+    let mtls = cfg.mtls.clone();
     let revalidate = cfg.statics.cache.revalidate;
     // One per config: a reload's cores post their purges to one another.
     let purges = Arc::new(ringside_cache::purge::Broadcast::default());
@@ -94,6 +95,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_rewrites(rewrites)
                 .with_real_ip(&real_ip)
                 .with_error_pages(&error_pages, &tls, &prefixes, revalidate)
+                .with_client_certs(&mtls, &tls, &prefixes)
         })
         .and_then(|e| e.with_try_files(&try_files, &prefixes))
     })
@@ -127,6 +129,7 @@ fn tls_files(cfg: &Config) -> Vec<PathBuf> {
     let vhosts = cfg.tls.vhosts.iter().filter_map(|v| v.cert.as_ref());
     for p in pairs.chain(vhosts) {
         out.extend([p.cert.clone(), p.key.clone()]);
+        out.extend(p.client.iter().flat_map(|c| c.files().cloned()));
     }
     out.extend(
         cfg.proxy

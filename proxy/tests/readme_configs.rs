@@ -75,6 +75,8 @@ fn fixture() -> TempDir {
         &["example.com", "*.example.com"],
     );
     certs.write("internal-ca.pem", ca.pem().as_bytes());
+    certs.write("clients-ca.pem", ca.pem().as_bytes());
+    certs.write("clients-ca.crl", ca.crl(&[]).as_bytes());
     // The basic auth example's users (`htpasswd -nbB -C 4 alice secret`).
     dir.write(
         "staff.htpasswd",

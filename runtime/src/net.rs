@@ -525,6 +525,14 @@ impl TcpStream {
         self.tls.as_ref().is_some_and(|t| t.resumed())
     }
 
+    /// The client certificate chain the TLS handshake verified, leaf
+    /// first; `None` on a plain stream or where the client sent none.
+    pub fn tls_peer_certificates(
+        &self,
+    ) -> Option<std::cell::Ref<'_, [rustls::pki_types::CertificateDer<'static>]>> {
+        self.tls.as_ref()?.peer_certificates()
+    }
+
     /// Whether encrypted bytes still wait to be sent (never on a plain
     /// stream).
     #[inline]

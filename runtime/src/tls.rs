@@ -319,6 +319,16 @@ impl Session {
         self.conn.borrow().alpn_protocol().map(|p| p.to_vec())
     }
 
+    /// The certificates a client presented and the listener's verifier
+    /// accepted, leaf first (or, on an upstream connection, the server's);
+    /// rustls keeps them from the handshake (or the resumed session), so
+    /// asking costs a borrow and nothing is copied.
+    pub fn peer_certificates(
+        &self,
+    ) -> Option<std::cell::Ref<'_, [rustls::pki_types::CertificateDer<'static>]>> {
+        std::cell::Ref::filter_map(self.conn.borrow(), |c| c.peer_certificates()).ok()
+    }
+
     /// Whether the handshake resumed a session (a ticket or session id)
     /// rather than running in full.
     pub fn resumed(&self) -> bool {

@@ -186,6 +186,16 @@ impl<'a> Exchange<'a> {
     pub fn is_tls(&self) -> bool {
         wire!(ref self, w => w.link.stream.is_tls())
     }
+    /// The client certificate chain the connection's TLS handshake
+    /// verified (leaf first), where the listener asks for one and the
+    /// client sent one; the same for every request on the connection.
+    pub fn client_certificates(
+        &self,
+    ) -> Option<
+        std::cell::Ref<'_, [ringside_runtime::tls::rustls::pki_types::CertificateDer<'static>]>,
+    > {
+        wire!(ref self, w => w.link.stream.tls_peer_certificates())
+    }
     pub fn body_kind(&self) -> BodyKind {
         self.head.body
     }

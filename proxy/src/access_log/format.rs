@@ -40,6 +40,9 @@ pub struct Entry<'a> {
     /// The client came on a unix socket: without an address, the line
     /// says `unix:` as nginx's `$remote_addr` does.
     pub unix: bool,
+    /// The subject of the connection's verified client certificate
+    /// (nginx's `$ssl_client_s_dn`), JSON only.
+    pub client_cert_subject: Option<&'a str>,
 }
 
 const MONTHS: [&str; 12] = [
@@ -153,7 +156,8 @@ pub fn combined(out: &mut Vec<u8>, e: &Entry<'_>) {
 /// retry, `"-"` without a status), upstream_error (the reason of the
 /// last failed try, `"-"` when none failed), limited (`"rate"` or
 /// `"connections"` for a request a limit refused, else null) and cache
-/// (what a route's cache did, see [`Entry::cache`], else null).
+/// (what a route's cache did, see [`Entry::cache`], else null), and
+/// client_cert_subject where the connection verified a client certificate.
 pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
     with_times(|_, iso| {
         let _ = write!(Buf(out), "{{\"time\":\"{iso}\",\"remote\":");
@@ -217,9 +221,17 @@ pub fn json(out: &mut Vec<u8>, e: &Entry<'_>) {
         None => write!(Buf(out), "null"),
     };
     let _ = match e.cache {
-        Some(c) => writeln!(Buf(out), ",\"cache\":\"{c}\"}}"),
-        None => writeln!(Buf(out), ",\"cache\":null}}"),
+        Some(c) => write!(Buf(out), ",\"cache\":\"{c}\""),
+        None => write!(Buf(out), ",\"cache\":null"),
     };
+    // Only where there is one: a config without client certificates
+    // writes the lines it wrote before.
+    if let Some(s) = e.client_cert_subject {
+        out.extend_from_slice(b",\"client_cert_subject\":\"");
+        esc_json(out, s.as_bytes());
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"}\n");
 }
 
 #[cfg(test)]
@@ -243,6 +255,7 @@ mod tests {
             limited: None,
             cache: None,
             unix: false,
+            client_cert_subject: None,
         }
     }
 

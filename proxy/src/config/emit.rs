@@ -283,6 +283,7 @@ impl Config {
                 super::error_pages::write_pages(out, p)?;
             }
             super::try_files::write(out, self.try_files.static_route(&r.prefix))?;
+            super::mtls::write_route(out, self.mtls.static_route(&r.prefix))?;
         }
         write_proxy_routes(out, self)
     }
@@ -291,9 +292,10 @@ impl Config {
 /// `{ cert = "...", key = "..." }`.
 fn cert_table(c: &CertPaths) -> String {
     format!(
-        "{{ cert = {}, key = {} }}",
+        "{{ cert = {}, key = {}{} }}",
         quote(&c.cert.to_string_lossy()),
-        quote(&c.key.to_string_lossy())
+        quote(&c.key.to_string_lossy()),
+        super::mtls::write_keys(c.client.as_ref())
     )
 }
 
@@ -489,6 +491,8 @@ fn write_proxy_routes(out: &mut String, c: &Config) -> fmt::Result {
         super::error_pages::write_proxy_route(out, &c.error_pages, i)?;
         let tried = c.try_files.proxy_routes.get(i).and_then(Option::as_ref);
         super::try_files::write(out, tried)?;
+        let cert = c.mtls.proxy_routes.get(i).copied().unwrap_or(false);
+        super::mtls::write_route(out, cert)?;
         if !r.hosts.is_empty() {
             let hosts: Vec<String> = r.hosts.iter().map(|h| quote(h)).collect();
             writeln!(out, "host = [{}]", hosts.join(", "))?;

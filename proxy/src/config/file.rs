@@ -162,6 +162,10 @@ pub struct VhostSection {
 pub struct CertSection {
     pub cert: Spanned<String>,
     pub key: Spanned<String>,
+    /// Client certificates asked for, their CA and CRLs (`mtls.rs`).
+    pub client_auth: Option<Spanned<String>>,
+    pub client_ca: Option<Spanned<String>>,
+    pub client_crl: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[admin]`: the listener for `/metrics` and `/healthz`.
@@ -257,6 +261,8 @@ pub struct RouteSection {
     /// Paths tried before the upstream or a status (`try_files.rs`).
     pub try_files: Option<Spanned<Vec<Spanned<String>>>>,
     pub fallback: Option<Spanned<super::try_files::FallbackValue>>,
+    /// 403 without a verified client certificate (`mtls.rs`).
+    pub require_client_cert: Option<Spanned<bool>>,
 }
 
 /// `basic_auth = { realm = "...", users = "FILE" }`.

@@ -30,7 +30,8 @@
 //! `Connection` and the other hop-by-hop fields, `Content-Encoding`,
 //! `Date`; `Server` on responses (`server_tokens` says it); on requests
 //! `Host` (`proxy_host` says it), `Expect`, the fields `[proxy]` writes
-//! (`X-Forwarded-*`, `Forwarded`, `Via`) and names with `_`. Values are
+//! (`X-Forwarded-*`, `Forwarded`, `Via`), RFC 9440's `Client-Cert` and
+//! `Client-Cert-Chain` (the verified certificate's) and names with `_`. Values are
 //! visible ASCII, spaces and tabs within (§5.5).
 
 use std::collections::BTreeMap;
@@ -236,6 +237,9 @@ fn refused(name: &str, request: bool) -> Option<&'static str> {
         }
         if is("via") {
             return Some("[proxy] via writes it");
+        }
+        if crate::upstream::client_cert::is_client_cert_field(name.as_bytes()) {
+            return Some("ringside writes it from the verified client certificate (RFC 9440)");
         }
         if name.contains('_') {
             return Some("an upstream may read `_` as `-` (see underscores_in_headers)");

@@ -115,6 +115,12 @@
 //! `tls_verify`, `tls_ca` and `tls_sni`; the validated settings are
 //! [`Config::tls`], whose `listeners` run parallel to `server.listen`.
 //!
+//! Client certificates (see [`mtls`]): a listener's `tls` table also takes
+//! `client_auth = "require" | "optional"`, `client_ca = "PATH"` (a PEM
+//! bundle, needed with `client_auth`) and `client_crl = ["PATH"]` (PEM
+//! CRLs); a `[[route]]` takes `require_client_cert = true` (403 without a
+//! verified certificate). The validated routes are [`Config::mtls`].
+//!
 //! An upstream with `protocol = "fastcgi"` (see [`fastcgi`]) takes every
 //! key above except `health_*` and `tls*`, plus its own; a route to it runs scripts:
 //!
@@ -201,6 +207,7 @@ pub mod fastcgi;
 pub mod file;
 pub mod h2;
 pub mod headers;
+pub mod mtls;
 mod names;
 pub mod ops;
 pub mod rate;
@@ -262,6 +269,8 @@ pub struct Config {
     pub error_pages: error_pages::ErrorPagesConfig,
     /// Routes' `try_files`.
     pub try_files: try_files::TryFilesConfig,
+    /// Routes' `require_client_cert`.
+    pub mtls: mtls::MtlsConfig,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -294,6 +303,7 @@ impl Default for Config {
             unix_listen: Vec::new(),
             error_pages: error_pages::ErrorPagesConfig::default(),
             try_files: try_files::TryFilesConfig::default(),
+            mtls: mtls::MtlsConfig::default(),
             source: None,
         }
     }
@@ -352,6 +362,8 @@ mod error_tests;
 mod fastcgi_tests;
 #[cfg(test)]
 mod h2_tests;
+#[cfg(test)]
+mod mtls_tests;
 #[cfg(test)]
 mod proxy_tests;
 #[cfg(test)]

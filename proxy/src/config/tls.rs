@@ -359,6 +359,7 @@ impl Cx<'_> {
         let paths = CertPaths {
             cert: abs_path(base, c.cert.get_ref()).map_err(|m| err("cert", &c.cert, m))?,
             key: abs_path(base, c.key.get_ref()).map_err(|m| err("key", &c.key, m))?,
+            client: self.client_auth(c, at, base)?,
         };
         load_certified_key(&paths).map_err(|e| match e.part {
             CertPart::Cert => err("cert", &c.cert, e.message),

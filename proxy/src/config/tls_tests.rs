@@ -51,6 +51,7 @@ impl Fixture {
         CertPaths {
             cert: self.path(&format!("{stem}.pem")),
             key: self.path(&format!("{stem}.key")),
+            client: None,
         }
     }
 
@@ -144,6 +145,7 @@ tls = false
     let a = CertPaths {
         cert: f.path("./a.pem"),
         key: f.path("a.key"),
+        client: None,
     };
     assert_eq!(
         c.tls,
@@ -374,7 +376,7 @@ fn tls_validation_errors() {
         (listen("{ tls = { cert = \"site.pem\", key = \"site.key\" } }"), "2:11: [server.listen] addr", "missing: the table form needs its address".into()),
         (listen("{ addr = \"127.0.0.1:1\", tsl = 1 }"), "2:35: [server.listen] tsl", "unknown key".into()),
         (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\" } }"), "2:41: [server.listen.tls] key", "missing: tls needs both".into()),
-        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\", key = \"site.key\", chain = \"x\" } }"), "2:80: [server.listen.tls] chain", "unknown key, expected `cert` or `key`".into()),
+        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\", key = \"site.key\", chain = \"x\" } }"), "2:80: [server.listen.tls] chain", "unknown key, expected one of `cert`, `key`, `client_auth`, `client_ca`, `client_crl`".into()),
         (listen("\"127.0.0.1:1\", { addr = \"127.0.0.1:1\" }"), "2:35: [server] listen", "127.0.0.1:1 is listed twice".into()),
         // Certificate and key files.
         (pair("missing.pem", "site.key"), "2:50: [server] listen", format!("tls.cert: cannot read {dir}/missing.pem: No such file or directory")),

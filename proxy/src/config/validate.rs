@@ -105,6 +105,7 @@ impl TryFrom<Document<'_>> for Config {
         let mime = ringside_static::mime::MimeTable::new(statics.mime.iter().cloned());
         let error_pages = cx.error_pages(f, base, &mime)?;
         let try_files = cx.try_files(f, base, &root)?;
+        let mtls = cx.mtls(f, &tls)?;
         Ok(Config {
             runtime,
             server,
@@ -124,6 +125,7 @@ impl TryFrom<Document<'_>> for Config {
             unix_listen,
             error_pages,
             try_files,
+            mtls,
             source: Some(doc.path.to_path_buf()),
         })
     }

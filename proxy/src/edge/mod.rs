@@ -11,6 +11,7 @@ pub mod error_pages;
 pub mod headers;
 pub mod https;
 pub mod limiter;
+pub mod mtls;
 mod own;
 pub mod real_ip;
 pub mod rewrite;
@@ -93,6 +94,8 @@ pub struct Edge {
     error_pages: Option<error_pages::ErrorPages>,
     /// By route tag: its `try_files`, where it has them.
     try_files: Vec<Option<try_files::Tries>>,
+    /// `require_client_cert`, where any listener asks for certificates.
+    client_certs: Option<mtls::ClientCerts>,
 }
 
 /// The request's route tag (the low half of `Exchange::set_tag`'s, whose
@@ -296,6 +299,7 @@ impl Edge {
             real_ip: None,
             error_pages: None,
             try_files: Vec::new(),
+            client_certs: None,
         })
     }
 
@@ -465,6 +469,32 @@ impl Edge {
         Ok(self)
     }
 
+    /// Each route's `require_client_cert` (`prefixes`: the static routes',
+    /// as `new` had them).
+    pub fn with_client_certs(
+        mut self,
+        c: &crate::config::mtls::MtlsConfig,
+        tls: &crate::config::tls::TlsConfig,
+        prefixes: &[String],
+    ) -> Edge {
+        let required = self.per_tag(
+            None,
+            prefixes,
+            |p| c.static_route(p).then_some(()),
+            |i| {
+                c.proxy_routes
+                    .get(i)
+                    .copied()
+                    .unwrap_or(false)
+                    .then_some(())
+            },
+        );
+        let required = required.iter().map(Option::is_some).collect();
+        let any = crate::config::mtls::any_client_auth(tls);
+        self.client_certs = mtls::ClientCerts::new(any, required);
+        self
+    }
+
     /// One value per route tag, in the tags' order: none for
     /// [`TAG_NO_ROUTE`], `root` for the static root, then each static
     /// route's by prefix and each proxy route's by index.
@@ -506,6 +536,7 @@ impl Edge {
         let user = (ex.tag() & AUTHENTICATED != 0)
             .then(|| auth::user(ex.header("authorization")?))
             .flatten();
+        let subject = self.client_certs.as_ref().and_then(|_| mtls::subject(ex));
         access_log::log(
             log.format,
             &Entry {
@@ -524,6 +555,7 @@ impl Edge {
                 limited: (ex.tag() & RATE_LIMITED != 0).then_some("rate"),
                 cache: cache_status_of(ex.tag()),
                 unix: ex.is_unix(),
+                client_cert_subject: subject.as_deref(),
             },
         );
     }
@@ -557,6 +589,7 @@ impl Edge {
                         limited,
                         cache: None,
                         unix: false,
+                        client_cert_subject: None,
                     },
                 );
             }
@@ -669,6 +702,11 @@ impl Handler for Edge {
         }
         if !self.admits(ex, Some(target)) {
             return ex.send_status(403);
+        }
+        if let Some(c) = &self.client_certs {
+            if c.refuses(ex, route_of(ex.tag())) {
+                return mtls::refuse(ex, self.is_grpc(ex, target)).await;
+            }
         }
         if let Some(p) = self.compression.get(route_of(ex.tag())) {
             ex.set_compression(p.clone());

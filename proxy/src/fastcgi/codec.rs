@@ -168,6 +168,7 @@ impl FastCgi<'_> {
             server_software: b"ringside",
         };
         encode_params(&mut params, &req, ex.upstream_headers());
+        crate::upstream::client_cert::add_fastcgi_params(ex, &mut params);
         record::write_stream(out, RecordType::Params, REQUEST_ID, &params);
         record::write_stream(out, RecordType::Params, REQUEST_ID, b"");
     }

@@ -29,6 +29,8 @@
 //! - `HTTP_PROXY` is never sent: a `Proxy` request header is dropped
 //!   (httpoxy, CVE-2016-5385: CGI programs read `HTTP_PROXY` as their
 //!   outgoing proxy).
+//! - Nor `HTTP_CLIENT_CERT` or `HTTP_CLIENT_CERT_CHAIN`: RFC 9440's fields
+//!   are the proxy's alone (`upstream::client_cert`).
 //!
 //! Encoding allocates nothing beyond `out` growing: names are built in a
 //! stack buffer, joined values are written piece by piece after their total
@@ -177,6 +179,7 @@ fn passed_on(name: &[u8]) -> bool {
         && !name.eq_ignore_ascii_case(b"content-type")
         && !name.eq_ignore_ascii_case(b"content-length")
         && !name.eq_ignore_ascii_case(b"proxy")
+        && !crate::upstream::client_cert::is_client_cert_field(name)
 }
 
 fn encode_headers<'h>(

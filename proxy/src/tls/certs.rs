@@ -39,6 +39,8 @@ pub const SYSTEM_BUNDLES: [&str; 3] = [
 pub struct CertPaths {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// A listener's client certificates (`client_auth`), where it asks.
+    pub client: Option<super::client_auth::ClientAuth>,
 }
 
 /// Which file of a pair an error is about.

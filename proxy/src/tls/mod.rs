@@ -8,7 +8,9 @@
 //! Each picks its certificate by SNI ([`sni`]): a vhost's own, else the
 //! listener's default, unless `unknown_name = "refuse"` turns a name no
 //! vhost has (or no SNI) into a refused handshake. Every listener offers
-//! ALPN `http/1.1` only and asks for no client certificate.
+//! ALPN `http/1.1` only and asks for no client certificate unless its
+//! `client_auth` says so ([`client_auth`], which also keeps such a
+//! listener's sessions apart).
 //!
 //! Certificates are read from disk on every call, so calling it again is
 //! how a reload (SIGHUP) picks up renewed files; a vhost's file pair is
@@ -34,7 +36,9 @@
 //! and sent without SNI, as RFC 6066 §3 has it).
 
 pub mod certs;
+pub mod client_auth;
 pub mod sni;
+pub mod subject;
 pub mod verify;
 
 use std::net::IpAddr;
@@ -127,11 +131,17 @@ pub fn server_configs(
                 k
             }
         };
+        let client = paths.client.as_ref().map(client_auth::load).transpose();
+        let client = client.map_err(|e| format!("listener {}: {e}", i + 1))?;
         let resolver = SniResolver::new(vhosts.clone(), default, tls.unknown_name);
         let mut config = ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(versions(tls.min_version))
             .map_err(|e| format!("cannot build a TLS config: {e}"))?
-            .with_no_client_auth()
+            .with_client_cert_verifier(
+                client
+                    .as_ref()
+                    .map_or_else(client_auth::none, |c| c.verifier.clone()),
+            )
             .with_cert_resolver(Arc::new(resolver));
         config.alpn_protocols = if http2.get(i).copied().unwrap_or(true) {
             vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
@@ -143,6 +153,9 @@ pub fn server_configs(
             config.ticketer = ticketer()?;
         } else {
             config.send_tls13_tickets = 0;
+        }
+        if let Some(c) = &client {
+            client_auth::own_sessions(&mut config, c);
         }
         out.push(Some(Arc::new(config)));
     }

@@ -68,6 +68,7 @@ impl TestDir {
         CertPaths {
             cert: self.write(&format!("{stem}.pem"), cert.pem() + &ca.cert.pem()),
             key: self.write(&format!("{stem}.key"), key.serialize_pem()),
+            client: None,
         }
     }
 

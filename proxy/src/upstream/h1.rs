@@ -139,6 +139,7 @@ impl H1<'_> {
         };
         let received = ex.version().via_protocol();
         write_request_head_from(out, &f, received, ex.upstream_headers());
+        super::client_cert::add_fields(ex, out);
     }
 
     /// The path sent upstream, before the route's prefix is replaced.

@@ -23,6 +23,8 @@
 //!      [`ReqBody`], so no framing text of the client's ever reaches the
 //!      upstream and the two sides cannot read the body's length two ways;
 //!    - `Expect`: the proxy answers `100-continue` to the client itself;
+//!    - `Client-Cert` and `Client-Cert-Chain`, the proxy's alone
+//!      (`client_cert`, RFC 9440 §4);
 //!    - names with `_` (unless `underscores_in_headers = "pass"`, and even
 //!      then those that read as `Content-Length`, `Host` or a hop-by-hop
 //!      field with `-` for `_`): a backend that maps `-` and `_` alike (CGI,
@@ -276,6 +278,7 @@ fn not_forwarded(name: &[u8], s: &ForwardHeaders, trusted: bool) -> bool {
         || is_hop_by_hop(name)
         || is(b"content-length")
         || is(b"expect")
+        || super::client_cert::is_client_cert_field(name)
         || (s.x_forwarded
             && (is(b"x-forwarded-for") || is(b"x-forwarded-proto") || is(b"x-forwarded-host")))
         || ((s.forwarded || !trusted) && is(b"forwarded"))

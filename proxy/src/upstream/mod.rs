@@ -5,6 +5,7 @@
 pub mod acquire;
 pub mod addr;
 pub mod balance;
+pub mod client_cert;
 pub mod codec;
 pub mod failure;
 pub mod forward;

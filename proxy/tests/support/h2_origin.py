@@ -9,6 +9,7 @@ tests, on python3-h2:
   GET  /anything      "hello N" (N: the request's number on its connection)
   GET  /conns         how many connections were accepted so far
   GET  /authority     the request's :authority
+  GET  /header/NAME   the request's field NAME (lower case), or "-"
 
     /usr/bin/python3 h2_origin.py [GOAWAY_EVERY] [unix:PATH]
 
@@ -104,6 +105,8 @@ def serve(sock, goaway_every):
             respond(sid, 200, b"ok", trailers=[("x-sum", "42"), ("x-note", "end")])
         elif path == "/authority":
             respond(sid, 200, h.get(":authority", "").encode())
+        elif path.startswith("/header/"):
+            respond(sid, 200, h.get(path[len("/header/"):], "-").encode())
         elif path == "/conns":
             respond(sid, 200, str(ACCEPTED).encode())
         elif path == "/slow":
