@@ -1,14 +1,16 @@
 //! Post-quantum key exchange and certificate compression, against the real
 //! binary: rustls clients that offer one group alone (the local openssl,
-//! 3.0, has no ML-KEM and no RFC 8879), an HTTPS upstream that accepts
-//! only X25519MLKEM768, and the bytes a handshake costs with and without
-//! a compressed certificate chain.
+//! 3.0, has no ML-KEM and no RFC 8879), headless Chromium (Debian's
+//! `chromium`) read from its net log, an HTTPS upstream that accepts only
+//! X25519MLKEM768, and the bytes a handshake costs with and without a
+//! compressed certificate chain. A missing openssl or chromium fails the
+//! test.
 
 mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -199,15 +201,19 @@ certificatePolicies=2.23.140.1.2.1\nsubjectKeyIdentifier=hash\nauthorityKeyIdent
     dir.write("chain.pem", chain.as_bytes());
 }
 
-/// One TLS listener (certificate `chain.pem`), no session tickets so that
-/// nothing but the handshake is read before it ends.
+/// Two TLS listeners (certificate `chain.pem`), the second with HTTP/1.1
+/// only; no session tickets, so that nothing but the handshake is read
+/// before it ends.
 fn site(dir: &TempDir, backend: &str) -> Ringside {
     std::fs::create_dir_all(dir.path().join("root")).unwrap();
     dir.write("root/index.html", b"hello over ML-KEM\n");
     let cfg = dir.write(
         "ringside.toml",
         br#"[server]
-listen = [{ addr = "127.0.0.1:0", tls = { cert = "chain.pem", key = "leaf.key" } }]
+listen = [
+  { addr = "127.0.0.1:0", tls = { cert = "chain.pem", key = "leaf.key" } },
+  { addr = "127.0.0.2:0", tls = { cert = "chain.pem", key = "leaf.key" }, http2 = false },
+]
 root = "root"
 [tls]
 tickets = false
@@ -388,5 +394,87 @@ fn https_upstream_negotiates_x25519mlkem768() {
             assert_eq!(got, NamedGroup::X25519MLKEM768, "{backend} h2={h2}");
         }
         f.stop();
+    }
+}
+
+/// Chromium's X25519MLKEM768 code point (draft-ietf-tls-ecdhe-mlkem), as
+/// its net log writes `key_exchange_group`.
+const X25519MLKEM768: u64 = 0x11ec;
+
+/// Loads `url` in headless Chromium, writing its net log to `log`:
+/// (the page's DOM, each TLS connection's (key_exchange_group, next_proto)
+/// from the log's SSL_CONNECT end events).
+fn chromium(dir: &TempDir, tag: &str, url: &str) -> (String, Vec<(u64, String)>) {
+    let log: PathBuf = dir.path().join(format!("netlog-{tag}.json"));
+    let profile = dir.path().join(format!("chromium-{tag}"));
+    let out = Command::new("chromium")
+        .args([
+            "--headless=new",
+            // Tests run as root, where Chromium's sandbox cannot start.
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--ignore-certificate-errors",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--log-net-log={}", log.display()))
+        .arg(url)
+        .output()
+        .expect("chromium must be installed (run scripts/test.sh)");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| {
+        panic!(
+            "no net log from chromium ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let connect = v["constants"]["logEventTypes"]["SSL_CONNECT"]
+        .as_u64()
+        .expect("SSL_CONNECT in the net log's constants");
+    let end = v["constants"]["logEventPhase"]["PHASE_END"]
+        .as_u64()
+        .unwrap_or(2);
+    let tls = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"].as_u64() == Some(connect) && e["phase"].as_u64() == Some(end))
+        .filter_map(|e| {
+            let p = &e["params"];
+            Some((
+                p["key_exchange_group"].as_u64()?,
+                p["next_proto"].as_str().unwrap_or("").to_owned(),
+            ))
+        })
+        .collect();
+    (dom, tls)
+}
+
+#[test]
+fn chromium_negotiates_x25519mlkem768() {
+    let dir = TempDir::new("tls-pq-chromium");
+    rsa_chain(&dir);
+    for backend in TLS_BACKENDS {
+        let mut srv = site(&dir, backend);
+        let h1_only = srv.next_listener();
+        for (at, proto) in [(srv.addr, "h2"), (h1_only, "http/1.1")] {
+            let url = format!("https://{at}/index.html");
+            let (dom, tls) = chromium(&dir, &format!("{backend}-{}", at.port()), &url);
+            assert!(
+                dom.contains("hello over ML-KEM"),
+                "{backend} {proto}: {dom}"
+            );
+            assert!(
+                !tls.is_empty(),
+                "{backend} {proto}: no TLS connection in the net log"
+            );
+            for (group, next) in &tls {
+                assert_eq!(*group, X25519MLKEM768, "{backend} {proto}: {tls:?}");
+                assert_eq!(next, proto, "{backend}: {tls:?}");
+            }
+        }
+        srv.stop();
     }
 }
