@@ -69,7 +69,9 @@ HTTP/2, ALPN default). ringside runs with --config FILE:
 
 (and RUST_LOG=warn, as cpu_per_request.py gives it). Names like
 ringside:epoll, ringside@defer and ringside+--coalesce-wait=0 select variants
-as in cpu_per_request.py; --ringside-args adds flags to every ringside. If
+as in cpu_per_request.py, and "baseline" (with its variants) runs the
+--baseline EXE binary the same way, to compare a change with the previous
+landing; --ringside-args adds flags to every ringside. If
 target/release/ringside is missing it is built once (cargo build --release
 -p ringside) before the rounds.
 
@@ -82,7 +84,7 @@ measured, and the exit status is then 1.
 
 usage: tls_bench.py [--rounds 3] [--duration 8] [--connections 50]
                     [--servers ringside,nginx] [--modes ka26,ka1m,new26,hs26]
-                    [--groups x25519mlkem768,x25519:p256]
+                    [--groups x25519mlkem768,x25519:p256] [--baseline EXE]
                     [--key-type ec-p256|rsa2048] [--ringside-args "..."]
                     [--json FILE]
 """
@@ -201,8 +203,9 @@ def start(name, mat, args, access_log=False):
     port = cpr.free_port()
     prefix = tempfile.mkdtemp(prefix="tlsbench-srv-")
     try:
-        if name.startswith("ringside"):
-            ensure_ringside()
+        if name.startswith(("ringside", "baseline")):
+            if name.startswith("ringside"):
+                ensure_ringside()
             exe, extra, env = cpr.ringside_variant(name)
             conf = os.path.join(prefix, "ringside.toml")
             with open(conf, "w") as f:
@@ -374,7 +377,7 @@ def ratio_lines(mode, meds, labels):
         return out
     n = meds[base]
     for s in labels:
-        if s.startswith("ringside") and s in meds:
+        if s.startswith(("ringside", "baseline")) and s in meds:
             r = meds[s]
             what = "handshakes/s" if mode in ("new26", "hs26") else "req/s"
             line = f"{s} / {base}: {what} x{r['req_s'] / n['req_s']:.2f}"
@@ -416,12 +419,15 @@ def main():
     p.add_argument("--groups", default="x25519mlkem768,x25519:p256",
                    help="hs26: ringside-bench --tls-group values, one row per server and value")
     p.add_argument("--json", metavar="FILE", help="write the raw numbers to FILE")
+    p.add_argument("--baseline", default=None, metavar="EXE",
+                   help="another ringside binary (a previous landing), run as the server named baseline")
     args = p.parse_args()
+    cpr.BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     servers = [s for s in args.servers.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
     for s in servers:
-        if not (s.startswith("ringside") or s == "nginx"):
-            raise SystemExit(f"unknown server {s}; known: ringside[...], nginx")
+        if not (s.startswith(("ringside", "baseline")) or s == "nginx"):
+            raise SystemExit(f"unknown server {s}; known: ringside[...], baseline[...], nginx")
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"unknown mode {m}; known: {', '.join(MODES)}")
