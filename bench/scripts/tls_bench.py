@@ -22,6 +22,19 @@ Modes (--modes, default all three):
          the CPU per request is the CPU per handshake (plus one small
          request and a TCP connect and close)
 
+  hs26   full handshakes by key-exchange group: ringside-bench (not wrk)
+         makes a new connection per request for /hello.txt with session
+         resumption off (--tls-no-resume), offering the groups of each
+         --groups entry (ringside-bench --tls-group; default
+         "x25519mlkem768,x25519:p256": post-quantum hybrid, then classical
+         X25519, with P-256 listed so that OpenSSL 3.0 accepts the ECDSA
+         certificate). Rows are "SERVER GROUP": req/s is full handshakes/s
+         and the CPU per request the server CPU per full handshake. The
+         group each server negotiated is checked once before the rounds
+         with a one-request run; a server that shares no group with an
+         entry (nginx on OpenSSL 3.0 has no ML-KEM) is left out of that
+         entry's rows, said so, and is no error.
+
 Full or resumed handshakes in new26: RESUMED, wherever the server resumes.
 wrk (4.1, OpenSSL 3.0) keeps one SSL object per connection and, on
 reconnecting, calls SSL_shutdown and SSL_clear, which keep the session (a
@@ -56,7 +69,9 @@ HTTP/2, ALPN default). ringside runs with --config FILE:
 
 (and RUST_LOG=warn, as cpu_per_request.py gives it). Names like
 ringside:epoll, ringside@defer and ringside+--coalesce-wait=0 select variants
-as in cpu_per_request.py; --ringside-args adds flags to every ringside. If
+as in cpu_per_request.py, and "baseline" (with its variants) runs the
+--baseline EXE binary the same way, to compare a change with the previous
+landing; --ringside-args adds flags to every ringside. If
 target/release/ringside is missing it is built once (cargo build --release
 -p ringside) before the rounds.
 
@@ -68,7 +83,8 @@ round with its error and left out of the medians; the others are still
 measured, and the exit status is then 1.
 
 usage: tls_bench.py [--rounds 3] [--duration 8] [--connections 50]
-                    [--servers ringside,nginx] [--modes ka26,ka1m,new26]
+                    [--servers ringside,nginx] [--modes ka26,ka1m,new26,hs26]
+                    [--groups x25519mlkem768,x25519:p256] [--baseline EXE]
                     [--key-type ec-p256|rsa2048] [--ringside-args "..."]
                     [--json FILE]
 """
@@ -101,6 +117,8 @@ MODES = {
     "ka1m": {"file": "1m.bin", "close": False, "title": "keep-alive, 1 MiB /1m.bin over https"},
     "new26": {"file": "hello.txt", "close": True,
               "title": 'new connection per request ("Connection: close"), 26 B /hello.txt over https'},
+    "hs26": {"file": "hello.txt", "close": True,
+             "title": "full handshakes (ringside-bench --tls-no-resume, a connection per request), by key-exchange group"},
 }
 KEY_TYPES = {
     "ec-p256": ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
@@ -137,19 +155,42 @@ class Material:
 _build = {}
 
 
-def ensure_ringside():
-    """target/release/ringside, built once per run if it is missing."""
-    exe = os.path.join(REPO, "target", "release", "ringside")
+def ensure_ringside(package="ringside"):
+    """target/release/PACKAGE, built once per run if it is missing."""
+    exe = os.path.join(REPO, "target", "release", package)
     if os.path.exists(exe):
-        return
-    if "error" not in _build:
-        print("target/release/ringside is missing: cargo build --release -p ringside", flush=True)
-        r = subprocess.run(["cargo", "build", "--release", "-p", "ringside"], cwd=REPO,
+        return exe
+    if package not in _build:
+        print(f"target/release/{package} is missing: cargo build --release -p {package}", flush=True)
+        r = subprocess.run(["cargo", "build", "--release", "-p", package], cwd=REPO,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        _build["error"] = None if r.returncode == 0 and os.path.exists(exe) else \
-            "cargo build --release -p ringside failed: " + r.stdout.strip()[-400:]
-    if _build["error"]:
-        raise RuntimeError(_build["error"])
+        _build[package] = None if r.returncode == 0 and os.path.exists(exe) else \
+            f"cargo build --release -p {package} failed: " + r.stdout.strip()[-400:]
+    if _build[package]:
+        raise RuntimeError(_build[package])
+    return exe
+
+
+def handshakes(port, group, connections, duration):
+    """One ringside-bench run on CPU 1, full handshakes offering `group`:
+    (handshakes, the group negotiated). Any failed request fails the run."""
+    exe = ensure_ringside("ringside-bench")
+    cmd = ["taskset", "-c", "1", exe, "--json", "--insecure", "--tls-no-resume", "--tls-group", group,
+           "-c", str(connections)]
+    cmd += ["-n", "1"] if duration == 0 else ["--duration", f"{duration}s"]
+    cmd.append(f"https://127.0.0.1:{port}/hello.txt")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    try:
+        v = json.loads(r.stdout)
+    except ValueError:
+        raise RuntimeError(f"ringside-bench failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()[-400:]}")
+    done, failed = v["complete_requests"], v["failed_requests"]
+    if r.returncode != 0 or failed or not done:
+        raise RuntimeError(f"ringside-bench: {done} complete, {failed} failed (exit {r.returncode}): "
+                           f"{r.stderr.strip()[-300:]}")
+    if v["counts"]["tls_resumed"]:
+        raise RuntimeError(f"{v['counts']['tls_resumed']} handshakes resumed despite --tls-no-resume")
+    return v["counts"]["tls_handshakes"], (v.get("tls") or {}).get("group")
 
 
 def toml_str(s):
@@ -162,8 +203,9 @@ def start(name, mat, args, access_log=False):
     port = cpr.free_port()
     prefix = tempfile.mkdtemp(prefix="tlsbench-srv-")
     try:
-        if name.startswith("ringside"):
-            ensure_ringside()
+        if name.startswith(("ringside", "baseline")):
+            if name.startswith("ringside"):
+                ensure_ringside()
             exe, extra, env = cpr.ringside_variant(name)
             conf = os.path.join(prefix, "ringside.toml")
             with open(conf, "w") as f:
@@ -218,18 +260,24 @@ def wrk(port, path, connections, duration, close):
     return int(m.group(1)), out
 
 
-def measure(name, mode, mat, args):
+def measure(name, mode, mat, args, group=None):
     """One server, one mode, one round: a dict of raw numbers."""
     m = MODES[mode]
     proc, port, prefix = start(name, mat, args)
     try:
         check_serves(port, m["file"], mat.files[m["file"]])
         try:
-            wrk(port, m["file"], 10, 1, m["close"])
+            if group:
+                handshakes(port, group, 10, 1)
+            else:
+                wrk(port, m["file"], 10, 1, m["close"])
         except RuntimeError as e:
             raise RuntimeError(f"warm-up: {e}")
         u0, s0 = cpr.cpu_ticks(proc.pid)
-        reqs, _ = wrk(port, m["file"], args.connections, args.duration, m["close"])
+        if group:
+            reqs, _ = handshakes(port, group, args.connections, args.duration)
+        else:
+            reqs, _ = wrk(port, m["file"], args.connections, args.duration, m["close"])
         u1, s1 = cpr.cpu_ticks(proc.pid)
     finally:
         cpr.stop(proc, prefix)
@@ -320,19 +368,22 @@ def md(text):
     return str(text).replace("|", "\\|")
 
 
-def ratio_lines(mode, meds, servers):
+def ratio_lines(mode, meds, labels):
+    """Each ringside row against the first nginx row measured (in hs26,
+    nginx's classical group)."""
     out = []
-    if "nginx" not in meds:
+    base = next((l for l in labels if l.split()[0] == "nginx" and l in meds), None)
+    if base is None:
         return out
-    n = meds["nginx"]
-    for s in servers:
-        if s.startswith("ringside") and s in meds:
+    n = meds[base]
+    for s in labels:
+        if s.startswith(("ringside", "baseline")) and s in meds:
             r = meds[s]
-            what = "handshakes/s" if mode == "new26" else "req/s"
-            line = f"{s}/nginx: {what} x{r['req_s'] / n['req_s']:.2f}"
+            what = "handshakes/s" if mode in ("new26", "hs26") else "req/s"
+            line = f"{s} / {base}: {what} x{r['req_s'] / n['req_s']:.2f}"
             if mode == "ka1m":
                 line += f" (MB/s x{r['mb_s'] / n['mb_s']:.2f})"
-            line += f", CPU per {'handshake' if mode == 'new26' else 'request'} x{r['us_total'] / n['us_total']:.2f}"
+            line += f", CPU per {'handshake' if mode in ('new26', 'hs26') else 'request'} x{r['us_total'] / n['us_total']:.2f}"
             line += f" (user x{r['us_user'] / n['us_user']:.2f}, sys x{r['us_sys'] / n['us_sys']:.2f})" \
                 if n["us_user"] and n["us_sys"] else ""
             out.append(line + "; above 1 is more throughput, more CPU")
@@ -347,6 +398,15 @@ def handshake_kind(name, probes, wrkres):
     return "resumed" if wrk_resumes and p["resumed"] else "full"
 
 
+def probe_group(name, group, mat, args):
+    """The group `name` negotiates with ringside-bench offering `group`."""
+    proc, port, prefix = start(name, mat, args)
+    try:
+        return handshakes(port, group, 1, 0)[1]
+    finally:
+        cpr.stop(proc, prefix)
+
+
 def main():
     p = argparse.ArgumentParser(description="Server CPU per request over TLS (see the docstring).")
     p.add_argument("--rounds", type=int, default=3)
@@ -356,25 +416,45 @@ def main():
     p.add_argument("--modes", default="ka26,ka1m,new26")
     p.add_argument("--key-type", choices=sorted(KEY_TYPES), default="ec-p256")
     p.add_argument("--ringside-args", default="")
+    p.add_argument("--groups", default="x25519mlkem768,x25519:p256",
+                   help="hs26: ringside-bench --tls-group values, one row per server and value")
     p.add_argument("--json", metavar="FILE", help="write the raw numbers to FILE")
+    p.add_argument("--baseline", default=None, metavar="EXE",
+                   help="another ringside binary (a previous landing), run as the server named baseline")
     args = p.parse_args()
+    cpr.BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     servers = [s for s in args.servers.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
     for s in servers:
-        if not (s.startswith("ringside") or s == "nginx"):
-            raise SystemExit(f"unknown server {s}; known: ringside[...], nginx")
+        if not (s.startswith(("ringside", "baseline")) or s == "nginx"):
+            raise SystemExit(f"unknown server {s}; known: ringside[...], baseline[...], nginx")
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"unknown mode {m}; known: {', '.join(MODES)}")
 
     # SIGTERM unwinds like Ctrl-C, so the finally blocks stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    results = {m: {s: [] for s in servers} for m in modes}
-    errors = {m: {s: [] for s in servers} for m in modes}
+    # The rows of each mode's table: (label, server, ringside-bench group).
+    table_rows = {m: [(s, s, None) for s in servers] for m in modes}
     raw = []
-    probes, wrkres = {}, {}
+    probes, wrkres, negotiated = {}, {}, {}
     mat = Material(args.key_type)
     try:
+        if "hs26" in modes:
+            table_rows["hs26"] = []
+            print("hs26 group check (ringside-bench -n 1 --tls-no-resume --tls-group G):")
+            for s in servers:
+                for g in [g for g in args.groups.split(",") if g]:
+                    label = f"{s} {g}"
+                    try:
+                        negotiated[label] = probe_group(s, g, mat, args)
+                    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                        print(f"  {label:34s} left out, no group in common or no answer: {' '.join(str(e).split())[-200:]}")
+                        continue
+                    table_rows["hs26"].append((label, s, g))
+                    print(f"  {label:34s} negotiates {negotiated[label]}", flush=True)
+        results = {m: {l: [] for l, _, _ in table_rows[m]} for m in modes}
+        errors = {m: {l: [] for l, _, _ in table_rows[m]} for m in modes}
         print(f"certificate: {args.key_type}, self-signed for localhost and 127.0.0.1, in {mat.dir}")
         print("TLS check (openssl s_client, SNI 127.0.0.1 as wrk sends; second connection offers the first's session):")
         for s in servers:
@@ -398,9 +478,9 @@ def main():
 
         for rnd in range(1, args.rounds + 1):
             for mode in modes:
-                for s in servers:
+                for s, server, group in table_rows[mode]:
                     try:
-                        row = measure(s, mode, mat, args)
+                        row = measure(server, mode, mat, args, group)
                     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                         msg = " ".join(str(e).split())
                         errors[mode][s].append(msg)
@@ -419,17 +499,19 @@ def main():
     medians = {}
     for mode in modes:
         m = MODES[mode]
-        rate = "handshakes/s" if mode == "new26" else "req/s"
-        per = "µs/handshake" if mode == "new26" else "µs/request"
+        rate = "handshakes/s" if mode in ("new26", "hs26") else "req/s"
+        per = "µs/handshake" if mode in ("new26", "hs26") else "µs/request"
         print(f"\n### {mode}: {m['title']}\n")
-        print(f"medians over {args.rounds} rounds, wrk -t1 -c{args.connections} -d{args.duration}s, "
-              f"{args.key_type} certificate; server on CPU 0, wrk on CPU 1\n")
+        client = "ringside-bench" if mode == "hs26" else "wrk -t1"
+        print(f"medians over {args.rounds} rounds, {client} -c{args.connections} -d{args.duration}s, "
+              f"{args.key_type} certificate; server on CPU 0, {client.split()[0]} on CPU 1\n")
         cols = ["server", rate] + (["MB/s"] if mode == "ka1m" else []) + \
-               [f"{per} user", f"{per} sys", f"{per} total", "server CPU"] + (["handshake"] if mode == "new26" else [])
+               [f"{per} user", f"{per} sys", f"{per} total", "server CPU"] + (["handshake"] if mode == "new26" else []) + \
+               (["group negotiated"] if mode == "hs26" else [])
         print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join("---" if c in ("server", "handshake") else "---:" for c in cols) + "|")
+        print("|" + "|".join("---" if c in ("server", "handshake", "group negotiated") else "---:" for c in cols) + "|")
         medians[mode] = {}
-        for s in servers:
+        for s, _, _ in table_rows[mode]:
             rows = results[mode][s]
             if not rows:
                 err = errors[mode][s][-1] if errors[mode][s] else "not measured"
@@ -446,8 +528,10 @@ def main():
                       f"{med['server_cpu_pct']:.0f} %"]
             if mode == "new26":
                 cells.append(handshake_kind(s, probes, wrkres))
+            if mode == "hs26":
+                cells.append(md(negotiated.get(s)))
             print("| " + " | ".join(cells) + " |")
-        lines = ratio_lines(mode, medians[mode], servers)
+        lines = ratio_lines(mode, medians[mode], [l for l, _, _ in table_rows[mode]])
         if lines:
             print()
             for l in lines:
@@ -462,6 +546,7 @@ def main():
                 "tls_probe": probes,
                 "wrk_resumption": wrkres,
                 "handshake_kind": {s: handshake_kind(s, probes, wrkres) for s in servers} if "new26" in modes else {},
+                "hs26_groups": negotiated,
                 "runs": raw,
                 "medians": medians,
                 "errors": errors,

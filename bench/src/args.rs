@@ -208,6 +208,12 @@ pub struct Flags {
     /// https: verify against the PEM certificates in FILE instead of the system's
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
+    /// https: offer these key-exchange groups only, `:`-separated (x25519mlkem768, x25519, p256, p384)
+    #[arg(long, value_name = "GROUP")]
+    pub tls_group: Option<String>,
+    /// https: never resume a TLS session, so every handshake is a full one
+    #[arg(long)]
+    pub tls_no_resume: bool,
     /// HTTP/2 over TLS (https:// URLs), chosen by ALPN
     #[arg(long)]
     pub h2: bool,
@@ -321,6 +327,9 @@ pub struct Config {
     pub progress: ProgressMode,
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
+    /// --tls-group and --tls-no-resume (see `crate::tls::TlsOptions`).
+    pub tls_group: Option<String>,
+    pub tls_no_resume: bool,
     pub h2: Option<H2>,
     /// Streams in flight per HTTP/2 connection.
     pub streams: usize,
@@ -551,6 +560,9 @@ impl TryFrom<Flags> for Config {
                 ));
             }
         }
+        if let Some(g) = &f.tls_group {
+            crate::tls::groups_named(g)?;
+        }
         let http10 = if f.siege { f.http10 } else { !f.http11 };
         Ok(Config {
             requests,
@@ -598,6 +610,8 @@ impl TryFrom<Flags> for Config {
             progress,
             insecure: f.insecure,
             cacert: f.cacert,
+            tls_group: f.tls_group,
+            tls_no_resume: f.tls_no_resume,
             h2,
             streams,
         })
@@ -855,5 +869,17 @@ mod tests {
         assert!(cfg(&["--h2c", "--pipeline", "2", "http://h/"]).is_err());
         let c = cfg(&["--insecure", "--cacert", "x.pem", "https://h/"]).unwrap();
         assert!(c.insecure && c.cacert.is_some());
+        let c = cfg(&[
+            "--tls-group",
+            "X25519MLKEM768",
+            "--tls-no-resume",
+            "https://h/",
+        ])
+        .unwrap();
+        assert_eq!(c.tls_group.as_deref(), Some("X25519MLKEM768"));
+        assert!(c.tls_no_resume);
+        assert!(cfg(&["--tls-group", "x448", "https://h/"])
+            .unwrap_err()
+            .contains("--tls-group"));
     }
 }

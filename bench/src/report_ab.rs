@@ -88,6 +88,10 @@ pub fn render(f: &Finished) -> String {
         if !t.temp_key.is_empty() {
             let _ = writeln!(o, "Server Temp Key:        {}", t.temp_key);
         }
+        // Beyond ab: the group by name, X25519MLKEM768 being no "temp key".
+        if !t.group.is_empty() {
+            let _ = writeln!(o, "TLS Key Exchange:       {}", t.group);
+        }
         if let Some(name) = &t.server_name {
             let _ = writeln!(o, "TLS Server Name:        {name}");
         }

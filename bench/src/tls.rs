@@ -15,7 +15,12 @@
 //! is that core's, so without `-k`, where every request makes a new TLS
 //! connection, the handshakes after the first resume a session (TLS 1.3
 //! tickets, TLS 1.2 ids) as a browser's would, with no lock shared across
-//! cores. Resumed handshakes are counted (`tls_resumed`).
+//! cores. Resumed handshakes are counted (`tls_resumed`);
+//! `--tls-no-resume` turns resumption off, for a run of full handshakes.
+//!
+//! Key exchange: aws-lc-rs' groups, post-quantum X25519MLKEM768 first;
+//! `--tls-group` offers one group alone, and the report names the group
+//! the server chose.
 //!
 //! Verification: against the PEM roots of `--cacert`, else the system's
 //! bundle; `--insecure` accepts any certificate, as `curl -k` does, but
@@ -28,8 +33,10 @@ use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
 use rustls::client::UnbufferedClientConnection;
-use rustls::crypto::{ring, CryptoProvider};
+use rustls::crypto::aws_lc_rs::{self, kx_group};
+use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
@@ -58,9 +65,53 @@ pub struct TlsOptions {
     pub protocol: Option<String>,
     /// ab's `-Z`: OpenSSL cipher-suite names, `:`-separated.
     pub ciphers: Option<String>,
+    /// `--tls-group`: the key-exchange groups offered, `:`-separated, in
+    /// order (see [`GROUPS`]).
+    pub group: Option<String>,
+    /// `--tls-no-resume`: every handshake a full one.
+    pub no_resume: bool,
 }
 
-/// The OpenSSL name of each suite rustls offers on ring (ab's `-Z` and the
+/// `--tls-group`'s names and what each offers. Without it the client
+/// offers aws-lc-rs' default order, post-quantum first: X25519MLKEM768,
+/// X25519, P-256, P-384, as browsers do. A key share is sent for the first
+/// group of the list only (and for X25519 beside X25519MLKEM768, its
+/// classical half). A list and not one group, because OpenSSL 3.0 serving
+/// an ECDSA P-256 certificate refuses a client whose supported groups lack
+/// P-256 ("no shared cipher"): `x25519:p256` gets X25519 there.
+pub const GROUPS: [(&str, &dyn SupportedKxGroup); 7] = [
+    ("x25519mlkem768", kx_group::X25519MLKEM768),
+    ("x25519", kx_group::X25519),
+    ("p256", kx_group::SECP256R1),
+    ("secp256r1", kx_group::SECP256R1),
+    ("p384", kx_group::SECP384R1),
+    ("secp384r1", kx_group::SECP384R1),
+    ("secp256r1mlkem768", kx_group::SECP256R1MLKEM768),
+];
+
+/// The groups `--tls-group LIST` asks for, in its order.
+pub fn groups_named(list: &str) -> Result<Vec<&'static dyn SupportedKxGroup>, String> {
+    let mut out: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+    for name in list.split(':') {
+        let g = GROUPS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, g)| *g)
+            .ok_or_else(|| {
+                let names: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "--tls-group: expected names among {}, `:`-separated, got {name:?}",
+                    names.join(", ")
+                )
+            })?;
+        if !out.iter().any(|o| o.name() == g.name()) {
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+/// The OpenSSL name of each suite rustls offers on aws-lc-rs (ab's `-Z` and the
 /// report speak OpenSSL's names).
 const SUITE_NAMES: [(CipherSuite, &str); 9] = [
     (
@@ -106,7 +157,10 @@ const SUITE_NAMES: [(CipherSuite, &str); 9] = [
 /// where browsers and h2load offer AES-128 first: with the same suite the
 /// server does the same work under either client.
 fn provider(opts: &TlsOptions) -> Result<CryptoProvider, String> {
-    let mut p = ring::default_provider();
+    let mut p = aws_lc_rs::default_provider();
+    if let Some(name) = &opts.group {
+        p.kx_groups = groups_named(name)?;
+    }
     match &opts.ciphers {
         Some(list) => {
             let mut chosen = Vec::new();
@@ -225,6 +279,9 @@ pub fn client_config(opts: &TlsOptions, roots: &Arc<RootCertStore>) -> Arc<Clien
             .with_no_client_auth()
     };
     cfg.alpn_protocols = opts.alpn.clone();
+    if opts.no_resume {
+        cfg.resumption = Resumption::disabled();
+    }
     Arc::new(cfg)
 }
 
@@ -290,6 +347,9 @@ pub struct TlsInfo {
     pub cipher_bits: u32,
     /// ab's "Server Temp Key": "X25519 253 bits", "ECDH P-256 256 bits".
     pub temp_key: String,
+    /// The key-exchange group negotiated, by its IANA name:
+    /// "X25519MLKEM768", "X25519", "secp256r1".
+    pub group: String,
     /// The SNI sent (none for an IP address).
     pub server_name: Option<String>,
     /// The ALPN protocol the server chose.
@@ -416,6 +476,11 @@ impl TlsStream {
                 other => other.to_string(),
             })
             .unwrap_or_default();
+        let group = t
+            .negotiated_key_exchange_group()
+            .and_then(|g| g.name().as_str())
+            .unwrap_or_default()
+            .to_string();
         let key_bits = t
             .peer_certificates()
             .and_then(|c| c.first())
@@ -430,6 +495,7 @@ impl TlsStream {
             key_bits,
             cipher_bits,
             temp_key,
+            group,
             server_name,
             alpn: t
                 .alpn_protocol()
@@ -670,6 +736,34 @@ mod tests {
             ]
         );
         assert!(provider(&opts(None, Some("RC4-MD5"))).is_err());
+    }
+
+    #[test]
+    fn tls_group_offers_that_group_alone() {
+        let groups = |g: Option<&str>| {
+            let o = TlsOptions {
+                group: g.map(str::to_owned),
+                ..TlsOptions::default()
+            };
+            provider(&o).map(|p| {
+                p.kx_groups
+                    .iter()
+                    .map(|g| g.name().as_str().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(groups(None).unwrap()[..2], ["X25519MLKEM768", "X25519"]);
+        assert_eq!(groups(Some("X25519MLKEM768")).unwrap(), ["X25519MLKEM768"]);
+        assert_eq!(groups(Some("x25519")).unwrap(), ["X25519"]);
+        assert_eq!(groups(Some("p256")).unwrap(), ["secp256r1"]);
+        assert_eq!(
+            groups(Some("x25519:P256:secp256r1")).unwrap(),
+            ["X25519", "secp256r1"]
+        );
+        assert!(groups(Some("x25519:")).is_err());
+        assert!(groups(Some("ffdhe2048"))
+            .unwrap_err()
+            .contains("--tls-group"));
     }
 
     #[test]

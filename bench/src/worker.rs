@@ -93,6 +93,8 @@ pub fn run(
         },
         protocol: cfg.tls_protocol.clone(),
         ciphers: cfg.tls_ciphers.clone(),
+        group: cfg.tls_group.clone(),
+        no_resume: cfg.tls_no_resume,
     };
     // Checked here, once, so a bad --cacert stops the run before it starts.
     let roots = if targets.iter().any(|t| t.url.tls) {

@@ -73,3 +73,48 @@ fn verification_fails_clearly_unless_insecure() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cacert"));
 }
+
+#[test]
+fn tls_group_is_asked_for_and_reported_and_no_resume_makes_full_handshakes() {
+    // nginx on Debian 12's OpenSSL 3.0 has no ML-KEM: X25519 and P-256 it
+    // has (P-256 must be offered: its certificate is ECDSA P-256, see
+    // `crate::tls::GROUPS`), and a client offering X25519MLKEM768 alone
+    // finds no group.
+    let ng = nginx::start("https-g", "ssl");
+    let url = format!("https://localhost:{}/", ng.port);
+    let ca = ng.ca();
+    for (ask, named) in [("x25519:p256", "X25519"), ("p256", "secp256r1")] {
+        let r = bench_ok(&["-q", "-n", "4", "--tls-group", ask, "--cacert", &ca, &url]);
+        assert_eq!(num(&r, "Complete requests:"), 4, "{r}");
+        assert_eq!(field(&r, "TLS Key Exchange:"), named, "{r}");
+        let v = bench_json(&[
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--tls-group",
+            ask,
+            "--tls-no-resume",
+            "--cacert",
+            &ca,
+            &url,
+        ]);
+        assert_eq!(v["tls"]["group"], named, "{v}");
+        assert_eq!(u(&v, &["counts", "tls_handshakes"]), 20, "{v}");
+        assert_eq!(u(&v, &["counts", "tls_resumed"]), 0, "{v}");
+    }
+    let out = bench(&[
+        "-q",
+        "-n",
+        "2",
+        "--tls-group",
+        "x25519mlkem768",
+        "--cacert",
+        &ca,
+        &url,
+    ]);
+    let r = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(num(&r, "Complete requests:"), 0, "{r}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TLS handshake with localhost:"), "{err}");
+}

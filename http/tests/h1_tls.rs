@@ -29,7 +29,7 @@ fn certs() -> Certs {
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 fn start_tls(backend: BackendChoice, c: &Certs) -> Result<TestServer, String> {

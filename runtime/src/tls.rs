@@ -348,7 +348,7 @@ mod tests {
     use super::*;
 
     fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-        Arc::new(rustls::crypto::ring::default_provider())
+        Arc::new(rustls::crypto::aws_lc_rs::default_provider())
     }
 
     /// A server and a client session over a socket pair, handshake done.

@@ -19,7 +19,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::crypto::ring::sign::any_supported_type;
+use rustls::crypto::aws_lc_rs::sign::any_supported_type;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
@@ -124,7 +124,7 @@ pub fn load_certified_key(paths: &CertPaths) -> Result<Arc<CertifiedKey>, CertEr
     let certified = CertifiedKey::new(chain, signing);
     match certified.keys_match() {
         // A key that cannot tell its public half is taken on trust, as
-        // rustls itself does; ring's keys all can.
+        // rustls itself does; aws-lc-rs' keys all can.
         Ok(()) | Err(TlsError::InconsistentKeys(InconsistentKeys::Unknown)) => {
             Ok(Arc::new(certified))
         }

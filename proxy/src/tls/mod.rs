@@ -1,6 +1,8 @@
 //! rustls configurations built from the validated config
 //! ([`TlsConfig`](crate::config::tls::TlsConfig) for the listeners,
-//! [`UpstreamTls`] for upstreams), on ring, TLS 1.2 and 1.3 only.
+//! [`UpstreamTls`] for upstreams), on aws-lc-rs with post-quantum key
+//! exchange first and certificate compression ([`provider`]), TLS 1.2 and
+//! 1.3 only.
 //!
 //! # Listeners
 //!
@@ -17,7 +19,7 @@
 //! read once per call however many listeners share it.
 //!
 //! Resumption state is process-wide, made once in a `OnceLock`: one session
-//! ticket encrypter (`rustls::crypto::ring::Ticketer`, which rotates its own
+//! ticket encrypter (`rustls::crypto::aws_lc_rs::Ticketer`, which rotates its own
 //! keys every six hours and keeps the previous ones for decryption) and one
 //! TLS 1.2 session-ID cache of 4096 entries. Every core's configs and every
 //! reload's share them, so a ticket issued on one core resumes on any
@@ -37,6 +39,7 @@
 
 pub mod certs;
 pub mod client_auth;
+pub mod provider;
 pub mod sni;
 pub mod subject;
 pub mod verify;
@@ -64,12 +67,10 @@ pub const ALPN_H2: &[u8] = b"h2";
 /// Entries in the process-wide TLS 1.2 session-ID cache.
 pub const SESSION_CACHE_SIZE: usize = 4096;
 
-/// The crypto provider every config is built on: ring's defaults.
+/// The crypto provider every config is built on ([`provider::make`]).
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
-    PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::ring::default_provider()))
-        .clone()
+    PROVIDER.get_or_init(|| Arc::new(provider::make())).clone()
 }
 
 /// The process-wide session ticket encrypter.
@@ -78,7 +79,7 @@ fn ticketer() -> Result<Arc<dyn ProducesTickets>, String> {
     if let Some(t) = TICKETER.get() {
         return Ok(t.clone());
     }
-    let made = rustls::crypto::ring::Ticketer::new()
+    let made = rustls::crypto::aws_lc_rs::Ticketer::new()
         .map_err(|e| format!("cannot make a session ticket key: {e}"))?;
     // Another thread may have won the race; everyone takes the winner's.
     Ok(TICKETER.get_or_init(|| made).clone())
@@ -116,6 +117,7 @@ pub fn server_configs(
     }
     let vhosts = Arc::new(VhostCerts::load(tls)?);
     let mut defaults: Vec<(&CertPaths, Arc<CertifiedKey>)> = Vec::new();
+    let compressed = provider::compression_cache(tls.listeners.len() + tls.vhosts.len());
     let mut out = Vec::with_capacity(tls.listeners.len());
     for (i, listener) in tls.listeners.iter().enumerate() {
         let Some(paths) = listener else {
@@ -149,6 +151,7 @@ pub fn server_configs(
             vec![ALPN_HTTP11.to_vec()]
         };
         config.session_storage = session_cache();
+        config.cert_compression_cache = compressed.clone();
         if tls.tickets {
             config.ticketer = ticketer()?;
         } else {

@@ -199,7 +199,7 @@ pub fn header(head: &str, name: &str) -> Option<String> {
 pub fn tls_relay(to: SocketAddr, ca: &Ca, name: &'static str) -> SocketAddr {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der().into()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
