@@ -124,7 +124,13 @@ impl Slots {
         }
         let covered = (self.opening + self.reserved) as usize;
         if self.queue.len().saturating_sub(covered) >= self.queue_size {
-            if !self.cap.try_open(self.ceiling(), self.learns()) {
+            // A draining process serves its last requests whatever another
+            // holds (see `last_opening`).
+            let elsewhere = match ringside_runtime::shutdown::draining() {
+                true => 0,
+                false => self.cap.held_elsewhere(),
+            };
+            if !self.cap.try_open(self.ceiling(), self.learns(), elsewhere) {
                 return Grant::Full;
             }
             self.reserved += 1;
@@ -170,9 +176,9 @@ impl Slots {
         let ceiling = self.ceiling();
         let elsewhere = self.cap.held_elsewhere();
         if elsewhere > 0 && ringside_runtime::shutdown::draining() {
-            return self.last_opening(how, ceiling);
+            return self.last_opening(how, ceiling, elsewhere);
         }
-        if self.cap.try_open(ceiling, self.learns()) {
+        if self.cap.try_open(ceiling, self.learns(), elsewhere) {
             self.opening += 1;
             return Some(how);
         }
@@ -200,18 +206,18 @@ impl Slots {
     /// new one holds more than the limit (connections of its own waiting
     /// in the backlog to see whether the pool grew): those would take the
     /// child first, so it asks and looks again.
-    fn last_opening(&mut self, how: Opening, ceiling: u32) -> Option<Opening> {
+    fn last_opening(&mut self, how: Opening, ceiling: u32, elsewhere: u32) -> Option<Opening> {
         let held = self.cap.core(self.core).held.load(Ordering::Relaxed);
         if held > 0 || self.opening > 0 {
             return None;
         }
         let limit = self.cap.learned().unwrap_or(ceiling).min(ceiling);
-        if self.cap.held_elsewhere() > limit {
+        if elsewhere > limit {
             self.cap.ask_elsewhere();
             self.recheck = true;
             return None;
         }
-        if !self.cap.try_open(ceiling, false) {
+        if !self.cap.try_open(ceiling, false, 0) {
             return None;
         }
         self.opening += 1;

@@ -217,15 +217,10 @@ impl Capacity {
     /// connections it will never serve.
     /// Without `ramp` (connections that are not kept, which hold no child
     /// between requests) only the limit counts.
-    /// While another process holds connections to the server, they count
-    /// too, except in a process that is draining: its own connections
-    /// serve its last requests (see `capacity::Slots::next_opening`).
-    pub fn try_open(&self, ceiling: u32, ramp: bool) -> bool {
+    /// `elsewhere`: what other processes hold of the server (an upgrade's
+    /// old or new one), counted as served.
+    pub fn try_open(&self, ceiling: u32, ramp: bool, elsewhere: u32) -> bool {
         let cap = self.limit.load(Ordering::Relaxed).min(ceiling);
-        let elsewhere = match ringside_runtime::shutdown::draining() {
-            true => 0,
-            false => self.held_elsewhere(),
-        };
         let served = self.served.load(Ordering::Acquire) + elsewhere;
         let ramp = if ramp { (served / 2).max(1) } else { u32::MAX };
         let mut opening = self.opening.load(Ordering::Acquire);
@@ -485,17 +480,17 @@ mod tests {
     #[test]
     fn a_stall_lowers_the_limit_to_what_is_served_and_an_answer_beyond_raises_it() {
         let c = Capacity::new("t".into(), 2);
-        assert!(c.try_open(100, true));
+        assert!(c.try_open(100, true, 0));
         c.answered(0, 100);
-        assert!(c.try_open(100, true));
+        assert!(c.try_open(100, true, 0));
         c.answered(1, 100);
         assert_eq!(c.learned(), None);
-        assert!(c.try_open(100, true));
+        assert!(c.try_open(100, true, 0));
         c.stalled(0, false);
         assert_eq!(c.learned(), Some(2));
         // Within the limit only what is served and opening counts.
         c.not_opened();
-        assert!(!c.try_open(100, true));
+        assert!(!c.try_open(100, true, 0));
         c.open_probe();
         c.answered(0, 100);
         assert_eq!(c.learned(), Some(3));
@@ -515,8 +510,8 @@ mod tests {
     #[test]
     fn the_ceiling_bounds_the_limit() {
         let c = Capacity::new("t".into(), 1);
-        assert!(c.try_open(1, true));
-        assert!(!c.try_open(1, true));
+        assert!(c.try_open(1, true, 0));
+        assert!(!c.try_open(1, true, 0));
         c.answered(0, 1);
         c.stalled(0, false);
         c.open_probe();
@@ -528,7 +523,7 @@ mod tests {
     fn a_stall_with_requests_waiting_asks_one_core_once() {
         let c = Capacity::new("t".into(), 2);
         for _ in 0..3 {
-            assert!(c.try_open(100, true));
+            assert!(c.try_open(100, true, 0));
             c.answered(1, 100);
         }
         c.stalled(0, true);
