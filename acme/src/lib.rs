@@ -1,0 +1,19 @@
+//! ringside's ACME client: the protocol of RFC 8555 (accounts, orders,
+//! authorizations, finalize, download, revocation), the HTTP-01 and
+//! TLS-ALPN-01 challenges (RFC 8737), ACME Renewal Information (RFC 9773),
+//! External Account Binding, and what a client keeps between runs.
+//!
+//! It is blocking and owns no thread: the server runs it on one thread of
+//! its own, so the request path never waits on a CA. Every call takes the
+//! time it takes the CA to answer, bounded by timeouts.
+
+pub mod cert;
+pub mod ca;
+pub mod state;
+
+pub use ca::{
+    Account, AccountKey, Ca, Challenge, ChallengeKind, Eab, Error, Issued, KeyType, Meta,
+    OrderSpec, Problem, RenewalInfo, Responder,
+};
+pub use cert::{renew_at, Backoff, CertInfo};
+pub use state::StateDir;
