@@ -7,8 +7,8 @@
 //! its own, so the request path never waits on a CA. Every call takes the
 //! time it takes the CA to answer, bounded by timeouts.
 
-pub mod cert;
 pub mod ca;
+pub mod cert;
 pub mod state;
 
 pub use ca::{

@@ -3,6 +3,7 @@
 //! FastCGI record parser, the config loader).
 
 pub mod access_log;
+pub mod acme;
 pub mod check;
 pub mod cli;
 pub mod config;

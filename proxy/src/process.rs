@@ -52,6 +52,10 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
         .find(|(_, t)| t.is_some())
         .map(|(a, _)| a.port());
     let tls = cfg.tls.clone();
+    let acme = cfg
+        .acme
+        .iter()
+        .any(|i| i.challenge == ringside_acme::ChallengeKind::Http01);
     let access = cfg.access.clone();
     let rates = cfg.rates.clone();
     let compression = cfg.compression.clone();
@@ -94,6 +98,7 @@ fn edge_factory(cfg: &Config, shared: &[Arc<Shared>], local_addrs: &[SocketAddr]
                 .with_caches(&caches, prev, &purges)
                 .with_rewrites(rewrites)
                 .with_real_ip(&real_ip)
+                .with_acme(acme)
                 .with_error_pages(&error_pages, &tls, &prefixes, revalidate)
                 .with_client_certs(&mtls, &tls, &prefixes)
         })
@@ -128,7 +133,9 @@ fn tls_files(cfg: &Config) -> Vec<PathBuf> {
     let pairs = cfg.tls.listeners.iter().flatten();
     let vhosts = cfg.tls.vhosts.iter().filter_map(|v| v.cert.as_ref());
     for p in pairs.chain(vhosts) {
-        out.extend([p.cert.clone(), p.key.clone()]);
+        if p.acme.is_none() {
+            out.extend([p.cert.clone(), p.key.clone()]);
+        }
         out.extend(p.client.iter().flat_map(|c| c.files().cloned()));
     }
     out.extend(
@@ -250,6 +257,15 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         }
     }
 
+    // As root where `user` is set: the state directories are made for that user.
+    // SAFETY: geteuid has no preconditions.
+    let owner = match (&cfg.ops.user, unsafe { libc::geteuid() }) {
+        (Some(user), 0) => privileges::ids(user, cfg.ops.group.as_deref()).ok(),
+        _ => None,
+    };
+    if let Err(e) = crate::acme::prepare(&cfg, owner) {
+        return fail(e);
+    }
     if let Err(e) = load_tls(&mut cfg) {
         return fail(e);
     }
@@ -323,6 +339,7 @@ pub fn run(cli: Cli, mut cfg: Config) -> ExitCode {
         }
     }
     control::spawn();
+    crate::acme::manager::run(&cfg);
     let factory = edge_factory(&cfg, &shared, bound.local_addrs());
     let mut server = match bound.spawn(factory, ringside_http::Http) {
         Ok(s) => s,
@@ -464,6 +481,7 @@ fn try_reload(
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
+    crate::acme::prepare(&new, None)?;
     load_tls(&mut new)?;
     upstream_tls_backend(&new, server.backend)?;
     if let Some(a) = &new.ops.access_log {
@@ -479,6 +497,7 @@ fn try_reload(
     let refused = server.reload(factory, new.server.conn_config());
     metrics::registry().set_serving(&fresh, new.statics.cache.max_open);
     *shared = fresh;
+    crate::acme::manager::run(&new);
     *live = new;
     if refused.is_empty() {
         Ok(())

@@ -148,6 +148,11 @@ pub(crate) fn serve<H: Handler>(
         if link.stream.alpn_is(b"h2") {
             return Box::pin(crate::h2::serve(link, current, BytesMut::new(), over)).await;
         }
+        // A CA's TLS-ALPN-01 validation: the handshake was all of it, and
+        // no HTTP is spoken on such a connection (RFC 8737 §3).
+        if link.stream.alpn_is(b"acme-tls/1") {
+            return;
+        }
         let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener);
         let mut first = true;
         let next = loop {

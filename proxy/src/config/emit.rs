@@ -132,7 +132,7 @@ impl Config {
                 match self.tls.listener(i) {
                     None if more.is_empty() => addr,
                     None => format!("{{ addr = {addr}{more} }}"),
-                    Some(c) => format!("{{ addr = {addr}, tls = {}{more} }}", cert_table(c)),
+                    Some(c) => format!("{{ addr = {addr}, tls = {}{more} }}", cert_table(c, true)),
                 }
             })
             .collect();
@@ -232,6 +232,7 @@ impl Config {
         )?;
         write_proxy(out, &self.proxy)?;
         super::cache::write_caches(out, &self.caches)?;
+        super::acme::write_issuers(out, &self.acme)?;
         write_limits(out, &self.rates)?;
         super::rewrite::write_server(out, &self.rewrites.server)?;
         super::real_ip::write_section(out, &self.real_ip)?;
@@ -290,7 +291,14 @@ impl Config {
 }
 
 /// `{ cert = "...", key = "..." }`.
-fn cert_table(c: &CertPaths) -> String {
+fn cert_table(c: &CertPaths, listener: bool) -> String {
+    if let Some(a) = &c.acme {
+        return format!(
+            "{{ {}{} }}",
+            super::acme::write_keys(a, listener),
+            super::mtls::write_keys(c.client.as_ref())
+        );
+    }
     format!(
         "{{ cert = {}, key = {}{} }}",
         quote(&c.cert.to_string_lossy()),
@@ -327,7 +335,7 @@ fn write_tls(
         let names: Vec<String> = v.names.iter().map(|n| quote(n)).collect();
         writeln!(out, "names = [{}]", names.join(", "))?;
         if let Some(c) = &v.cert {
-            writeln!(out, "tls = {}", cert_table(c))?;
+            writeln!(out, "tls = {}", cert_table(c, false))?;
         }
         writeln!(out, "https_redirect = {}", v.https_redirect)?;
         if let Some(h) = &v.hsts {

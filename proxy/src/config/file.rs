@@ -72,6 +72,31 @@ pub struct FileConfig {
     pub rewrites: Vec<Spanned<RewriteSection>>,
     /// `[real_ip]` (`real_ip.rs`).
     pub real_ip: Option<Spanned<RealIpSection>>,
+    /// `[acme.NAME]`: certificate issuers (`acme.rs`).
+    pub acme: BTreeMap<Spanned<String>, Spanned<AcmeSection>>,
+}
+
+/// `[acme.NAME]`: an ACME CA certificates are ordered from (`acme.rs`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct AcmeSection {
+    pub directory: Option<Spanned<String>>,
+    pub contact: Option<Spanned<Vec<Spanned<String>>>>,
+    pub ca: Option<Spanned<String>>,
+    pub eab: Option<Spanned<EabSection>>,
+    pub key_type: Option<Spanned<String>>,
+    pub challenge: Option<Spanned<String>>,
+    pub profile: Option<Spanned<String>>,
+    pub state: Option<Spanned<String>>,
+    pub retry_min: Option<Spanned<DurationValue>>,
+}
+
+/// `eab = { kid = "...", hmac_key = "..." }` (RFC 8555 §7.3.4).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields)]
+pub struct EabSection {
+    pub kid: Spanned<String>,
+    pub hmac_key: Spanned<String>,
 }
 
 /// `[cache.NAME]`: a response cache that routes take by name (`cache.rs`).
@@ -160,8 +185,12 @@ pub struct VhostSection {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(remote = "Self", deny_unknown_fields)]
 pub struct CertSection {
-    pub cert: Spanned<String>,
-    pub key: Spanned<String>,
+    pub cert: Option<Spanned<String>>,
+    pub key: Option<Spanned<String>>,
+    /// A certificate from the `[acme.NAME]` issuer instead of files (`acme.rs`).
+    pub acme: Option<Spanned<String>>,
+    /// A listener's ACME certificate's names (a vhost's are its own).
+    pub names: Option<Spanned<Vec<Spanned<String>>>>,
     /// Client certificates asked for, their CA and CRLs (`mtls.rs`).
     pub client_auth: Option<Spanned<String>>,
     pub client_ca: Option<Spanned<String>>,
@@ -557,6 +586,8 @@ macro_rules! tables_only {
 }
 
 tables_only!(
+    AcmeSection,
+    EabSection,
     BasicAuthSection,
     CacheSection,
     CompressionSection,

@@ -193,6 +193,7 @@
 //! "X-Forwarded-For"`, `recursive = false`.
 
 pub mod access;
+pub mod acme;
 pub mod addr;
 pub mod auth;
 pub mod cache;
@@ -271,6 +272,8 @@ pub struct Config {
     pub try_files: try_files::TryFilesConfig,
     /// Routes' `require_client_cert`.
     pub mtls: mtls::MtlsConfig,
+    /// `[acme.NAME]`, sorted by name.
+    pub acme: Vec<acme::AcmeIssuer>,
     /// The file this came from; `None` for the built-in default.
     pub source: Option<PathBuf>,
 }
@@ -304,6 +307,7 @@ impl Default for Config {
             error_pages: error_pages::ErrorPagesConfig::default(),
             try_files: try_files::TryFilesConfig::default(),
             mtls: mtls::MtlsConfig::default(),
+            acme: Vec::new(),
             source: None,
         }
     }
@@ -356,6 +360,8 @@ impl Config {
     }
 }
 
+#[cfg(test)]
+mod acme_tests;
 #[cfg(test)]
 mod error_tests;
 #[cfg(test)]

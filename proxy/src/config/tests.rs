@@ -330,11 +330,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`; did you mean `runtime`?"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`; did you mean `runtime`?"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`"
     );
 }
 

@@ -65,7 +65,7 @@ use super::addr::route_host;
 use super::cx::{first_given, header_value, join, Cx};
 use super::error::ConfigError;
 use super::file::{CertSection, FileConfig, UpstreamSection};
-use crate::tls::certs::{load_certified_key, load_roots, CertPart, CertPaths};
+use crate::tls::certs::{load_certified_key, load_roots, AcmeCert, CertPart, CertPaths};
 use crate::upstream::settings::{Protocol, UpstreamTls};
 
 /// One `[[vhost]]`.
@@ -287,6 +287,17 @@ pub fn vhost_name(n: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// A name an ACME certificate is for: a vhost name without a wildcard.
+pub fn acme_name(n: &str) -> Result<String, String> {
+    let name = vhost_name(n)?;
+    if name.starts_with("*.") {
+        return Err(format!(
+            "{name:?} is a wildcard, which HTTP-01 and TLS-ALPN-01 cannot prove"
+        ));
+    }
+    Ok(name)
+}
+
 /// A Strict-Transport-Security value (RFC 6797 §6.1): `max-age=SECONDS`
 /// first, then `; directive`s.
 pub fn hsts(v: &str) -> Result<String, String> {
@@ -344,26 +355,97 @@ pub(super) enum CertAt {
 
 impl Cx<'_> {
     /// A `tls = { cert, key }` table: both paths made absolute, and the
-    /// pair loaded and checked, errors at the value at fault.
+    /// pair loaded and checked, errors at the value at fault. Or `tls = {
+    /// acme = "NAME" }`: a certificate ACME keeps (its issuer is checked
+    /// against `[acme.NAME]` in `acme.rs`, once every table is read).
     pub(super) fn cert_paths(
         &self,
         c: &Spanned<CertSection>,
         at: CertAt,
         base: &Path,
     ) -> Result<CertPaths, ConfigError> {
+        let table = c;
         let c = c.get_ref();
-        let err = |part: &str, v: &Spanned<String>, m: String| match at {
-            CertAt::Listen => self.err(v.span(), "[server] listen", format!("tls.{part}: {m}")),
-            CertAt::Vhost => self.err(v.span(), &format!("[[vhost]] tls.{part}"), m),
+        let err = |part: &str, span: std::ops::Range<usize>, m: String| match at {
+            CertAt::Listen => self.err(span, "[server] listen", format!("tls.{part}: {m}")),
+            CertAt::Vhost => self.err(span, &format!("[[vhost]] tls.{part}"), m),
+        };
+        let client = self.client_auth(c, at, base)?;
+        if let Some(issuer) = &c.acme {
+            if let Some(v) = c.cert.as_ref().or(c.key.as_ref()) {
+                let part = if c.cert.is_some() { "cert" } else { "key" };
+                return Err(err(
+                    part,
+                    v.span(),
+                    "a certificate comes from files or from acme, not both".into(),
+                ));
+            }
+            let names = match (&c.names, at) {
+                (Some(n), CertAt::Vhost) => {
+                    return Err(err(
+                        "names",
+                        n.span(),
+                        "only on a listener: a [[vhost]]'s certificate is for its own names".into(),
+                    ))
+                }
+                (Some(n), CertAt::Listen) => {
+                    let mut names: Vec<String> = Vec::with_capacity(n.get_ref().len());
+                    for v in n.get_ref() {
+                        let name = acme_name(v.get_ref()).map_err(|m| err("names", v.span(), m))?;
+                        if names.contains(&name) {
+                            return Err(err(
+                                "names",
+                                v.span(),
+                                format!("{name:?} is listed twice"),
+                            ));
+                        }
+                        names.push(name);
+                    }
+                    names
+                }
+                (None, _) => Vec::new(),
+            };
+            return Ok(CertPaths {
+                client,
+                acme: Some(AcmeCert {
+                    issuer: issuer.get_ref().clone(),
+                    names,
+                }),
+                ..CertPaths::default()
+            });
+        }
+        if let Some(n) = &c.names {
+            return Err(err("names", n.span(), "needs acme = \"NAME\"".into()));
+        }
+        let (cert, key) = match (&c.cert, &c.key) {
+            (Some(cert), Some(key)) => (cert, key),
+            (Some(v), None) | (None, Some(v)) => {
+                let (part, missing) = if c.cert.is_some() {
+                    ("cert", "key")
+                } else {
+                    ("key", "cert")
+                };
+                return Err(err(part, v.span(), format!("needs {missing} beside it")));
+            }
+            (None, None) => {
+                let m = "expected cert and key, or acme = \"NAME\"".to_owned();
+                return Err(match at {
+                    CertAt::Listen => {
+                        self.err(table.span(), "[server] listen", format!("tls: {m}"))
+                    }
+                    CertAt::Vhost => self.err(table.span(), "[[vhost]] tls", m),
+                });
+            }
         };
         let paths = CertPaths {
-            cert: abs_path(base, c.cert.get_ref()).map_err(|m| err("cert", &c.cert, m))?,
-            key: abs_path(base, c.key.get_ref()).map_err(|m| err("key", &c.key, m))?,
-            client: self.client_auth(c, at, base)?,
+            cert: abs_path(base, cert.get_ref()).map_err(|m| err("cert", cert.span(), m))?,
+            key: abs_path(base, key.get_ref()).map_err(|m| err("key", key.span(), m))?,
+            client,
+            acme: None,
         };
         load_certified_key(&paths).map_err(|e| match e.part {
-            CertPart::Cert => err("cert", &c.cert, e.message),
-            CertPart::Key => err("key", &c.key, e.message),
+            CertPart::Cert => err("cert", cert.span(), e.message),
+            CertPart::Key => err("key", key.span(), e.message),
         })?;
         Ok(paths)
     }
@@ -417,7 +499,20 @@ impl Cx<'_> {
                 Some(c) if !any_tls => {
                     return Err(self.err(c.span(), "[[vhost]] tls", none.into()))
                 }
-                Some(c) => Some(self.cert_paths(c, CertAt::Vhost, base)?),
+                Some(c) => {
+                    let mut paths = self.cert_paths(c, CertAt::Vhost, base)?;
+                    if let Some(a) = &mut paths.acme {
+                        if let Some(w) = names.iter().find(|n| n.starts_with("*.")) {
+                            return Err(self.err(
+                                c.span(),
+                                "[[vhost]] tls.acme",
+                                format!("{w:?} is a wildcard, which HTTP-01 and TLS-ALPN-01 cannot prove; list the names, or give this vhost cert and key"),
+                            ));
+                        }
+                        a.names = names.clone();
+                    }
+                    Some(paths)
+                }
                 None => None,
             };
             let https_redirect = match &v.https_redirect {

@@ -52,6 +52,7 @@ impl Fixture {
             cert: self.path(&format!("{stem}.pem")),
             key: self.path(&format!("{stem}.key")),
             client: None,
+            acme: None,
         }
     }
 
@@ -146,6 +147,7 @@ tls = false
         cert: f.path("./a.pem"),
         key: f.path("a.key"),
         client: None,
+        acme: None,
     };
     assert_eq!(
         c.tls,
@@ -375,8 +377,8 @@ fn tls_validation_errors() {
         (listen("{ addr = \"nonsense\" }"), "2:20: [server] listen", "expected HOST:PORT like".into()),
         (listen("{ tls = { cert = \"site.pem\", key = \"site.key\" } }"), "2:11: [server.listen] addr", "missing: the table form needs its address".into()),
         (listen("{ addr = \"127.0.0.1:1\", tsl = 1 }"), "2:35: [server.listen] tsl", "unknown key".into()),
-        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\" } }"), "2:41: [server.listen.tls] key", "missing: tls needs both".into()),
-        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\", key = \"site.key\", chain = \"x\" } }"), "2:80: [server.listen.tls] chain", "unknown key, expected one of `cert`, `key`, `client_auth`, `client_ca`, `client_crl`".into()),
+        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\" } }"), "2:50: [server] listen", "tls.cert: needs key beside it".into()),
+        (listen("{ addr = \"127.0.0.1:1\", tls = { cert = \"site.pem\", key = \"site.key\", chain = \"x\" } }"), "2:80: [server.listen.tls] chain", "unknown key, expected one of `cert`, `key`, `acme`, `names`, `client_auth`, `client_ca`, `client_crl`".into()),
         (listen("\"127.0.0.1:1\", { addr = \"127.0.0.1:1\" }"), "2:35: [server] listen", "127.0.0.1:1 is listed twice".into()),
         // Certificate and key files.
         (pair("missing.pem", "site.key"), "2:50: [server] listen", format!("tls.cert: cannot read {dir}/missing.pem: No such file or directory")),
@@ -421,7 +423,7 @@ fn tls_validation_errors() {
         (format!("{}[[vhost]]\nnames = [\"b.test\", \"A.test\"]\n", vhost("names = [\"a.test\"]")), "6:20: [[vhost]] names", "\"a.test\" is already a name of another [[vhost]]".into()),
         (vhost("names = [\"a.test\"]\ntls = { cert = \"missing.pem\", key = \"a.key\" }"), "5:16: [[vhost]] tls.cert", format!("cannot read {dir}/missing.pem: No such file or directory")),
         (vhost("names = [\"a.test\"]\ntls = { cert = \"a.pem\", key = \"site.key\" }"), "5:31: [[vhost]] tls.key", "key does not match the certificate".into()),
-        (vhost("names = [\"a.test\"]\ntls = { cert = \"a.pem\" }"), "5:7: [vhost.tls] key", "missing: tls needs both".into()),
+        (vhost("names = [\"a.test\"]\ntls = { cert = \"a.pem\" }"), "5:16: [[vhost]] tls.cert", "needs key beside it".into()),
         (vhost("names = [\"a.test\"]\nhttps_redirect = \"yes\""), "5:18: [[vhost]] https_redirect", "expected true or false, got the string \"yes\"".into()),
         (vhost("names = [\"a.test\"]\nhsts = 1"), "5:8: [[vhost]] hsts", "expected a string, got the number 1".into()),
         (plain_vhost("https_redirect = true"), "3:18: [[vhost]] https_redirect", no_effect.into()),

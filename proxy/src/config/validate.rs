@@ -106,6 +106,8 @@ impl TryFrom<Document<'_>> for Config {
         let error_pages = cx.error_pages(f, base, &mime)?;
         let try_files = cx.try_files(f, base, &root)?;
         let mtls = cx.mtls(f, &tls)?;
+        let plain = tls.listeners.iter().any(Option::is_none);
+        let acme = cx.acme(f, base, &tls, plain)?;
         Ok(Config {
             runtime,
             server,
@@ -126,6 +128,7 @@ impl TryFrom<Document<'_>> for Config {
             error_pages,
             try_files,
             mtls,
+            acme,
             source: Some(doc.path.to_path_buf()),
         })
     }

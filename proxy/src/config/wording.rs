@@ -228,7 +228,6 @@ fn missing(field: &str) -> String {
         "prefix" => "every route needs one, like prefix = \"/\"",
         "names" => "every vhost needs its host names, like names = [\"example.com\"]",
         "addr" => "the table form needs its address, like { addr = \"127.0.0.1:9000\" }",
-        "cert" | "key" => "tls needs both, like { cert = \"site.pem\", key = \"site.key\" }",
         _ => "this table needs it",
     };
     format!("missing: {example}")

@@ -90,6 +90,8 @@ pub struct Edge {
     rewrites: Option<rewrite::Rewrites>,
     /// `[real_ip]`, where configured.
     real_ip: Option<real_ip::RealIp>,
+    /// HTTP-01 challenges are answered (an ACME issuer uses them).
+    acme: bool,
     /// `error_pages`, where any level has them.
     error_pages: Option<error_pages::ErrorPages>,
     /// By route tag: its `try_files`, where it has them.
@@ -297,6 +299,7 @@ impl Edge {
             fields: None,
             rewrites: None,
             real_ip: None,
+            acme: false,
             error_pages: None,
             try_files: Vec::new(),
             client_certs: None,
@@ -320,6 +323,12 @@ impl Edge {
     /// Where the client's address is taken from a balancer's header.
     pub fn with_real_ip(mut self, c: &Option<crate::config::real_ip::RealIpConfig>) -> Edge {
         self.real_ip = c.clone().map(real_ip::RealIp::new);
+        self
+    }
+
+    /// Whether ACME's HTTP-01 challenges are answered.
+    pub fn with_acme(mut self, on: bool) -> Edge {
+        self.acme = on;
         self
     }
 
@@ -601,6 +610,23 @@ impl Edge {
 /// of them when the drain begins: a process taking over (a restart) gets
 /// the servers' capacity at once, and a FastCGI server's children are not
 /// held by connections nobody will use.
+/// ACME's HTTP-01 (RFC 8555 §8.3): a published token's key authorization,
+/// before any route, redirect or auth could refuse the CA; `None` lets
+/// every other request through.
+#[cold]
+fn acme_challenge(ex: &mut Exchange<'_>) -> Option<Result<(), Error>> {
+    let token = ex.path().strip_prefix(b"/.well-known/acme-challenge/")?;
+    if !matches!(ex.method(), Method::Get | Method::Head) {
+        return None;
+    }
+    let body = crate::acme::store::http01(token)?;
+    Some(ex.send(
+        200,
+        &[("Content-Type", b"application/octet-stream")],
+        body.as_bytes(),
+    ))
+}
+
 async fn reaper(core: std::rc::Weak<ProxyCore>) {
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
     loop {
@@ -668,6 +694,12 @@ impl Handler for Edge {
         }
         if let Some(f) = &self.fields {
             f.apply(ex, TAG_NO_ROUTE as usize);
+        }
+        if self.acme {
+            if let Some(answered) = acme_challenge(ex) {
+                ex.set_tag(TAG_NO_ROUTE.into());
+                return answered;
+            }
         }
         if ex.method() == Method::Connect || ex.target() == b"*" {
             ex.set_tag(TAG_NO_ROUTE.into());

@@ -14,7 +14,7 @@ pub mod admin;
 mod pools;
 mod process;
 pub mod render;
-mod text;
+pub(crate) mod text;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -62,6 +62,7 @@ pub fn render(reg: &Registry) -> String {
         reg.started.elapsed().as_secs_f64()
     );
     super::process::render(&mut out);
+    crate::acme::metrics::render(&mut out);
     family(
         &mut out,
         "ringside_reloads_total",

@@ -41,6 +41,16 @@ pub struct CertPaths {
     pub key: PathBuf,
     /// A listener's client certificates (`client_auth`), where it asks.
     pub client: Option<super::client_auth::ClientAuth>,
+    /// Issued by ACME instead (`cert` and `key` are then empty).
+    pub acme: Option<AcmeCert>,
+}
+
+/// A certificate ACME keeps: the `[acme.NAME]` issuer and the names it is
+/// for (none: a listener that presents only its vhosts' certificates).
+#[derive(Clone, Debug, PartialEq, Eq, Default, Hash)]
+pub struct AcmeCert {
+    pub issuer: String,
+    pub names: Vec<String>,
 }
 
 /// Which file of a pair an error is about.

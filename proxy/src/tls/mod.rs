@@ -57,12 +57,15 @@ use rustls::{ClientConfig, ServerConfig, SupportedProtocolVersion};
 use crate::config::tls::{TlsConfig, TlsVersion};
 use crate::upstream::settings::{HttpVersion, UpstreamTls};
 use certs::{load_certified_key, load_roots, CertPaths};
-use sni::{SniResolver, VhostCerts};
+use sni::{Cert, SniResolver, VhostCerts};
 
 /// HTTP/1.1 over TLS, offered on every TLS listener.
 pub const ALPN_HTTP11: &[u8] = b"http/1.1";
 /// HTTP/2 over TLS (RFC 9113 §3.2).
 pub const ALPN_H2: &[u8] = b"h2";
+/// TLS-ALPN-01's protocol (RFC 8737 §6.2), offered last where a listener
+/// has ACME certificates: no client that asks for HTTP gets it.
+pub const ALPN_ACME: &[u8] = b"acme-tls/1";
 
 /// Entries in the process-wide TLS 1.2 session-ID cache.
 pub const SESSION_CACHE_SIZE: usize = 4096;
@@ -116,6 +119,11 @@ pub fn server_configs(
         return Ok(vec![None; tls.listeners.len()]);
     }
     let vhosts = Arc::new(VhostCerts::load(tls)?);
+    let acme = tls.listeners.iter().flatten().any(|p| p.acme.is_some())
+        || tls
+            .vhosts
+            .iter()
+            .any(|v| v.cert.as_ref().is_some_and(|c| c.acme.is_some()));
     let mut defaults: Vec<(&CertPaths, Arc<CertifiedKey>)> = Vec::new();
     let compressed = provider::compression_cache(tls.listeners.len() + tls.vhosts.len());
     let mut out = Vec::with_capacity(tls.listeners.len());
@@ -124,14 +132,20 @@ pub fn server_configs(
             out.push(None);
             continue;
         };
-        let default = match defaults.iter().find(|(p, _)| *p == paths) {
-            Some((_, k)) => k.clone(),
-            None => {
-                let k =
-                    load_certified_key(paths).map_err(|e| format!("listener {}: {e}", i + 1))?;
-                defaults.push((paths, k.clone()));
-                k
-            }
+        let default = match &paths.acme {
+            Some(a) if a.names.is_empty() => None,
+            Some(a) => Some(Cert::Acme(crate::acme::store::slot(a))),
+            None => Some(Cert::Fixed(
+                match defaults.iter().find(|(p, _)| *p == paths) {
+                    Some((_, k)) => k.clone(),
+                    None => {
+                        let k = load_certified_key(paths)
+                            .map_err(|e| format!("listener {}: {e}", i + 1))?;
+                        defaults.push((paths, k.clone()));
+                        k
+                    }
+                },
+            )),
         };
         let client = paths.client.as_ref().map(client_auth::load).transpose();
         let client = client.map_err(|e| format!("listener {}: {e}", i + 1))?;
@@ -150,6 +164,9 @@ pub fn server_configs(
         } else {
             vec![ALPN_HTTP11.to_vec()]
         };
+        if acme {
+            config.alpn_protocols.push(ALPN_ACME.to_vec());
+        }
         config.session_storage = session_cache();
         config.cert_compression_cache = compressed.clone();
         if tls.tickets {
@@ -188,6 +205,18 @@ pub fn client_config(t: &UpstreamTls, version: HttpVersion) -> Result<Arc<Client
         HttpVersion::H2 => vec![ALPN_H2.to_vec()],
         HttpVersion::Auto => vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()],
     };
+    Ok(Arc::new(config))
+}
+
+/// The rustls config the ACME thread reaches its CA with: the roots in
+/// `ca`, else the system bundle; HTTP/1.1.
+pub fn acme_client_config(ca: Option<&std::path::Path>) -> Result<Arc<ClientConfig>, String> {
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(versions(TlsVersion::Tls12))
+        .map_err(|e| format!("cannot build a TLS config: {e}"))?
+        .with_root_certificates(load_roots(ca)?)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
     Ok(Arc::new(config))
 }
 

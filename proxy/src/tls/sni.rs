@@ -14,6 +14,12 @@
 //! listener's default with `unknown_name = "default"`, and nothing with
 //! `"refuse"`: the resolver returns `None` and rustls ends the handshake
 //! with an alert.
+//!
+//! An ACME certificate ([`Cert::Acme`]) is read from its slot at each full
+//! handshake, so a renewal is in use at once; until the first is issued its
+//! names are refused. A ClientHello that offers only ALPN `acme-tls/1` is a
+//! CA validating TLS-ALPN-01 (RFC 8737 §3): it gets the challenge
+//! certificate published for its name, or nothing.
 
 use std::sync::Arc;
 
@@ -23,8 +29,25 @@ use rustls::sign::CertifiedKey;
 use super::certs::{load_certified_key, CertPaths};
 use crate::config::tls::{TlsConfig, UnknownName};
 
+/// A certificate to present: read from files at the config's build, or
+/// kept by ACME.
+#[derive(Debug, Clone)]
+pub enum Cert {
+    Fixed(Arc<CertifiedKey>),
+    Acme(Arc<crate::acme::store::Slot>),
+}
+
+impl Cert {
+    fn get(&self) -> Option<Arc<CertifiedKey>> {
+        match self {
+            Cert::Fixed(k) => Some(k.clone()),
+            Cert::Acme(slot) => slot.get(),
+        }
+    }
+}
+
 /// A vhost as SNI sees it: its certificate, if it has its own.
-type Entry = Option<Arc<CertifiedKey>>;
+type Entry = Option<Cert>;
 
 /// Every vhost's certificate, by its index in the config's `vhosts`.
 #[derive(Debug, Default)]
@@ -42,6 +65,10 @@ impl VhostCerts {
         for v in &tls.vhosts {
             let cert = match &v.cert {
                 None => None,
+                Some(CertPaths { acme: Some(a), .. }) => {
+                    certs.push(Some(Cert::Acme(crate::acme::store::slot(a))));
+                    continue;
+                }
                 Some(paths) => Some(match loaded.iter().find(|(p, _)| *p == paths) {
                     Some((_, k)) => k.clone(),
                     None => {
@@ -53,7 +80,7 @@ impl VhostCerts {
                     }
                 }),
             };
-            certs.push(cert);
+            certs.push(cert.map(Cert::Fixed));
         }
         Ok(VhostCerts {
             tls: tls.clone(),
@@ -71,13 +98,14 @@ impl VhostCerts {
 #[derive(Debug)]
 pub struct SniResolver {
     vhosts: Arc<VhostCerts>,
-    /// The listener's own certificate.
-    default: Arc<CertifiedKey>,
+    /// The listener's own certificate; `None` for an ACME listener without
+    /// names of its own, which refuses names no vhost has.
+    default: Option<Cert>,
     unknown: UnknownName,
 }
 
 impl SniResolver {
-    pub fn new(vhosts: Arc<VhostCerts>, default: Arc<CertifiedKey>, unknown: UnknownName) -> Self {
+    pub fn new(vhosts: Arc<VhostCerts>, default: Option<Cert>, unknown: UnknownName) -> Self {
         SniResolver {
             vhosts,
             default,
@@ -88,10 +116,10 @@ impl SniResolver {
     /// The certificate for a ClientHello naming `sni`; `None` refuses.
     pub fn pick(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
         match sni.and_then(|n| self.vhosts.lookup(n)) {
-            Some(Some(cert)) => Some(cert.clone()),
-            Some(None) => Some(self.default.clone()),
+            Some(Some(cert)) => cert.get(),
+            Some(None) => self.default.as_ref()?.get(),
             None => match self.unknown {
-                UnknownName::Default => Some(self.default.clone()),
+                UnknownName::Default => self.default.as_ref()?.get(),
                 UnknownName::Refuse => None,
             },
         }
@@ -100,6 +128,11 @@ impl SniResolver {
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        if let Some(mut alpn) = hello.alpn() {
+            if alpn.next() == Some(super::ALPN_ACME) && alpn.next().is_none() {
+                return crate::acme::store::alpn(hello.server_name()?);
+            }
+        }
         self.pick(hello.server_name())
     }
 }

@@ -69,6 +69,7 @@ impl TestDir {
             cert: self.write(&format!("{stem}.pem"), cert.pem() + &ca.cert.pem()),
             key: self.write(&format!("{stem}.key"), key.serialize_pem()),
             client: None,
+            acme: None,
         }
     }
 

@@ -144,7 +144,7 @@ fn resolver_picks_by_name() {
         let tls = f.config(unknown);
         let vhosts = Arc::new(VhostCerts::load(&tls).unwrap());
         let key = load_certified_key(&f.default).unwrap();
-        let r = SniResolver::new(vhosts, key, unknown);
+        let r = SniResolver::new(vhosts, Some(super::sni::Cert::Fixed(key)), unknown);
         let unknown_gets = match unknown {
             UnknownName::Default => Some(&default),
             UnknownName::Refuse => None,
