@@ -7,9 +7,14 @@
 //! its own, so the request path never waits on a CA. Every call takes the
 //! time it takes the CA to answer, bounded by timeouts.
 
-pub mod cert;
 pub mod ca;
+pub mod cert;
+mod der;
+mod http;
+mod jws;
+mod pem;
 pub mod state;
+mod time;
 
 pub use ca::{
     Account, AccountKey, Ca, Challenge, ChallengeKind, Eab, Error, Issued, KeyType, Meta,
