@@ -60,6 +60,13 @@ impl Pebble {
     /// Starts pebble-challtestsrv (DNS only) and Pebble with their files in
     /// `dir`; returns once Pebble accepts connections.
     pub fn start(dir: &Path, opts: &PebbleOptions) -> Pebble {
+        Pebble::start_with(dir, opts, serde_json::json!({}))
+    }
+
+    /// As `start`, with `extra`'s members added to (or replacing) the
+    /// config's `pebble` object, e.g. `externalAccountBindingRequired` and
+    /// `externalAccountMACKeys` (kid → base64url key).
+    pub fn start_with(dir: &Path, opts: &PebbleOptions, extra: serde_json::Value) -> Pebble {
         std::fs::create_dir_all(dir).expect("creating the Pebble directory");
         let (ca_pem, cert, key) = write_tls_files(dir);
         let listen = if opts.listen_port == 0 {
@@ -86,6 +93,11 @@ impl Pebble {
         }
         if !opts.blocklist.is_empty() {
             config["domainBlocklist"] = opts.blocklist.clone().into();
+        }
+        if let Some(extra) = extra.as_object() {
+            for (k, v) in extra {
+                config[k] = v.clone();
+            }
         }
         let config_path = dir.join("pebble-config.json");
         std::fs::write(

@@ -150,6 +150,23 @@ pub struct Account {
     key: AccountKey,
 }
 
+impl std::fmt::Debug for Account {
+    /// The URL only: the key stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AccountKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountKey")
+            .field("thumbprint", &self.key.thumbprint())
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChallengeKind {
     Http01,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use pebble::{Pebble, PebbleOptions};
 use ringside_acme::{
-    renew_at, AccountKey, Ca, CertInfo, Challenge, ChallengeKind, Error, KeyType, OrderSpec,
+    renew_at, AccountKey, Ca, CertInfo, Challenge, ChallengeKind, Eab, Error, KeyType, OrderSpec,
     Responder, StateDir,
 };
 use rustls::client::danger::ServerCertVerifier as _;
@@ -474,6 +474,69 @@ fn pebble_refused_nonces_are_retried() {
         .filter(|l| once.iter().any(|e| l.contains(e)))
         .count();
     assert!(seen > 17, "no nonce was refused ({seen} requests):\n{logs}");
+}
+
+#[test]
+fn pebble_requires_and_takes_external_account_binding() {
+    // A MAC key as a CA hands it out: base64url.
+    let mac = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W";
+    let http = Http01Server::start(TcpListener::bind("127.0.0.1:0").unwrap());
+    let dir = scratch("eab");
+    let pebble = Pebble::start_with(
+        &dir,
+        &PebbleOptions {
+            http_port: http.port,
+            tls_port: http.port,
+            ..PebbleOptions::default()
+        },
+        serde_json::json!({
+            "externalAccountBindingRequired": true,
+            "externalAccountMACKeys": { "kid-1": mac },
+        }),
+    );
+    let mut ca = Ca::open(&pebble.directory, client_tls(&pebble)).unwrap();
+    assert!(ca.meta().external_account_required);
+    let pem = AccountKey::generate().unwrap().to_pkcs8_pem();
+    let key = || AccountKey::from_pkcs8_pem(&pem).unwrap();
+
+    let err = ca.account(key(), &[], None).unwrap_err();
+    assert!(
+        matches!(&err, Error::Problem(p) if p.kind.ends_with("externalAccountRequired")),
+        "{err}"
+    );
+    let wrong = Eab {
+        kid: "kid-1".into(),
+        hmac_key: b"not the key".to_vec(),
+    };
+    assert!(matches!(
+        ca.account(key(), &[], Some(&wrong)),
+        Err(Error::Problem(_))
+    ));
+    let eab = Eab {
+        kid: "kid-1".into(),
+        hmac_key: base64_url_decode(mac),
+    };
+    let account = ca.account(key(), &[], Some(&eab)).unwrap();
+    assert!(account.url.starts_with("https://127.0.0.1:"));
+    drop(pebble);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn base64_url_decode(s: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in s.bytes() {
+        let v = ALPHABET.iter().position(|&a| a == c).unwrap() as u32;
+        bits = bits << 6 | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    out
 }
 
 #[test]
