@@ -401,6 +401,119 @@ mod tests {
         assert!(decode_chunked(b"fffffff\r\n").is_err());
     }
 
+    /// A TLS server on loopback answering each connection's requests
+    /// with the next scripted responses (one list per connection; a
+    /// connection closes after its list).
+    fn server(
+        script: Vec<Vec<&'static [u8]>>,
+    ) -> (u16, Arc<ClientConfig>, std::thread::JoinHandle<Vec<String>>) {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &ca_cert, &ca_key)
+            .unwrap();
+        let server = Arc::new(
+            rustls::ServerConfig::builder()
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![cert.der().clone()],
+                    rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+                )
+                .unwrap(),
+        );
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca_cert.der().clone()).unwrap();
+        let client = Arc::new(
+            ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handle = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for answers in script {
+                let (tcp, _) = listener.accept().unwrap();
+                let conn = rustls::ServerConnection::new(server.clone()).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                for answer in answers {
+                    let mut req = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !req.ends_with(b"\r\n\r\n") {
+                        if tls.read(&mut byte).unwrap() == 0 {
+                            break;
+                        }
+                        req.push(byte[0]);
+                    }
+                    let text = String::from_utf8_lossy(&req).into_owned();
+                    seen.push(text.lines().next().unwrap_or("").to_string());
+                    tls.write_all(answer).unwrap();
+                    tls.flush().unwrap();
+                }
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+            seen
+        });
+        (port, client, handle)
+    }
+
+    #[test]
+    fn keeps_the_connection_reconnects_and_frames_bodies() {
+        let (port, tls, server) = server(vec![
+            vec![
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nReplay-Nonce: n1\r\n\r\nhello",
+                b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\nLocation: /x\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            ],
+            // The kept connection is gone by the third request: made anew.
+            vec![b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end"],
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 9999999\r\n\r\n"],
+        ]);
+        let mut c = Client::new(tls);
+        let base = format!("https://127.0.0.1:{port}");
+        let r = c.request("GET", &format!("{base}/a"), &[], b"").unwrap();
+        assert_eq!(
+            (r.status, r.body.as_slice(), r.header("replay-nonce")),
+            (200, &b"hello"[..], Some("n1"))
+        );
+        let r = c
+            .request(
+                "POST",
+                &format!("{base}/b"),
+                &[("Content-Type", "application/jose+json")],
+                b"{}",
+            )
+            .unwrap();
+        assert_eq!(
+            (r.status, r.body.as_slice(), r.header("Location")),
+            (201, &b"abc"[..], Some("/x"))
+        );
+        let r = c.request("GET", &format!("{base}/c"), &[], b"").unwrap();
+        assert_eq!(r.body, b"until the end");
+        assert!(
+            c.conn.is_none(),
+            "a close-delimited body ends the connection"
+        );
+        let Err(Error::Transport(e)) = c.request("GET", &format!("{base}/d"), &[], b"") else {
+            panic!("a body over the cap was taken");
+        };
+        assert!(e.contains("too large"), "{e}");
+        let seen = server.join().unwrap();
+        assert_eq!(
+            seen,
+            [
+                "GET /a HTTP/1.1",
+                "POST /b HTTP/1.1",
+                "GET /c HTTP/1.1",
+                "GET /d HTTP/1.1"
+            ]
+        );
+    }
+
     #[test]
     fn urls() {
         let t = parse_url("https://acme.example:14000/dir?x=1").unwrap();
