@@ -9,7 +9,12 @@
 
 pub mod ca;
 pub mod cert;
+mod der;
+mod http;
+mod jws;
+mod pem;
 pub mod state;
+mod time;
 
 pub use ca::{
     Account, AccountKey, Ca, Challenge, ChallengeKind, Eab, Error, Issued, KeyType, Meta,
