@@ -217,7 +217,24 @@ impl Drop for Pebble {
 
 /// A CA and, signed by it, a certificate for 127.0.0.1 and localhost:
 /// returns the CA's PEM path, the certificate's and the key's.
+/// The PEM file trusting the HTTPS certificate Pebble will use in `dir`,
+/// made now, so a client can be configured before Pebble starts there.
+pub fn ca_pem_for(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("creating the Pebble directory");
+    write_tls_files(dir).0
+}
+
+/// Pebble's HTTPS files in `dir`, kept where made before (by `ca_pem_for`
+/// or an earlier start: a restarted Pebble is trusted as before).
 fn write_tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let paths = (
+        dir.join("harness-ca.pem"),
+        dir.join("pebble-cert.pem"),
+        dir.join("pebble-key.pem"),
+    );
+    if paths.0.is_file() && paths.1.is_file() && paths.2.is_file() {
+        return paths;
+    }
     let ca_key = rcgen::KeyPair::generate().expect("CA key");
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -234,11 +251,6 @@ fn write_tls_files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let cert = params
         .signed_by(&key, &ca_cert, &ca_key)
         .expect("server certificate");
-    let paths = (
-        dir.join("harness-ca.pem"),
-        dir.join("pebble-cert.pem"),
-        dir.join("pebble-key.pem"),
-    );
     std::fs::write(&paths.0, ca_cert.pem()).expect("writing the CA");
     std::fs::write(&paths.1, cert.pem()).expect("writing the certificate");
     std::fs::write(&paths.2, key.serialize_pem()).expect("writing the key");
