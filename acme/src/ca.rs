@@ -796,6 +796,15 @@ mod tests {
     }
 
     #[test]
+    fn moves_to_the_manager_thread() {
+        fn send<T: Send + 'static>() {}
+        send::<Ca>();
+        send::<Account>();
+        send::<AccountKey>();
+        send::<Error>();
+    }
+
+    #[test]
     fn directory_and_meta() {
         let v = json!({
             "newNonce": "https://ca/nonce", "newAccount": "https://ca/acct",
