@@ -119,12 +119,11 @@ impl Pebble {
             .expect("starting pebble-challtestsrv");
         let chall_lines = forward(&mut challtestsrv, "challtestsrv", &log);
         // Its DNS server is up once it says so (before the management one).
-        wait_for(
-            &chall_lines,
-            "Starting management server",
-            &log,
-            "pebble-challtestsrv",
-        );
+        if let Err(e) = wait_for(&chall_lines, "Starting management server", &log) {
+            let _ = challtestsrv.kill();
+            let _ = challtestsrv.wait();
+            panic!("pebble-challtestsrv {e}");
+        }
 
         let mut cmd = Command::new("pebble");
         cmd.args(["-config"])
@@ -162,7 +161,10 @@ impl Pebble {
         };
         // "Listening on: ADDR" comes just before the listen call: connect
         // until it takes.
-        wait_for(&lines, "Listening on:", &log, "pebble");
+        if let Err(e) = wait_for(&lines, "Listening on:", &log) {
+            drop(this); // stops both
+            panic!("pebble {e}");
+        }
         let deadline = Instant::now() + STARTUP;
         while TcpStream::connect(("127.0.0.1", listen)).is_err() {
             if let Ok(Some(status)) = this.pebble.try_wait() {
@@ -276,24 +278,25 @@ fn forward(child: &mut Child, who: &str, log: &Arc<Mutex<Vec<String>>>) -> mpsc:
     rx
 }
 
-/// Waits for a line containing `needle`; panics with the logs if the
-/// process ends (or stays silent too long) first.
+/// Waits for a line containing `needle`; the logs if the process ends
+/// (or stays silent too long) first.
 fn wait_for(
     lines: &mpsc::Receiver<String>,
     needle: &str,
     log: &Arc<Mutex<Vec<String>>>,
-    who: &str,
-) {
+) -> Result<(), String> {
     let deadline = Instant::now() + STARTUP;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return,
+            Ok(line) if line.contains(needle) => return Ok(()),
             Ok(_) => {}
-            Err(e) => panic!(
-                "{who} never said {needle:?} ({e}):\n{}",
-                log.lock().unwrap().join("\n")
-            ),
+            Err(e) => {
+                return Err(format!(
+                    "never said {needle:?} ({e}):\n{}",
+                    log.lock().unwrap().join("\n")
+                ))
+            }
         }
     }
 }

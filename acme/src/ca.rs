@@ -283,29 +283,7 @@ impl Ca {
         if !(200..300).contains(&r.status) {
             return Err(Error::Problem(Problem::from_response(&r)));
         }
-        let v = json_body(&r)?;
-        let url = |k: &str| -> Result<String, Error> {
-            v[k].as_str()
-                .map(str::to_string)
-                .ok_or_else(|| Error::Protocol(format!("the directory has no {k}")))
-        };
-        let dir = Directory {
-            new_nonce: url("newNonce")?,
-            new_account: url("newAccount")?,
-            new_order: url("newOrder")?,
-            revoke_cert: url("revokeCert")?,
-            renewal_info: v["renewalInfo"].as_str().map(str::to_string),
-        };
-        let m = &v["meta"];
-        let meta = Meta {
-            terms_of_service: m["termsOfService"].as_str().map(str::to_string),
-            external_account_required: m["externalAccountRequired"].as_bool().unwrap_or(false),
-            profiles: m["profiles"]
-                .as_object()
-                .map(|o| o.keys().cloned().collect())
-                .unwrap_or_default(),
-            renewal_info: dir.renewal_info.is_some(),
-        };
+        let (dir, meta) = parse_directory(&json_body(&r)?)?;
         let nonce = r.header("replay-nonce").map(str::to_string);
         Ok(Ca {
             http,
@@ -650,7 +628,11 @@ impl Ca {
 
     fn new_nonce(&mut self) -> Result<String, Error> {
         let url = self.dir.new_nonce.clone();
-        let r = self.http.request("HEAD", &url, &[], b"")?;
+        let mut r = self.http.request("HEAD", &url, &[], b"")?;
+        if r.status == 405 {
+            // §7.2: GET must work too.
+            r = self.http.request("GET", &url, &[], b"")?;
+        }
         if !(200..300).contains(&r.status) {
             return Err(Error::Problem(Problem::from_response(&r)));
         }
@@ -664,6 +646,33 @@ impl Ca {
             self.nonce = Some(n.to_string());
         }
     }
+}
+
+/// The directory object (§7.1.1) and its `meta`.
+fn parse_directory(v: &Value) -> Result<(Directory, Meta), Error> {
+    let url = |k: &str| -> Result<String, Error> {
+        v[k].as_str()
+            .map(str::to_string)
+            .ok_or_else(|| Error::Protocol(format!("the directory has no {k}")))
+    };
+    let dir = Directory {
+        new_nonce: url("newNonce")?,
+        new_account: url("newAccount")?,
+        new_order: url("newOrder")?,
+        revoke_cert: url("revokeCert")?,
+        renewal_info: v["renewalInfo"].as_str().map(str::to_string),
+    };
+    let m = &v["meta"];
+    let meta = Meta {
+        terms_of_service: m["termsOfService"].as_str().map(str::to_string),
+        external_account_required: m["externalAccountRequired"].as_bool().unwrap_or(false),
+        profiles: m["profiles"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default(),
+        renewal_info: dir.renewal_info.is_some(),
+    };
+    Ok((dir, meta))
 }
 
 fn json_body(r: &Response) -> Result<Value, Error> {
@@ -784,6 +793,42 @@ mod tests {
             None
         )
         .is_err());
+    }
+
+    #[test]
+    fn moves_to_the_manager_thread() {
+        fn send<T: Send + 'static>() {}
+        send::<Ca>();
+        send::<Account>();
+        send::<AccountKey>();
+        send::<Error>();
+    }
+
+    #[test]
+    fn directory_and_meta() {
+        let v = json!({
+            "newNonce": "https://ca/nonce", "newAccount": "https://ca/acct",
+            "newOrder": "https://ca/order", "revokeCert": "https://ca/revoke",
+            "renewalInfo": "https://ca/ari",
+            "meta": {
+                "termsOfService": "https://ca/tos", "externalAccountRequired": true,
+                "profiles": {"classic": "the usual", "shortlived": "six days"}
+            }
+        });
+        let (dir, meta) = parse_directory(&v).unwrap();
+        assert_eq!(dir.renewal_info.as_deref(), Some("https://ca/ari"));
+        assert!(meta.renewal_info && meta.external_account_required);
+        assert_eq!(meta.terms_of_service.as_deref(), Some("https://ca/tos"));
+        let mut profiles = meta.profiles.clone();
+        profiles.sort();
+        assert_eq!(profiles, ["classic", "shortlived"]);
+        let mut bare = v.clone();
+        bare.as_object_mut().unwrap().remove("meta");
+        bare.as_object_mut().unwrap().remove("renewalInfo");
+        let (_, meta) = parse_directory(&bare).unwrap();
+        assert!(!meta.renewal_info && !meta.external_account_required && meta.profiles.is_empty());
+        bare.as_object_mut().unwrap().remove("newOrder");
+        assert!(matches!(parse_directory(&bare), Err(Error::Protocol(_))));
     }
 
     #[test]

@@ -396,6 +396,36 @@ fn pebble_issues_over_both_challenges_refuses_and_revokes() {
     state.save_cert(&names(&["c.test"]), &alpn_issued).unwrap();
     assert!(state.load_cert(&names(&["c.test"])).is_some());
 
+    // A challenge left unanswered: the authorization becomes invalid, its
+    // challenge's error comes back (status 0), and it is still withdrawn.
+    struct Silent(Vec<Challenge>, Vec<Challenge>);
+    impl Responder for Silent {
+        fn publish(&mut self, c: &Challenge) {
+            self.0.push(c.clone());
+        }
+        fn withdraw(&mut self, c: &Challenge) {
+            self.1.push(c.clone());
+        }
+    }
+    let mut silent = Silent(vec![], vec![]);
+    let err = ca
+        .issue(
+            &account,
+            &spec(&["silent.test"], ChallengeKind::Http01, KeyType::EcdsaP256),
+            &mut silent,
+        )
+        .unwrap_err();
+    let Error::Problem(problem) = &err else {
+        panic!("not a problem: {err}");
+    };
+    assert_eq!(problem.status, 0, "{err}");
+    assert!(
+        problem.kind.starts_with("urn:ietf:params:acme:error:"),
+        "{err}"
+    );
+    assert_eq!(silent.0.len(), 1);
+    assert_eq!(silent.1, silent.0);
+
     // A refused order: Pebble's blocklist.
     responder.published.clear();
     let err = ca
