@@ -2,7 +2,7 @@
 # Runs the whole test suite on a fresh Debian machine as root: installs what
 # the tests use (curl, openssl, ss from iproute2; ab from apache2-utils; siege; nginx, lighttpd and haproxy for
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
-# slowhttptest for the slow-client test; chromium for post-quantum TLS; h2load and nghttp (nghttp2-client),
+# slowhttptest for the slow-client test; chromium for post-quantum TLS; pebble for ACME; h2load and nghttp (nghttp2-client),
 # h2o and Python's h2 for HTTP/2; Python's grpcio for gRPC; Python's brotli and zstandard decoders;
 # kubernetes-validate and REDbot, in a venv under /opt/ringside-test, for
 # the Kubernetes manifests and compressed responses; httpwg, built with cargo
@@ -34,6 +34,11 @@ command -v shellcheck >/dev/null || need+=(shellcheck)
 # net log (proxy/tests/tls_pq.rs).
 command -v chromium >/dev/null || need+=(chromium)
 command -v slowhttptest >/dev/null || need+=(slowhttptest)
+# ACME: Pebble, Let's Encrypt's test CA, and its DNS stand-in
+# pebble-challtestsrv (proxy/tests/acme.rs, acme/tests/pebble.rs).
+if ! command -v pebble >/dev/null || ! command -v pebble-challtestsrv >/dev/null; then
+    need+=(pebble)
+fi
 # HTTP/2: h2load and nghttp (both in nghttp2-client) load and inspect h2;
 # h2o is a benchmark peer; the attack tests write raw frames with Python's h2.
 if ! command -v h2load >/dev/null || ! command -v nghttp >/dev/null; then

@@ -513,10 +513,7 @@ impl TcpStream {
 
     /// Whether the TLS handshake settled on ALPN protocol `proto`.
     pub fn alpn_is(&self, proto: &[u8]) -> bool {
-        self.tls
-            .as_ref()
-            .and_then(|t| t.alpn())
-            .is_some_and(|p| p == proto)
+        self.tls.as_ref().is_some_and(|t| t.alpn_is(proto))
     }
 
     /// Whether the TLS handshake resumed a session (false on a plain

@@ -314,9 +314,9 @@ impl Session {
         }
     }
 
-    /// The protocol ALPN settled on, if any.
-    pub fn alpn(&self) -> Option<Vec<u8>> {
-        self.conn.borrow().alpn_protocol().map(|p| p.to_vec())
+    /// Whether ALPN settled on `proto` (no copy made).
+    pub fn alpn_is(&self, proto: &[u8]) -> bool {
+        self.conn.borrow().alpn_protocol() == Some(proto)
     }
 
     /// The certificates a client presented and the listener's verifier

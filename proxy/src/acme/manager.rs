@@ -268,6 +268,42 @@ fn connect<'a>(
 fn order(job: &mut Job, conns: &mut HashMap<String, Conn>) -> Result<(), Error> {
     let issuer = job.issuer.clone();
     let conn = connect(&issuer, conns)?;
+    let issued = match issue(job, &issuer, conn) {
+        // The CA no longer knows the account (its database was reset, the
+        // account was removed): register the key again, once, and retry.
+        Err(Error::Problem(p)) if p.kind.ends_with(":accountDoesNotExist") => {
+            tracing::info!(issuer = %issuer.name, "the CA does not know the account: registering again");
+            conn.account = None;
+            issue(job, &issuer, conn)?
+        }
+        other => other?,
+    };
+    let (key, info) =
+        super::certified(&issued.chain_pem, &issued.key_pem).map_err(Error::Protocol)?;
+    if !info.covers(&job.cert.names) {
+        return Err(Error::Protocol(format!(
+            "the CA issued a certificate for {:?}, not all of {:?}",
+            info.names, job.cert.names
+        )));
+    }
+    let state = StateDir::open(&issuer.state).map_err(Error::Protocol)?;
+    if let Err(e) = state.save_cert(&job.cert.names, &issued) {
+        // Served all the same: losing it costs an order at the next start.
+        tracing::warn!(issuer = %issuer.name, "cannot store the new certificate: {e}");
+    }
+    job.slot.set(key, info.not_after);
+    tracing::info!(
+        issuer = %issuer.name,
+        names = ?job.cert.names,
+        not_after = ?info.not_after,
+        "ACME certificate in use on every core"
+    );
+    job.info = Some(info);
+    Ok(())
+}
+
+/// One order on `conn`, registering the account first where needed.
+fn issue(job: &Job, issuer: &AcmeIssuer, conn: &mut Conn) -> Result<ringside_acme::Issued, Error> {
     if conn.account.is_none() {
         let state = StateDir::open(&issuer.state).map_err(Error::Protocol)?;
         let key = state.account_key(&issuer.name).map_err(Error::Protocol)?;
@@ -291,29 +327,7 @@ fn order(job: &mut Job, conns: &mut HashMap<String, Conn>) -> Result<(), Error> 
     };
     tracing::info!(issuer = %issuer.name, names = ?spec.names, challenge = ?spec.challenge, "ordering an ACME certificate");
     let account = conn.account.as_ref().expect("made above");
-    let issued = conn.ca.issue(account, &spec, &mut Publisher)?;
-    let (key, info) =
-        super::certified(&issued.chain_pem, &issued.key_pem).map_err(Error::Protocol)?;
-    if !info.covers(&job.cert.names) {
-        return Err(Error::Protocol(format!(
-            "the CA issued a certificate for {:?}, not all of {:?}",
-            info.names, job.cert.names
-        )));
-    }
-    let state = StateDir::open(&issuer.state).map_err(Error::Protocol)?;
-    if let Err(e) = state.save_cert(&job.cert.names, &issued) {
-        // Served all the same: losing it costs an order at the next start.
-        tracing::warn!(issuer = %issuer.name, "cannot store the new certificate: {e}");
-    }
-    job.slot.set(key, info.not_after);
-    tracing::info!(
-        issuer = %issuer.name,
-        names = ?job.cert.names,
-        not_after = ?info.not_after,
-        "ACME certificate in use on every core"
-    );
-    job.info = Some(info);
-    Ok(())
+    conn.ca.issue(account, &spec, &mut Publisher)
 }
 
 /// Publishes challenges where the cores answer them.

@@ -53,11 +53,10 @@ pub fn wanted(cfg: &Config) -> Vec<(Arc<AcmeIssuer>, AcmeCert)> {
 /// expired into its empty slot.
 pub fn prepare(cfg: &Config, owner: Option<(libc::uid_t, libc::gid_t)>) -> Result<(), String> {
     for i in &cfg.acme {
-        let fresh = !i.state.exists();
         StateDir::open(&i.state)
             .map_err(|e| format!("[acme.{}] state {}: {e}", i.name, i.state.display()))?;
-        if let (true, Some((uid, gid))) = (fresh, owner) {
-            std::os::unix::fs::chown(&i.state, Some(uid), Some(gid)).map_err(|e| {
+        if let Some((uid, gid)) = owner {
+            give(&i.state, uid, gid, 3).map_err(|e| {
                 format!(
                     "[acme.{}] state: cannot give {} to [server] user: {e}",
                     i.name,
@@ -74,6 +73,24 @@ pub fn prepare(cfg: &Config, owner: Option<(libc::uid_t, libc::gid_t)>) -> Resul
         if let Some((key, info)) = stored(&issuer, &cert) {
             tracing::info!(issuer = %issuer.name, names = ?cert.names, "serving the stored ACME certificate");
             slot.set(key, info.not_after);
+        }
+    }
+    Ok(())
+}
+
+/// Gives `path` and what is beneath it, `depth` levels down (the state
+/// directory holds `certs/NAME/FILE`), to `uid`/`gid`; symlinks are not
+/// followed.
+fn give(
+    path: &std::path::Path,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+    depth: u32,
+) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
+    if depth > 0 && std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            give(&entry?.path(), uid, gid, depth - 1)?;
         }
     }
     Ok(())
