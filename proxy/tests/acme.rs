@@ -472,3 +472,44 @@ fn two_workers_and_a_reload_in_the_middle_of_an_order() {
     let in_use = log.find("ACME certificate in use").expect(&log);
     assert!(ordering < reloaded && reloaded < in_use, "{log}");
 }
+
+#[test]
+fn with_a_user_the_state_directory_is_that_users() {
+    assert_eq!(
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() },
+        0,
+        "this test starts ringside as root (the test command runs as root)"
+    );
+    let site = Site::new("user", LISTENER_AB, "", &["h"]);
+    let text = std::fs::read_to_string(&site.cfg).unwrap();
+    std::fs::write(
+        &site.cfg,
+        text.replacen("[server]\n", "[server]\nuser = \"nobody\"\n", 1),
+    )
+    .unwrap();
+    for d in ["", "www", "pebble"] {
+        let p = site.dir.path().join(d);
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let (mut srv, plain, tls) = site.start("io-uring", 1);
+    let _ca = site.pebble(plain, tls.port(), PebbleOptions::default());
+    wait_for("the certificate", ISSUE_LIMIT, || {
+        (days_left(&mut srv, "h", "a.test") > 0.0).then_some(())
+    });
+    use std::os::unix::fs::MetadataExt;
+    for kept in [
+        "state",
+        "state/accounts/h.key",
+        "state/certs/a.test/key.pem",
+    ] {
+        let m = std::fs::metadata(site.dir.path().join(kept)).unwrap();
+        assert_eq!((m.uid(), m.gid()), (65534, 65534), "{kept}");
+    }
+    let mode = std::fs::metadata(site.dir.path().join("state"))
+        .unwrap()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(leaf_serial(tls, "a.test").is_some());
+    srv.stop();
+}
