@@ -179,6 +179,12 @@ impl Slots {
             return self.last_opening(how, ceiling, elsewhere);
         }
         if self.cap.try_open(ceiling, self.learns(), elsewhere) {
+            // Counted first, then looked at again: of two processes taking
+            // the last place at once, one sees the other (see `confirm`).
+            let now = self.cap.held_elsewhere();
+            if now > elsewhere && !self.cap.within(ceiling, now) {
+                return self.give_back();
+            }
             self.opening += 1;
             return Some(how);
         }
@@ -192,6 +198,10 @@ impl Slots {
             && !self.cap.any_idle();
         if beyond {
             self.cap.open_probe();
+            // The old process of an upgrade may have opened one since.
+            if self.cap.held_elsewhere() > 0 {
+                return self.give_back();
+            }
             self.opening += 1;
             return Some(how);
         }
@@ -220,9 +230,29 @@ impl Slots {
         if !self.cap.try_open(ceiling, false, 0) {
             return None;
         }
+        // The new process may have counted one more since: as above.
+        if self.cap.held_elsewhere() > limit {
+            self.cap.ask_elsewhere();
+            return self.give_back();
+        }
         self.opening += 1;
         self.cap.ask_elsewhere();
         Some(how)
+    }
+
+    /// Gives back a place just taken because another process took one at
+    /// the same moment, and looks again shortly.
+    ///
+    /// Each process counts its opening in the shared page before it reads
+    /// the others' counts, both as sequentially consistent operations, so
+    /// of two processes deciding at once at least one reads the other's
+    /// count: they cannot both go past the limit on a stale reading, which
+    /// a CPU-starved host made likely (one process preempted between its
+    /// reading and its count).
+    fn give_back(&mut self) -> Option<Opening> {
+        self.cap.not_opened();
+        self.recheck = true;
+        None
     }
 
     /// Whether a place was refused for another process's connections

@@ -243,6 +243,14 @@ impl Capacity {
         }
     }
 
+    /// Whether what is served and being opened here, with `elsewhere`,
+    /// stays within the limit (and `ceiling`).
+    pub fn within(&self, ceiling: u32, elsewhere: u32) -> bool {
+        let cap = self.limit.load(Ordering::Relaxed).min(ceiling);
+        let here = self.served.load(Ordering::Acquire) + self.opening.load(Ordering::Acquire);
+        here.saturating_add(elsewhere) <= cap
+    }
+
     /// Takes a place for one connection beyond the limit, to find out
     /// whether the server now serves more (see the module's "Raise").
     pub fn open_probe(&self) {

@@ -200,8 +200,10 @@ impl Share {
     pub fn count(&self, up: bool) {
         let slot = &self.region.page.slots[self.region.mine];
         if up {
-            self.entry.held.fetch_add(1, Ordering::AcqRel);
-            slot.total.fetch_add(1, Ordering::AcqRel);
+            // SeqCst, as the others' counts are read after it (see
+            // `Slots::give_back`).
+            self.entry.held.fetch_add(1, Ordering::SeqCst);
+            slot.total.fetch_add(1, Ordering::SeqCst);
         } else {
             let less = |n: u32| n.checked_sub(1);
             if self
@@ -225,7 +227,7 @@ impl Share {
             .slots
             .iter()
             .enumerate()
-            .filter(move |&(i, s)| i != region.mine && s.total.load(Ordering::Acquire) > 0)
+            .filter(move |&(i, s)| i != region.mine && s.total.load(Ordering::SeqCst) > 0)
             .filter(|(_, s)| alive(s.pid.load(Ordering::Acquire)))
             .filter_map(move |(_, s)| {
                 let key = self.key;
@@ -237,7 +239,7 @@ impl Share {
 
     /// What the other processes hold of the server.
     pub fn held_elsewhere(&self) -> u32 {
-        self.others().map(|e| e.held.load(Ordering::Acquire)).sum()
+        self.others().map(|e| e.held.load(Ordering::SeqCst)).sum()
     }
 
     /// Asks the process holding the most of the server to close one
