@@ -720,9 +720,13 @@ fn csr(spec: &OrderSpec) -> Result<(Vec<u8>, String), Error> {
     let key = rcgen::KeyPair::generate_for(alg).map_err(fail)?;
     let mut params = rcgen::CertificateParams::new(spec.names.clone()).map_err(fail)?;
     params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, spec.names[0].as_str());
+    // X.509's CommonName holds 64 bytes at most (RFC 5280 ub-common-name):
+    // the first name that fits, else none (the names are in the SAN).
+    if let Some(cn) = spec.names.iter().find(|n| n.len() <= 64) {
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn.as_str());
+    }
     let csr = params.serialize_request(&key).map_err(fail)?;
     Ok((csr.der().to_vec(), key.serialize_pem()))
 }

@@ -54,8 +54,10 @@ impl StateDir {
         }
     }
     /// The stored certificate whose first name is `names[0]`, if any.
-    pub fn load_cert(&self, names: &[String]) -> Option<Issued> {
-        let dir = self.cert_dir(names).ok()?;
+    /// `scope` is what else the certificate belongs to (the CA's directory
+    /// URL): one issued by a staging CA is not found for production.
+    pub fn load_cert(&self, scope: &str, names: &[String]) -> Option<Issued> {
+        let dir = self.cert_dir(scope, names).ok()?;
         let chain_pem = fs::read_to_string(dir.join("chain.pem")).ok()?;
         let key_pem = fs::read_to_string(dir.join("key.pem")).ok()?;
         // The two files are renamed one after the other: a crash between
@@ -68,19 +70,29 @@ impl StateDir {
         }
         Some(Issued { chain_pem, key_pem })
     }
-    pub fn save_cert(&self, names: &[String], issued: &Issued) -> Result<(), String> {
-        let dir = self.cert_dir(names)?;
+    pub fn save_cert(&self, scope: &str, names: &[String], issued: &Issued) -> Result<(), String> {
+        let dir = self.cert_dir(scope, names)?;
         make_dir(&dir)?;
         write_atomic(&dir.join("key.pem"), issued.key_pem.as_bytes(), 0o600)?;
         write_atomic(&dir.join("chain.pem"), issued.chain_pem.as_bytes(), 0o644)
     }
 
-    fn cert_dir(&self, names: &[String]) -> Result<PathBuf, String> {
-        let first = names.first().ok_or("no names")?;
-        Ok(self
-            .root
-            .join("certs")
-            .join(file_name(&first.to_ascii_lowercase())?))
+    /// `certs/FIRST.HASH`: the first name for people, and a hash of the
+    /// scope and every name, so two name sets that begin alike, or one
+    /// set from two CAs, keep files of their own.
+    fn cert_dir(&self, scope: &str, names: &[String]) -> Result<PathBuf, String> {
+        let first = names.first().ok_or("no names")?.to_ascii_lowercase();
+        let mut sorted: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+        sorted.sort();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325; // FNV-1a, stable across builds
+        for b in scope
+            .bytes()
+            .chain(sorted.iter().flat_map(|n| n.bytes().chain([b'\n'])))
+        {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let dir = format!("{}.{h:016x}", file_name(&first)?);
+        Ok(self.root.join("certs").join(dir))
     }
 }
 
@@ -168,30 +180,48 @@ mod tests {
         assert!(s.account_key("../x").is_err());
 
         let names = vec!["A.test".to_string(), "b.test".to_string()];
-        assert!(s.load_cert(&names).is_none());
+        assert!(s.load_cert("https://ca.test/dir", &names).is_none());
         let first = issued("a.test");
-        s.save_cert(&names, &first).unwrap();
-        assert_eq!(mode(&root.join("certs/a.test")), 0o700);
-        assert_eq!(mode(&root.join("certs/a.test/key.pem")), 0o600);
-        let back = s.load_cert(&names).unwrap();
+        s.save_cert("https://ca.test/dir", &names, &first).unwrap();
+        let dirs: Vec<_> = fs::read_dir(root.join("certs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        let dir = &dirs[0];
+        assert!(
+            dir.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("a.test."),
+            "{dir:?}"
+        );
+        assert_eq!(mode(dir), 0o700);
+        assert_eq!(mode(&dir.join("key.pem")), 0o600);
+        let back = s.load_cert("https://ca.test/dir", &names).unwrap();
         assert_eq!(
             (back.chain_pem, back.key_pem),
             (first.chain_pem.clone(), first.key_pem.clone())
         );
         // A second save replaces both; no temporary file stays behind.
         let second = issued("a.test");
-        s.save_cert(&names, &second).unwrap();
-        assert_eq!(s.load_cert(&names).unwrap().key_pem, second.key_pem);
-        let left: Vec<_> = fs::read_dir(root.join("certs/a.test"))
+        s.save_cert("https://ca.test/dir", &names, &second).unwrap();
+        assert_eq!(
+            s.load_cert("https://ca.test/dir", &names).unwrap().key_pem,
+            second.key_pem
+        );
+        // Another CA's (a staging directory's) is not this one's.
+        assert!(s.load_cert("https://staging.test/dir", &names).is_none());
+        let left: Vec<_> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left.len(), 2, "{left:?}");
         // The state of a crash between the two renames: not served.
-        fs::write(root.join("certs/a.test/key.pem"), &first.key_pem).unwrap();
-        assert!(s.load_cert(&names).is_none());
-        fs::remove_file(root.join("certs/a.test/key.pem")).unwrap();
-        assert!(s.load_cert(&names).is_none());
+        fs::write(dir.join("key.pem"), &first.key_pem).unwrap();
+        assert!(s.load_cert("https://ca.test/dir", &names).is_none());
+        fs::remove_file(dir.join("key.pem")).unwrap();
+        assert!(s.load_cert("https://ca.test/dir", &names).is_none());
         // An unreadable key file is an error, not a new account.
         fs::write(root.join("accounts/bad.key"), "junk").unwrap();
         assert!(s.account_key("bad").is_err());

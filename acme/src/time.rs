@@ -36,6 +36,10 @@ fn num(s: &str) -> Option<u32> {
 /// `2025-01-02T03:04:05Z`, `...05.123Z`, `...05+01:00`.
 pub(crate) fn rfc3339(s: &str) -> Option<SystemTime> {
     let s = s.trim();
+    // Byte offsets below: a CA's text that is not ASCII is no date.
+    if !s.is_ascii() {
+        return None;
+    }
     if s.len() < 20 || !s.is_char_boundary(19) {
         return None;
     }
@@ -108,6 +112,12 @@ pub(crate) fn http_date(s: &str) -> Option<SystemTime> {
 /// Retry-After (RFC 9110 §10.2.3): seconds, or a date (then the time
 /// left until it, zero when past).
 pub(crate) fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    // A day at most: a larger ask would overflow the clock's arithmetic,
+    // and renewal looks again within a day anyway.
+    retry_after_unbounded(value, now).map(|d| d.min(Duration::from_secs(86_400)))
+}
+
+fn retry_after_unbounded(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Some(secs) = num(value) {
         return Some(Duration::from_secs(secs as u64));
@@ -122,6 +132,9 @@ pub(crate) fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// X.509 UTCTime (`YYMMDDHHMMSSZ`, RFC 5280 §4.1.2.5.1) or
 /// GeneralizedTime (`YYYYMMDDHHMMSSZ`).
 pub(crate) fn x509(generalized: bool, s: &[u8]) -> Option<SystemTime> {
+    if !s.is_ascii() {
+        return None;
+    }
     let s = std::str::from_utf8(s).ok()?;
     let s = s.strip_suffix('Z')?;
     let (year, rest) = if generalized {
@@ -179,6 +192,12 @@ mod tests {
     #[test]
     fn retry_after_both_forms() {
         let now = at(784111777 - 30);
+        assert_eq!(
+            retry_after("18446744073709551615", now),
+            Some(Duration::from_secs(86_400))
+        );
+        assert_eq!(rfc3339("2025-01-02T03:04:05+1\u{e9}00"), None);
+        assert_eq!(x509(false, "99123\u{e9}59Z".as_bytes()), None);
         assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
         assert_eq!(
             retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),

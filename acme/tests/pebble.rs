@@ -368,8 +368,10 @@ fn pebble_issues_over_both_challenges_refuses_and_revokes() {
     // No renewalInfo: no window, and no request.
     assert_eq!(ca.renewal_info(&chain[0]).unwrap(), None);
     // The key is the leaf's: the state directory checks that on load.
-    state.save_cert(&wanted, &issued).unwrap();
-    let loaded = state.load_cert(&wanted).unwrap();
+    state
+        .save_cert(&s.pebble.directory, &wanted, &issued)
+        .unwrap();
+    let loaded = state.load_cert(&s.pebble.directory, &wanted).unwrap();
     assert_eq!(loaded.chain_pem, issued.chain_pem);
 
     // TLS-ALPN-01, a P-384 key.
@@ -393,8 +395,12 @@ fn pebble_issues_over_both_challenges_refuses_and_revokes() {
     assert!(CertInfo::parse(&alpn_chain[0])
         .unwrap()
         .covers(&names(&["c.test"])));
-    state.save_cert(&names(&["c.test"]), &alpn_issued).unwrap();
-    assert!(state.load_cert(&names(&["c.test"])).is_some());
+    state
+        .save_cert(&s.pebble.directory, &names(&["c.test"]), &alpn_issued)
+        .unwrap();
+    assert!(state
+        .load_cert(&s.pebble.directory, &names(&["c.test"]))
+        .is_some());
 
     // A challenge left unanswered: the authorization becomes invalid, its
     // challenge's error comes back (status 0), and it is still withdrawn.

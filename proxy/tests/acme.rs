@@ -169,16 +169,34 @@ fn curl(at: SocketAddr, name: &str, roots: &Path, h2: bool) -> (String, String) 
     (status.to_owned(), body.to_owned())
 }
 
-fn days_left(srv: &mut Ringside, issuer: &str, name: &str) -> f64 {
+/// `names`: the certificate's names as the metrics label them, joined by commas.
+fn days_left(srv: &mut Ringside, issuer: &str, names: &str) -> f64 {
     srv.metric(&format!(
-        "ringside_acme_certificate_days_left{{issuer=\"{issuer}\",name=\"{name}\"}}"
+        "ringside_acme_certificate_days_left{{issuer=\"{issuer}\",names=\"{names}\"}}"
     ))
 }
 
-fn failures(srv: &mut Ringside, issuer: &str, name: &str) -> f64 {
+fn failures(srv: &mut Ringside, issuer: &str, names: &str) -> f64 {
     srv.metric(&format!(
-        "ringside_acme_order_failures{{issuer=\"{issuer}\",name=\"{name}\"}}"
+        "ringside_acme_order_failures{{issuer=\"{issuer}\",names=\"{names}\"}}"
     ))
+}
+
+/// The directory the certificate whose first name is `first` is stored in
+/// (`state/certs/FIRST.HASH`).
+fn stored(site: &Site, first: &str) -> PathBuf {
+    let certs = site.dir.path().join("state/certs");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&certs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.strip_prefix(first).is_some_and(|r| r.starts_with('.')))
+        })
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?} in {certs:?}");
+    dirs[0].clone()
 }
 
 /// Pebble's issuing root, written where curl can read it.
@@ -212,7 +230,7 @@ fn issues_two_names_over_http01_and_one_over_tls_alpn01() {
         );
 
         let ca = site.pebble(plain, tls.port(), PebbleOptions::default());
-        for (issuer, name) in [("h", "a.test"), ("t", "c.test")] {
+        for (issuer, name) in [("h", "a.test,b.test"), ("t", "c.test")] {
             wait_for(
                 &format!("{backend}: {name}'s certificate"),
                 ISSUE_LIMIT,
@@ -241,13 +259,13 @@ fn issues_two_names_over_http01_and_one_over_tls_alpn01() {
             leaf_serial(tls, "c.test"),
             "{backend}"
         );
-        assert_eq!(failures(&mut srv, "h", "a.test"), 0.0, "{backend}");
+        assert_eq!(failures(&mut srv, "h", "a.test,b.test"), 0.0, "{backend}");
         for kept in [
-            "state/certs/a.test/chain.pem",
-            "state/certs/c.test/key.pem",
-            "state/accounts/h.key",
+            stored(&site, "a.test").join("chain.pem"),
+            stored(&site, "c.test").join("key.pem"),
+            site.dir.path().join("state/accounts/h.key"),
         ] {
-            assert!(site.dir.path().join(kept).is_file(), "{backend}: {kept}");
+            assert!(kept.is_file(), "{backend}: {kept:?}");
         }
         let log = srv.stop();
         // The CA was down when the server started: it said so and retried.
@@ -331,7 +349,7 @@ fn renews_under_load_and_restarts_on_the_stored_certificate_while_the_ca_is_down
     assert_eq!(leaf_serial(tls, "a.test").as_ref(), Some(&second));
     // It falls due while the CA is away: failures, counted and retried.
     wait_for("failed renewals", ISSUE_LIMIT, || {
-        (failures(&mut srv, "h", "a.test") >= 2.0).then_some(())
+        (failures(&mut srv, "h", "a.test,b.test") >= 2.0).then_some(())
     });
     assert_eq!(leaf_serial(tls, "a.test").as_ref(), Some(&second));
     // Back: the next retry renews.
@@ -340,7 +358,7 @@ fn renews_under_load_and_restarts_on_the_stored_certificate_while_the_ca_is_down
         leaf_serial(tls, "a.test").filter(|s| *s != second)
     });
     wait_for("the failures reset", ISSUE_LIMIT, || {
-        (failures(&mut srv, "h", "a.test") == 0.0).then_some(())
+        (failures(&mut srv, "h", "a.test,b.test") == 0.0).then_some(())
     });
     let log = srv.stop();
     assert!(log.contains("serving the stored ACME certificate"), "{log}");
@@ -377,7 +395,7 @@ fn a_refused_renewal_keeps_the_old_certificate_and_logs_the_problem() {
         },
     );
     wait_for("a refused renewal", ISSUE_LIMIT, || {
-        (failures(&mut srv, "h", "a.test") >= 1.0).then_some(())
+        (failures(&mut srv, "h", "a.test,b.test") >= 1.0).then_some(())
     });
     assert_eq!(leaf_serial(tls, "a.test"), Some(first));
     let log = srv.stop();
@@ -495,21 +513,58 @@ fn with_a_user_the_state_directory_is_that_users() {
     let (mut srv, plain, tls) = site.start("io-uring", 1);
     let _ca = site.pebble(plain, tls.port(), PebbleOptions::default());
     wait_for("the certificate", ISSUE_LIMIT, || {
-        (days_left(&mut srv, "h", "a.test") > 0.0).then_some(())
+        (days_left(&mut srv, "h", "a.test,b.test") > 0.0).then_some(())
     });
     use std::os::unix::fs::MetadataExt;
     for kept in [
-        "state",
-        "state/accounts/h.key",
-        "state/certs/a.test/key.pem",
+        site.dir.path().join("state"),
+        site.dir.path().join("state/accounts/h.key"),
+        stored(&site, "a.test").join("key.pem"),
     ] {
-        let m = std::fs::metadata(site.dir.path().join(kept)).unwrap();
-        assert_eq!((m.uid(), m.gid()), (65534, 65534), "{kept}");
+        let m = std::fs::metadata(&kept).unwrap();
+        assert_eq!((m.uid(), m.gid()), (65534, 65534), "{kept:?}");
     }
     let mode = std::fs::metadata(site.dir.path().join("state"))
         .unwrap()
         .mode();
     assert_eq!(mode & 0o777, 0o700);
     assert!(leaf_serial(tls, "a.test").is_some());
+    srv.stop();
+}
+
+#[test]
+fn a_name_added_by_a_reload_leaves_the_others_served_until_its_certificate_comes() {
+    let site = Site::new("grow", "acme = \"t\", names = [\"r.test\"]", "", &["t"]);
+    let (mut srv, plain, tls) = site.start("io-uring", 1);
+    let ca = site.pebble(plain, tls.port(), PebbleOptions::default());
+    let first = wait_for("r.test's certificate", ISSUE_LIMIT, || {
+        leaf_serial(tls, "r.test")
+    });
+    // The same CA again, its validations held at a forwarder.
+    drop(ca);
+    let (port, arrived, go) = forwarder(tls, true);
+    let _ca = site.pebble(plain, port, PebbleOptions::default());
+    let cfg = std::fs::read_to_string(&site.cfg).unwrap();
+    std::fs::write(
+        &site.cfg,
+        cfg.replace("names = [\"r.test\"]", "names = [\"r.test\", \"q.test\"]"),
+    )
+    .unwrap();
+    srv.signal(libc::SIGHUP);
+    srv.wait_reloads("ok", 1);
+    arrived
+        .recv_timeout(ISSUE_LIMIT)
+        .expect("the CA's validation never came");
+    // Mid-order: the name the old certificate covers is still served with
+    // it; the new one is refused until its certificate comes.
+    assert_eq!(leaf_serial(tls, "r.test").as_ref(), Some(&first));
+    assert_eq!(leaf_serial(tls, "q.test"), None);
+    go.send(()).unwrap();
+    let second = wait_for("the certificate for both", ISSUE_LIMIT, || {
+        leaf_serial(tls, "q.test")
+    });
+    assert_ne!(second, first);
+    assert_eq!(leaf_serial(tls, "r.test"), Some(second));
+    assert!(days_left(&mut srv, "t", "r.test,q.test") > 0.0);
     srv.stop();
 }

@@ -57,6 +57,7 @@ pub fn run(cfg: &Config) {
     if wants.is_empty() && STARTED.get().is_none() {
         return;
     }
+    store::retain(&wants.iter().map(|(_, c)| c.clone()).collect::<Vec<_>>());
     let c = control();
     *c.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(wants);
     c.bell.notify_one();
@@ -114,7 +115,16 @@ fn main_loop() {
             .filter(|j| j.next <= now)
             .min_by_key(|j| j.next)
         {
-            step(job, &mut conns, &mut rng);
+            // A bug met on a CA's answer must not end renewals for good:
+            // the job is tried again later, its CA connection made anew.
+            let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                step(job, &mut conns, &mut rng)
+            }));
+            if stepped.is_err() {
+                tracing::error!(issuer = %job.issuer.name, names = ?job.cert.names, "the ACME step failed unexpectedly; trying again in an hour");
+                conns.remove(&job.issuer.name);
+                job.next = SystemTime::now() + Duration::from_secs(3600);
+            }
             continue;
         }
         let wait = jobs
@@ -166,6 +176,7 @@ fn step(job: &mut Job, conns: &mut HashMap<String, Conn>, rng: &mut u64) {
         if let Some((key, info)) = super::stored(&job.issuer, &job.cert) {
             if job.slot.get().is_none() || job.slot.not_after() < Some(info.not_after) {
                 job.slot.set(key, info.not_after);
+                store::tidy();
             }
             job.info = Some(info);
         }
@@ -191,8 +202,9 @@ fn step(job: &mut Job, conns: &mut HashMap<String, Conn>, rng: &mut u64) {
         }
         Err(e) => {
             let failures = job.slot.failures.fetch_add(1, Relaxed) + 1;
-            let wait = job.backoff.next(e.retry_after(), next_random(rng));
-            job.next = SystemTime::now() + wait;
+            let hint = e.retry_after().map(|d| d.min(MAX_BACKOFF));
+            let wait = job.backoff.next(hint, next_random(rng));
+            job.next = SystemTime::now() + wait.min(MAX_BACKOFF);
             let problem = match &e {
                 Error::Problem(p) => p.json.as_str(),
                 _ => "",
@@ -287,7 +299,7 @@ fn order(job: &mut Job, conns: &mut HashMap<String, Conn>) -> Result<(), Error> 
         )));
     }
     let state = StateDir::open(&issuer.state).map_err(Error::Protocol)?;
-    if let Err(e) = state.save_cert(&job.cert.names, &issued) {
+    if let Err(e) = state.save_cert(&issuer.directory, &job.cert.names, &issued) {
         // Served all the same: losing it costs an order at the next start.
         tracing::warn!(issuer = %issuer.name, "cannot store the new certificate: {e}");
     }
@@ -327,7 +339,20 @@ fn issue(job: &Job, issuer: &AcmeIssuer, conn: &mut Conn) -> Result<ringside_acm
     };
     tracing::info!(issuer = %issuer.name, names = ?spec.names, challenge = ?spec.challenge, "ordering an ACME certificate");
     let account = conn.account.as_ref().expect("made above");
-    conn.ca.issue(account, &spec, &mut Publisher)
+    match conn.ca.issue(account, &spec, &mut Publisher) {
+        // RFC 9773 §5: a CA refuses an order naming a certificate it does
+        // not know as this account's, or one already replaced (a new
+        // account, an order whose certificate was lost): not for ever.
+        Err(Error::Problem(p)) if spec.replaces.is_some() => {
+            tracing::info!(issuer = %issuer.name, problem = %p.kind, "the order naming the certificate it replaces was refused: ordering without");
+            let spec = OrderSpec {
+                replaces: None,
+                ..spec
+            };
+            conn.ca.issue(account, &spec, &mut Publisher)
+        }
+        r => r,
+    }
 }
 
 /// Publishes challenges where the cores answer them.

@@ -27,9 +27,9 @@ pub fn render(out: &mut String) {
         };
         let _ = writeln!(
             out,
-            "ringside_acme_certificate_days_left{{issuer=\"{}\",name=\"{}\"}} {:.4}",
+            "ringside_acme_certificate_days_left{{issuer=\"{}\",names=\"{}\"}} {:.4}",
             esc(&s.id.issuer),
-            esc(s.id.names.first().map_or("", String::as_str)),
+            esc(&s.id.names.join(",")),
             left / 86_400.0
         );
     }
@@ -42,9 +42,9 @@ pub fn render(out: &mut String) {
     for s in &slots {
         let _ = writeln!(
             out,
-            "ringside_acme_order_failures{{issuer=\"{}\",name=\"{}\"}} {}",
+            "ringside_acme_order_failures{{issuer=\"{}\",names=\"{}\"}} {}",
             esc(&s.id.issuer),
-            esc(s.id.names.first().map_or("", String::as_str)),
+            esc(&s.id.names.join(",")),
             s.failures.load(Relaxed)
         );
     }

@@ -56,7 +56,7 @@ pub fn prepare(cfg: &Config, owner: Option<(libc::uid_t, libc::gid_t)>) -> Resul
         StateDir::open(&i.state)
             .map_err(|e| format!("[acme.{}] state {}: {e}", i.name, i.state.display()))?;
         if let Some((uid, gid)) = owner {
-            give(&i.state, uid, gid, 3).map_err(|e| {
+            give(&i.state, uid, gid).map_err(|e| {
                 format!(
                     "[acme.{}] state: cannot give {} to [server] user: {e}",
                     i.name,
@@ -78,20 +78,18 @@ pub fn prepare(cfg: &Config, owner: Option<(libc::uid_t, libc::gid_t)>) -> Resul
     Ok(())
 }
 
-/// Gives `path` and what is beneath it, `depth` levels down (the state
-/// directory holds `certs/NAME/FILE`), to `uid`/`gid`; symlinks are not
-/// followed.
-fn give(
-    path: &std::path::Path,
-    uid: libc::uid_t,
-    gid: libc::gid_t,
-    depth: u32,
-) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
-    if depth > 0 && std::fs::symlink_metadata(path)?.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            give(&entry?.path(), uid, gid, depth - 1)?;
-        }
+/// Gives the state directory and its two subdirectories to `uid`/`gid`,
+/// without following a symlink and without walking further: what the
+/// user already owns could be swapped for a link between a look and a
+/// chown made as root. What is beneath them the ACME thread writes as
+/// that user.
+fn give(state: &std::path::Path, uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<()> {
+    for dir in [
+        state.to_path_buf(),
+        state.join("accounts"),
+        state.join("certs"),
+    ] {
+        std::os::unix::fs::lchown(&dir, Some(uid), Some(gid))?;
     }
     Ok(())
 }
@@ -100,7 +98,7 @@ fn give(
 /// expired.
 pub fn stored(issuer: &AcmeIssuer, cert: &AcmeCert) -> Option<(Arc<CertifiedKey>, CertInfo)> {
     let state = StateDir::open(&issuer.state).ok()?;
-    let issued = state.load_cert(&cert.names)?;
+    let issued = state.load_cert(&issuer.directory, &cert.names)?;
     match certified(&issued.chain_pem, &issued.key_pem) {
         Ok((key, info))
             if info.covers(&cert.names) && info.not_after > std::time::SystemTime::now() =>

@@ -28,6 +28,8 @@ pub struct Slot {
     not_after: AtomicU64,
     /// Failed orders since the last success.
     pub failures: AtomicU64,
+    /// The config wants it (else it is kept only to lend its certificate).
+    wanted: AtomicBool,
 }
 
 impl Slot {
@@ -69,15 +71,57 @@ pub fn slot(id: &AcmeCert) -> Arc<Slot> {
                 cert: RwLock::new(None),
                 not_after: AtomicU64::new(0),
                 failures: AtomicU64::new(0),
+                wanted: AtomicBool::new(true),
             })
         })
         .clone()
 }
 
-/// Every slot made so far, for `/metrics`, sorted by issuer and names.
+/// Marks the slots the config wants; the others are forgotten once every
+/// wanted one holds a certificate (until then they lend theirs, see
+/// [`covering`]). Configs still built on a forgotten one keep it.
+pub fn retain(wanted: &[AcmeCert]) {
+    let mut all = slots().lock().unwrap_or_else(|e| e.into_inner());
+    for (id, s) in all.iter() {
+        s.wanted.store(wanted.contains(id), Relaxed);
+    }
+    sweep(&mut all);
+}
+
+/// Forgets unwanted slots if every wanted one is filled (after an order).
+pub fn tidy() {
+    sweep(&mut slots().lock().unwrap_or_else(|e| e.into_inner()));
+}
+
+fn sweep(all: &mut HashMap<AcmeCert, Arc<Slot>>) {
+    let filled = all
+        .values()
+        .filter(|s| s.wanted.load(Relaxed))
+        .all(|s| s.not_after().is_some());
+    if filled {
+        all.retain(|_, s| s.wanted.load(Relaxed));
+    }
+}
+
+/// A certificate in place whose names include `name`: what a slot not
+/// filled yet presents meanwhile, so a vhost that gained a name keeps
+/// serving its other names with the certificate it had. Scans the
+/// slots, which only a handshake for an empty slot does.
+pub fn covering(name: &str) -> Option<Arc<CertifiedKey>> {
+    let all = slots().lock().unwrap_or_else(|e| e.into_inner());
+    all.values()
+        .filter(|s| s.id.names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+        .find_map(|s| s.get())
+}
+
+/// Every slot the config wants, for `/metrics`, sorted by issuer and names.
 pub fn all() -> Vec<Arc<Slot>> {
     let all = slots().lock().unwrap_or_else(|e| e.into_inner());
-    let mut out: Vec<Arc<Slot>> = all.values().cloned().collect();
+    let mut out: Vec<Arc<Slot>> = all
+        .values()
+        .filter(|s| s.wanted.load(Relaxed))
+        .cloned()
+        .collect();
     out.sort_by(|a, b| (&a.id.issuer, &a.id.names).cmp(&(&b.id.issuer, &b.id.names)));
     out
 }

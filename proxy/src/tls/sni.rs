@@ -38,10 +38,13 @@ pub enum Cert {
 }
 
 impl Cert {
-    fn get(&self) -> Option<Arc<CertifiedKey>> {
+    /// The certificate for a handshake naming `sni`. An ACME slot not
+    /// filled yet (its names just changed) lends another slot's
+    /// certificate that covers the name.
+    fn get(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
         match self {
             Cert::Fixed(k) => Some(k.clone()),
-            Cert::Acme(slot) => slot.get(),
+            Cert::Acme(slot) => slot.get().or_else(|| crate::acme::store::covering(sni?)),
         }
     }
 }
@@ -116,10 +119,10 @@ impl SniResolver {
     /// The certificate for a ClientHello naming `sni`; `None` refuses.
     pub fn pick(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
         match sni.and_then(|n| self.vhosts.lookup(n)) {
-            Some(Some(cert)) => cert.get(),
-            Some(None) => self.default.as_ref()?.get(),
+            Some(Some(cert)) => cert.get(sni),
+            Some(None) => self.default.as_ref()?.get(sni),
             None => match self.unknown {
-                UnknownName::Default => self.default.as_ref()?.get(),
+                UnknownName::Default => self.default.as_ref()?.get(sni),
                 UnknownName::Refuse => None,
             },
         }
