@@ -256,7 +256,7 @@ fn exchange(
         if buf.len() > MAX_RESPONSE {
             return Err("response header too large".into());
         }
-        eof = fill(stream, &mut buf)?;
+        eof = fill(stream, &mut buf, false)?;
     };
     let mut response = Response {
         status,
@@ -288,7 +288,7 @@ fn exchange(
             if buf.len() > MAX_RESPONSE * 2 {
                 return Err("response too large".into());
             }
-            eof = fill(stream, &mut buf)?;
+            eof = fill(stream, &mut buf, false)?;
         }
     } else if let Some(len) = response.header("content-length") {
         let len: usize = len
@@ -301,7 +301,7 @@ fn exchange(
             if eof {
                 return Err("body cut short".into());
             }
-            eof = fill(stream, &mut buf)?;
+            eof = fill(stream, &mut buf, false)?;
         }
         if buf.len() > len {
             keep = false;
@@ -315,15 +315,17 @@ fn exchange(
             if buf.len() > MAX_RESPONSE {
                 return Err("response too large".into());
             }
-            eof = fill(stream, &mut buf)?;
+            eof = fill(stream, &mut buf, true)?;
         }
         response.body = buf;
     }
     Ok((response, keep))
 }
 
-/// Reads more into `buf`; true at the end of the stream.
-fn fill(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<bool, String> {
+/// Reads more into `buf`; true at the end of the stream. `by_close`: the
+/// body ends with the connection, so only a TLS close_notify ends it
+/// (without one, an attacker's reset could cut it short unseen).
+fn fill(stream: &mut Stream, buf: &mut Vec<u8>, by_close: bool) -> Result<bool, String> {
     let mut chunk = [0u8; 16384];
     match stream.read(&mut chunk) {
         Ok(0) => Ok(true),
@@ -331,9 +333,13 @@ fn fill(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<bool, String> {
             buf.extend_from_slice(&chunk[..n]);
             Ok(false)
         }
-        // A peer that closes without close_notify: the end, for bodies
-        // delimited by the close (cut ones are caught by their framing).
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(true),
+        // A peer that closes without close_notify: the end where the
+        // framing says how long the body is (a cut one is caught there),
+        // never for a body delimited by the close.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !by_close => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Err("the CA closed without close_notify: the body may be cut short".into())
+        }
         Err(e) => Err(format!("receiving: {e}")),
     }
 }
