@@ -6,97 +6,32 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
+use crate::cert::RenewalInfo;
+use crate::error::{Error, Problem};
 use crate::http::{Client, Response};
 use crate::jws::{self, b64, Key, Signer};
 use crate::time;
 
-/// Why a call failed.
-#[derive(Debug, Clone)]
-pub enum Error {
-    /// The CA could not be reached or the connection failed (DNS, TCP, TLS,
-    /// timeout, a cut response): worth retrying later.
-    Transport(String),
-    /// The CA answered with a problem document (RFC 8555 §6.7), or an
-    /// authorization or order became invalid (its `error` problem).
-    Problem(Problem),
-    /// The CA answered something this client cannot use.
-    Protocol(String),
-}
-
-impl Error {
-    /// The wait the CA asked for (Retry-After), if it did.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Error::Problem(p) => p.retry_after,
-            _ => None,
+/// A non-2xx response: its problem document, or one made up around
+/// whatever body came.
+fn problem_of(r: &Response) -> Problem {
+    let retry_after = r
+        .header("retry-after")
+        .and_then(|v| time::retry_after(v, SystemTime::now()));
+    match serde_json::from_slice::<Value>(&r.body) {
+        Ok(v) if v.is_object() => {
+            let mut p = Problem::from_value(r.status, &v, retry_after);
+            p.json = String::from_utf8_lossy(&r.body).into_owned();
+            p
         }
-    }
-}
-
-impl std::fmt::Display for Error {
-    /// One line: for a problem, its type, detail and status.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Transport(e) => write!(f, "cannot reach the CA: {e}"),
-            Error::Protocol(e) => write!(f, "unexpected answer from the CA: {e}"),
-            Error::Problem(p) => {
-                write!(f, "{}: {}", p.kind, p.detail.replace(['\r', '\n'], " "))?;
-                if p.status != 0 {
-                    write!(f, " (HTTP {})", p.status)?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// A problem document (RFC 7807 as RFC 8555 §6.7 uses it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The HTTP status it came with (0 for an authorization's or order's `error`).
-    pub status: u16,
-    /// `type`, e.g. `urn:ietf:params:acme:error:rejectedIdentifier`.
-    pub kind: String,
-    pub detail: String,
-    /// The whole document as the CA sent it, for the log.
-    pub json: String,
-    pub retry_after: Option<Duration>,
-}
-
-impl Problem {
-    fn from_value(status: u16, v: &Value, retry_after: Option<Duration>) -> Problem {
-        Problem {
-            status,
-            kind: v["type"].as_str().unwrap_or("about:blank").to_string(),
-            detail: v["detail"].as_str().unwrap_or("").to_string(),
-            json: v.to_string(),
-            retry_after,
-        }
-    }
-
-    /// A non-2xx response: its problem document, or one made up around
-    /// whatever body came.
-    fn from_response(r: &Response) -> Problem {
-        let retry_after = r
-            .header("retry-after")
-            .and_then(|v| time::retry_after(v, SystemTime::now()));
-        match serde_json::from_slice::<Value>(&r.body) {
-            Ok(v) if v.is_object() => {
-                let mut p = Problem::from_value(r.status, &v, retry_after);
-                p.json = String::from_utf8_lossy(&r.body).into_owned();
-                p
-            }
-            _ => {
-                let text = String::from_utf8_lossy(&r.body);
-                Problem {
-                    status: r.status,
-                    kind: "about:blank".into(),
-                    detail: text.chars().take(200).collect(),
-                    json: String::new(),
-                    retry_after,
-                }
+        _ => {
+            let text = String::from_utf8_lossy(&r.body);
+            Problem {
+                status: r.status,
+                kind: "about:blank".into(),
+                detail: text.chars().take(200).collect(),
+                json: String::new(),
+                retry_after,
             }
         }
     }
@@ -236,16 +171,6 @@ pub struct Issued {
     pub key_pem: String,
 }
 
-/// The CA's suggested renewal window for a certificate (RFC 9773 §4.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RenewalInfo {
-    pub start: SystemTime,
-    pub end: SystemTime,
-    /// When to ask again (its Retry-After).
-    pub retry_after: Option<Duration>,
-    pub explanation_url: Option<String>,
-}
-
 /// The directory's URLs (§7.1.1).
 struct Directory {
     new_nonce: String,
@@ -281,7 +206,7 @@ impl Ca {
         let mut http = Client::new(tls);
         let r = http.request("GET", directory, &[("Accept", "application/json")], b"")?;
         if !(200..300).contains(&r.status) {
-            return Err(Error::Problem(Problem::from_response(&r)));
+            return Err(Error::Problem(problem_of(&r)));
         }
         let (dir, meta) = parse_directory(&json_body(&r)?)?;
         let nonce = r.header("replay-nonce").map(str::to_string);
@@ -416,7 +341,7 @@ impl Ca {
             .request("GET", &url, &[("Accept", "application/json")], b"")?;
         self.keep_nonce(&r);
         if !(200..300).contains(&r.status) {
-            return Err(Error::Problem(Problem::from_response(&r)));
+            return Err(Error::Problem(problem_of(&r)));
         }
         let retry_after = r
             .header("retry-after")
@@ -616,7 +541,7 @@ impl Ca {
             if (200..300).contains(&r.status) {
                 return Ok(r);
             }
-            let problem = Problem::from_response(&r);
+            let problem = problem_of(&r);
             if problem.kind == "urn:ietf:params:acme:error:badNonce" && tries < BAD_NONCE_RETRIES {
                 tries += 1;
                 tracing::debug!("acme: nonce refused, retrying ({tries})");
@@ -634,7 +559,7 @@ impl Ca {
             r = self.http.request("GET", &url, &[], b"")?;
         }
         if !(200..300).contains(&r.status) {
-            return Err(Error::Problem(Problem::from_response(&r)));
+            return Err(Error::Problem(problem_of(&r)));
         }
         r.header("replay-nonce")
             .map(str::to_string)

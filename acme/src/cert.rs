@@ -1,8 +1,17 @@
 //! What renewal needs from a certificate, and when to renew and retry.
 use std::time::{Duration, SystemTime};
 
-use crate::ca::RenewalInfo;
 use crate::der::{self, SEQUENCE};
+
+/// The CA's suggested renewal window for a certificate (RFC 9773 §4.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenewalInfo {
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// When to ask again (its Retry-After).
+    pub retry_after: Option<Duration>,
+    pub explanation_url: Option<String>,
+}
 
 /// What renewal needs from a certificate (DER), read without a full X.509
 /// parser.

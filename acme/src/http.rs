@@ -10,7 +10,7 @@ use std::time::Duration;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
-use crate::ca::Error;
+use crate::error::Error;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// ACME responses are small JSON documents and certificate chains.

@@ -10,6 +10,7 @@
 pub mod ca;
 pub mod cert;
 mod der;
+pub mod error;
 mod http;
 mod jws;
 mod pem;
@@ -17,8 +18,9 @@ pub mod state;
 mod time;
 
 pub use ca::{
-    Account, AccountKey, Ca, Challenge, ChallengeKind, Eab, Error, Issued, KeyType, Meta,
-    OrderSpec, Problem, RenewalInfo, Responder,
+    Account, AccountKey, Ca, Challenge, ChallengeKind, Eab, Issued, KeyType, Meta, OrderSpec,
+    Responder,
 };
-pub use cert::{renew_at, Backoff, CertInfo};
+pub use cert::{renew_at, Backoff, CertInfo, RenewalInfo};
+pub use error::{Error, Problem};
 pub use state::StateDir;
