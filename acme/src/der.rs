@@ -1,14 +1,16 @@
-//! Just enough DER (X.690) to walk a certificate (RFC 5280 §4.1).
+//! Just enough DER (X.690) to walk a certificate (RFC 5280 §4.1): what
+//! renewal reads here, and what the server reads of a client certificate
+//! (its subject, for mTLS), so the two walk it one way.
 
 pub(crate) const BOOLEAN: u8 = 0x01;
 pub(crate) const INTEGER: u8 = 0x02;
 pub(crate) const OCTET_STRING: u8 = 0x04;
 pub(crate) const OID: u8 = 0x06;
-pub(crate) const SEQUENCE: u8 = 0x30;
+pub const SEQUENCE: u8 = 0x30;
 
 /// One element: its tag, its contents, and what follows it. Definite
 /// lengths only, as DER has.
-pub(crate) fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = der.split_first()?;
     if tag & 0x1f == 0x1f {
         return None; // multi-byte tags: none in the parts read here
@@ -27,13 +29,13 @@ pub(crate) fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
 }
 
-pub(crate) struct Tbs<'a> {
+pub struct Tbs<'a> {
     /// tbsCertificate's fields from serialNumber on.
     pub rest_after_version: &'a [u8],
 }
 
 /// Certificate → tbsCertificate, past its optional `[0]` version.
-pub(crate) fn tbs(cert: &[u8]) -> Option<Tbs<'_>> {
+pub fn tbs(cert: &[u8]) -> Option<Tbs<'_>> {
     let (SEQUENCE, cert, _) = element(cert)? else {
         return None;
     };

@@ -9,7 +9,7 @@
 
 pub mod ca;
 pub mod cert;
-mod der;
+pub mod der;
 pub mod error;
 mod http;
 mod jws;

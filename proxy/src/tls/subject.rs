@@ -11,40 +11,14 @@
 
 use std::fmt::Write as _;
 
-/// One DER element: its tag, its contents, and what follows it.
-fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = der.split_first()?;
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (first as usize, rest)
-    } else {
-        let n = (first & 0x7f) as usize;
-        if n == 0 || n > 4 || rest.len() < n {
-            return None;
-        }
-        let len = rest[..n].iter().fold(0usize, |a, &b| a << 8 | b as usize);
-        (len, &rest[n..])
-    };
-    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
-}
+use ringside_acme::der::{element, tbs, SEQUENCE};
 
-const SEQUENCE: u8 = 0x30;
 const SET: u8 = 0x31;
 
 /// The subject of a DER certificate, RFC 4514 style; `None` for a
 /// certificate it cannot read.
 pub fn subject(cert: &[u8]) -> Option<String> {
-    let (SEQUENCE, cert, _) = element(cert)? else {
-        return None;
-    };
-    let (SEQUENCE, tbs, _) = element(cert)? else {
-        return None;
-    };
-    let mut rest = tbs;
-    // [0] EXPLICIT version, when not v1.
-    if rest.first() == Some(&0xa0) {
-        rest = element(rest)?.2;
-    }
+    let mut rest = tbs(cert)?.rest_after_version;
     // serialNumber, signature, issuer, validity.
     for _ in 0..4 {
         rest = element(rest)?.2;
