@@ -113,7 +113,14 @@ impl FastCgi<'_> {
         }
         drop(out);
         let ended_clean = relay_stdout(ex, &mut sock, self.script_name, reused, timeouts).await?;
-        let clean = ended_clean && !sock.has_pending() && !sock.expired();
+        // No peek for an EOF here: it cost a failed recv(2) a request (one
+        // in two of the worker's system calls behind php-fpm), and a
+        // connection closed after END_REQUEST (a child retired by
+        // pm.max_requests) is caught where it is next used: a request
+        // with a body checks before it takes one, one without is retried
+        // on a fresh connection (`Kind::Stale`), and the reaper checks the
+        // idle ones each second.
+        let clean = ended_clean && !sock.expired();
         Ok((clean && keep_conn).then(|| sock.into_stream()))
     }
 
