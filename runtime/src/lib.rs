@@ -70,6 +70,7 @@ pub mod splice;
 pub mod stats;
 pub mod task;
 pub mod tls;
+pub mod udp_group;
 pub mod worker;
 
 pub use backend::{backends_built, Backend};
