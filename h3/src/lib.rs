@@ -12,6 +12,9 @@
 //! - [`ErrorCode`]: the codes a connection or stream ends with.
 
 pub mod error;
+pub mod frame;
+pub mod settings;
+pub mod stream_type;
 pub mod varint;
 
 pub use error::ErrorCode;
