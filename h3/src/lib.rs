@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod frame;
+pub mod qpack;
 pub mod settings;
 pub mod stream_type;
 pub mod varint;

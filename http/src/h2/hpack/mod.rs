@@ -5,7 +5,9 @@
 
 mod decoder;
 mod encoder;
-mod huffman;
+/// HPACK's Huffman code, public for QPACK (ringside-h3), which uses it
+/// unchanged (RFC 9204 §4.1.2).
+pub mod huffman;
 mod huffman_table;
 mod table;
 #[cfg(test)]
