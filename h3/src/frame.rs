@@ -234,7 +234,8 @@ impl FrameParser {
         if len > self.max_frame {
             return Err(ErrorCode::ExcessiveLoad);
         }
-        let end = at + len as usize;
+        // Under the bound, so within memory the caller could hold.
+        let end = at.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
         if input.len() < end {
             return Ok(need_more());
         }

@@ -43,8 +43,8 @@ pub(crate) fn read_int(src: &[u8], at: &mut usize, n: u32) -> Result<u64, IntErr
     loop {
         let b = *src.get(*at).ok_or(IntError::Truncated)?;
         *at += 1;
-        // Past 62 bits, or a zero byte padding a value out: nine
-        // continuation bytes hold 63 bits, more is never needed.
+        // Nine continuation bytes hold 63 bits: a tenth can only
+        // overflow.
         if shift > 56 {
             return Err(IntError::Overflow);
         }
