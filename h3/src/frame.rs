@@ -147,8 +147,9 @@ impl FrameParser {
     /// `max_frame`: the longest payload of a frame other than DATA that is
     /// taken; a longer one is H3_EXCESSIVE_LOAD (§10.5: a peer's frame
     /// the endpoint will not hold is a load it refuses). The server's
-    /// MAX_FIELD_SECTION_SIZE bounds the fields, not the encoded bytes;
-    /// Huffman makes the bytes shorter, so that bound serves here too.
+    /// MAX_FIELD_SECTION_SIZE serves for HEADERS: a field line takes fewer
+    /// bytes than the 32 over its name and value that §4.2.2 counts,
+    /// unless Huffman was used where it is longer, which no encoder does.
     pub fn new(max_frame: u64) -> FrameParser {
         FrameParser {
             state: State::Header,

@@ -112,7 +112,7 @@ impl Decoder {
         let mut regular = false;
         let mut fault = None;
         while at < src.len() {
-            let (name, value, never) = self.line(src, &mut at).map_err(DecodeError::Failed)?;
+            let (name, value, flags) = self.line(src, &mut at).map_err(DecodeError::Failed)?;
             if fault.is_some() {
                 continue;
             }
@@ -129,19 +129,21 @@ impl Decoder {
             } else {
                 regular = true;
             }
-            if name.iter().any(u8::is_ascii_uppercase) {
+            // The static table's names are all lowercase.
+            if flags & LITERAL_NAME != 0 && name.iter().any(u8::is_ascii_uppercase) {
                 fault = Some(DecodeError::Malformed(Malformed::UppercaseName));
                 continue;
             }
-            sink.field(name, value, never);
+            sink.field(name, value, flags & NEVER_INDEXED != 0);
         }
         fault.map_or(Ok(()), Err)
     }
 
     /// The Required Insert Count and Base (§4.5.1): with no dynamic table
-    /// the count must be 0. The Base then matters to nothing but must not
-    /// be negative: a sign bit of 1 with a count of 0 makes it so
-    /// (§4.5.1.2).
+    /// the count must be 0. A section without dynamic references "can use
+    /// any value for the Base" (§4.5.1.2), so a Delta Base with a sign bit
+    /// of 0 is taken whatever it is; a sign bit of 1 with a Delta Base not
+    /// below the count (always so, the count being 0) is invalid there.
     fn prefix(&self, src: &[u8], at: &mut usize) -> Result<(), Failure> {
         if read_int(src, at, 8)? != 0 {
             return Err(Failure::DynamicTable);
@@ -154,12 +156,13 @@ impl Decoder {
         Ok(())
     }
 
-    /// One field line (§4.5.2 to §4.5.6): name, value, the N bit.
+    /// One field line (§4.5.2 to §4.5.6): name, value, and the N bit and
+    /// whether the name was a literal, as flags.
     fn line<'a>(
         &'a mut self,
         src: &'a [u8],
         at: &mut usize,
-    ) -> Result<(&'a [u8], &'a [u8], bool), Failure> {
+    ) -> Result<(&'a [u8], &'a [u8], u8), Failure> {
         let b = src[*at];
         let Decoder { name, value, .. } = self;
         if b & 0x80 != 0 {
@@ -168,30 +171,33 @@ impl Decoder {
                 return Err(Failure::DynamicReference);
             }
             let (n, v) = static_entry(read_int(src, at, 6)?)?;
-            return Ok((n, v, false));
+            return Ok((n, v, 0));
         }
         if b & 0x40 != 0 {
             // Literal with name reference: 0 1 N T index(4), value.
             if b & 0x10 == 0 {
                 return Err(Failure::DynamicReference);
             }
-            let never = b & 0x20 != 0;
+            let never = if b & 0x20 != 0 { NEVER_INDEXED } else { 0 };
             let (n, _) = static_entry(read_int(src, at, 4)?)?;
             let v = string(src, at, 7, value)?;
             return Ok((n, v, never));
         }
         if b & 0x20 != 0 {
             // Literal with literal name: 0 0 1 N H length(3), value.
-            let never = b & 0x10 != 0;
+            let never = if b & 0x10 != 0 { NEVER_INDEXED } else { 0 };
             let n = string(src, at, 3, name)?;
             let v = string(src, at, 7, value)?;
-            return Ok((n, v, never));
+            return Ok((n, v, never | LITERAL_NAME));
         }
         // Indexed field line with post-base index (0001), literal with
         // post-base name reference (0000): both the dynamic table's.
         Err(Failure::DynamicReference)
     }
 }
+
+const NEVER_INDEXED: u8 = 1;
+const LITERAL_NAME: u8 = 2;
 
 fn static_entry(i: u64) -> Result<(&'static [u8], &'static [u8]), Failure> {
     static_table::get(i).ok_or(Failure::BadIndex)

@@ -130,7 +130,7 @@ fn dynamic_table_needed_is_decompression_failed() {
         decode(&[0x00, 0x80, 0xd1]),
         Err(FAILED(Failure::DynamicTable))
     );
-    // A positive delta with a count of 0 means nothing: accepted.
+    // Any Base is allowed without dynamic references (§4.5.1.2).
     assert!(decode(&[0x00, 0x05, 0xd1]).is_ok());
     // Indexed dynamic, indexed post-base, literal with dynamic name
     // reference, literal with post-base name reference.
