@@ -112,7 +112,8 @@ if [ ! -x "$venv/bin/redbot" ]; then
     "$venv/bin/pip" install -q redbot
 fi
 # pylsqpack (PyPI), ls-qpack's Python binding, is the QPACK peer of
-# ringside-h3's interop test (h3/tests/pylsqpack.rs); in the same venv.
+# the HTTP/3 codec's QPACK interop test (http/tests/h3_qpack_interop.rs);
+# in the same venv.
 if ! "$venv/bin/python3" -c 'import pylsqpack' >/dev/null 2>&1; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "scripts/test.sh: missing pylsqpack in $venv; run as root or install it" >&2

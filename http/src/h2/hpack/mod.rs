@@ -5,9 +5,8 @@
 
 mod decoder;
 mod encoder;
-/// HPACK's Huffman code, public for QPACK (ringside-h3), which uses it
-/// unchanged (RFC 9204 §4.1.2).
-pub mod huffman;
+/// HPACK's Huffman code, which QPACK uses unchanged (RFC 9204 §4.1.2).
+pub(crate) mod huffman;
 mod huffman_table;
 mod table;
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! is an error, and none changes any state.
 
 use super::{read_int, IntError};
-use crate::error::ErrorCode;
+use crate::h3::error::ErrorCode;
 
 /// Reads the peer's encoder stream, `input` being what arrived and was not
 /// consumed before; returns the bytes it used (whole instructions only:

@@ -1,5 +1,5 @@
-//! ringside-h3: HTTP/3's codec (RFC 9114) and QPACK (RFC 9204), byte in
-//! and byte out, with no I/O: the QUIC transport and the connection driver
+//! HTTP/3's codec (RFC 9114) and QPACK (RFC 9204), byte in and byte out,
+//! with no I/O: the QUIC transport and the connection driver
 //! feed it a stream's bytes and send what it writes.
 //!
 //! - [`varint`]: QUIC's variable-length integers (RFC 9000 §16).

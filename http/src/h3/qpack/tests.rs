@@ -2,7 +2,7 @@ use bytes::BytesMut;
 
 use super::static_table::STATIC;
 use super::*;
-use crate::error::ErrorCode;
+use crate::h3::error::ErrorCode;
 
 type Fields = Vec<(Vec<u8>, Vec<u8>, bool)>;
 

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use bytes::BytesMut;
-use ringside_h3::qpack::static_table::STATIC;
-use ringside_h3::qpack::{read_encoder_stream, Decoder, Encoder};
+use ringside_http::h3::qpack::static_table::STATIC;
+use ringside_http::h3::qpack::{read_encoder_stream, Decoder, Encoder};
 
 const PYTHON: &str = "/opt/ringside-test/venv/bin/python3";
 

@@ -4,8 +4,8 @@
 //! encoder, given room, allocates nothing either.
 
 use bytes::BytesMut;
-use ringside_h3::frame::{put_frame, FrameKind, FrameParser, Item};
-use ringside_h3::qpack::{Decoder, Encoder};
+use ringside_http::h3::frame::{put_frame, FrameKind, FrameParser, Item};
+use ringside_http::h3::qpack::{Decoder, Encoder};
 
 #[path = "../../testsupport/counting_alloc.rs"]
 mod counting;

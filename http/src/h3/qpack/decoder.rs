@@ -4,10 +4,10 @@
 //! Huffman-coded ones are decoded into two buffers the decoder keeps, so a
 //! section costs no allocation once they have grown.
 
-use ringside_http::h2::hpack::huffman;
+use crate::h2::hpack::huffman;
 
 use super::{read_int, static_table, IntError};
-use crate::error::ErrorCode;
+use crate::h3::error::ErrorCode;
 
 /// Where the decoded fields go, one at a time, in the section's order.
 pub trait FieldSink {

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use bytes::{BufMut, BytesMut};
 
-use crate::error::ErrorCode;
-use crate::varint;
+use crate::h3::error::ErrorCode;
+use crate::h3::varint;
 
 pub const DATA: u64 = 0x00;
 pub const HEADERS: u64 = 0x01;

@@ -1,8 +1,8 @@
 //! The type a unidirectional stream opens with (RFC 9114 §6.2; RFC 9204
 //! §4.2), a varint.
 
-use crate::error::is_reserved;
-use crate::varint;
+use crate::h3::error::is_reserved;
+use crate::h3::varint;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamType {

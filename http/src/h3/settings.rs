@@ -5,9 +5,9 @@
 
 use bytes::BytesMut;
 
-use crate::error::ErrorCode;
-use crate::frame::{put_header, SETTINGS};
-use crate::varint;
+use crate::h3::error::ErrorCode;
+use crate::h3::frame::{put_header, SETTINGS};
+use crate::h3::varint;
 
 pub const QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
 pub const MAX_FIELD_SECTION_SIZE: u64 = 0x06;
@@ -129,7 +129,7 @@ fn boolean(v: u64) -> Result<bool, ErrorCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::{FrameKind, FrameParser, Item};
+    use crate::h3::frame::{FrameKind, FrameParser, Item};
 
     fn payload(pairs: &[(u64, u64)]) -> Vec<u8> {
         let mut b = BytesMut::new();

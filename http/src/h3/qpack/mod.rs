@@ -16,8 +16,8 @@ pub use decoder::{DecodeError, Decoder, Failure, FieldSink, Malformed};
 pub use encoder::Encoder;
 pub use instructions::{read_decoder_stream, read_encoder_stream};
 
+use crate::h2::hpack::huffman;
 use bytes::{BufMut, BytesMut};
-use ringside_http::h2::hpack::huffman;
 
 /// Why a prefixed integer could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub(crate) fn read_int(src: &[u8], at: &mut usize, n: u32) -> Result<u64, IntErr
             return Err(IntError::Overflow);
         }
         v += u64::from(b & 0x7f) << shift;
-        if v > crate::varint::MAX {
+        if v > crate::h3::varint::MAX {
             return Err(IntError::Overflow);
         }
         if b & 0x80 == 0 {
