@@ -4,8 +4,8 @@
 # shootouts; ruby with WEBrick for a proxy test origin; php-fpm for FastCGI;
 # slowhttptest for the slow-client test; chromium for post-quantum TLS; pebble for ACME; h2load and nghttp (nghttp2-client),
 # h2o and Python's h2 for HTTP/2; Python's grpcio for gRPC; Python's brotli and zstandard decoders;
-# kubernetes-validate and REDbot, in a venv under /opt/ringside-test, for
-# the Kubernetes manifests and compressed responses; httpwg, built with cargo
+# kubernetes-validate, REDbot and pylsqpack, in a venv under /opt/ringside-test, for
+# the Kubernetes manifests, compressed responses and QPACK; httpwg, built with cargo
 # under /opt/ringside-test, for HTTP/2 conformance),
 # then runs the tests.
 # Tests that need one of these fail, never skip, when it is missing.
@@ -110,6 +110,16 @@ if [ ! -x "$venv/bin/redbot" ]; then
         exit 1
     fi
     "$venv/bin/pip" install -q redbot
+fi
+# pylsqpack (PyPI), ls-qpack's Python binding, is the QPACK peer of
+# the HTTP/3 codec's QPACK interop test (http/tests/h3_qpack_interop.rs);
+# in the same venv.
+if ! "$venv/bin/python3" -c 'import pylsqpack' >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: missing pylsqpack in $venv; run as root or install it" >&2
+        exit 1
+    fi
+    "$venv/bin/pip" install -q pylsqpack
 fi
 
 # httpwg (crates.io's httpwg-cli, from the loona project: the h2spec

@@ -29,6 +29,7 @@ pub mod fields;
 pub mod grammar;
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod head;
 pub mod hop;
 mod linger;

@@ -5,7 +5,8 @@
 
 mod decoder;
 mod encoder;
-mod huffman;
+/// HPACK's Huffman code, which QPACK uses unchanged (RFC 9204 §4.1.2).
+pub(crate) mod huffman;
 mod huffman_table;
 mod table;
 #[cfg(test)]

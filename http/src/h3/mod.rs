@@ -1,0 +1,21 @@
+//! HTTP/3's codec (RFC 9114) and QPACK (RFC 9204), byte in and byte out,
+//! with no I/O: the QUIC transport and the connection driver
+//! feed it a stream's bytes and send what it writes.
+//!
+//! - [`varint`]: QUIC's variable-length integers (RFC 9000 §16).
+//! - [`frame`]: frames read off a stream as they arrive, DATA without a
+//!   copy; [`settings`]: the SETTINGS payload; [`stream_type`]: what a
+//!   unidirectional stream opens with.
+//! - [`qpack`]: field sections without a dynamic table (we advertise
+//!   QPACK_MAX_TABLE_CAPACITY 0 and never use the peer's), and the checks
+//!   of the peer's encoder and decoder streams that this leaves.
+//! - [`ErrorCode`]: the codes a connection or stream ends with.
+
+pub mod error;
+pub mod frame;
+pub mod qpack;
+pub mod settings;
+pub mod stream_type;
+pub mod varint;
+
+pub use error::ErrorCode;
