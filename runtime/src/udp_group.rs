@@ -129,8 +129,13 @@ fn attach_steering(sock: &UdpSocket, n: u32) -> io::Result<()> {
 }
 
 /// The first byte of a connection ID that worker `worker` of `n` issues:
-/// `random` brought to the nearest value below it that the program maps to
+/// `random`'s block of `n` values, at the place the program maps to
 /// `worker`. Every other byte of the ID stays the caller's (random) choice.
+///
+/// The group's order is the order of binding, and stays so only while
+/// none of its sockets closes (the kernel moves the last into the gap) and
+/// no other process joins the port: a reload or an upgrade that rebuilds
+/// the group must bind a new one whole.
 pub fn cid_first_byte(worker: usize, n: usize, random: u8) -> u8 {
     debug_assert!(worker < n && n <= 256);
     let r = random as usize;

@@ -1,6 +1,7 @@
 //! The UDP group's steering, through the kernel: QUIC packets reach the
 //! socket their destination connection ID names, whatever address and port
 //! they come from.
+#![cfg(any(target_os = "linux", target_os = "android"))]
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -99,6 +100,7 @@ fn a_new_client_address_keeps_the_connection_on_its_worker() {
 fn a_clients_initials_all_reach_one_worker() {
     let n = 2;
     let group = bind_udp_group("127.0.0.1:0".parse().unwrap(), n).unwrap();
+    assert!(group.steered);
     for first in [0x11u8, 0x80, 0xff] {
         let cid = [first, 1, 2, 3, 4, 5, 6, 7];
         let want = cid_worker(&cid, n);
@@ -113,6 +115,7 @@ fn a_clients_initials_all_reach_one_worker() {
 #[test]
 fn a_runt_goes_to_the_first_socket() {
     let group = bind_udp_group("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+    assert!(group.steered);
     assert_eq!(arrives_on(&group, &client(), &[0xc0, 0, 0]), 0);
     assert_eq!(arrives_on(&group, &client(), &[0x40]), 0);
 }
@@ -123,6 +126,7 @@ fn an_ipv6_group_is_steered_too() {
     let Ok(group) = bind_udp_group(any, 2) else {
         panic!("no IPv6 loopback to bind")
     };
+    assert!(group.steered);
     let c = UdpSocket::bind("[::1]:0").unwrap();
     let mut cid = [5u8; 8];
     cid[0] = cid_first_byte(1, 2, 40);

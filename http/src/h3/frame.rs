@@ -133,6 +133,17 @@ enum State {
     Skip(u64),
 }
 
+/// The HEADERS frame a request stream takes for a field section bound
+/// (MAX_FIELD_SECTION_SIZE). An encoder may Huffman-code where that is
+/// longer (some always do, and a code runs to 30 bits a byte), and §4.2.2
+/// makes the section bound a SHOULD for the sender, answered with 431: so
+/// the frame may be up to four times the bound, and the section's own
+/// bound is the decoder's (`qpack::DecodeError::TooLarge`), which fails
+/// the one stream, not the connection.
+pub fn headers_frame_bound(max_section: u64) -> u64 {
+    max_section.saturating_mul(4).saturating_add(64)
+}
+
 /// Reads the frames of one stream (a request stream, or a control or push
 /// stream after its type). Frames other than DATA are handed over whole,
 /// so the caller keeps their bytes until then: `max_frame` bounds what it
@@ -146,10 +157,9 @@ pub struct FrameParser {
 impl FrameParser {
     /// `max_frame`: the longest payload of a frame other than DATA that is
     /// taken; a longer one is H3_EXCESSIVE_LOAD (§10.5: a peer's frame
-    /// the endpoint will not hold is a load it refuses). The server's
-    /// MAX_FIELD_SECTION_SIZE serves for HEADERS: a field line takes fewer
-    /// bytes than the 32 over its name and value that §4.2.2 counts,
-    /// unless Huffman was used where it is longer, which no encoder does.
+    /// the endpoint will not hold is a load it refuses), which ends the
+    /// whole connection. For request streams give it
+    /// [`headers_frame_bound`] of the section bound, not the bound itself.
     pub fn new(max_frame: u64) -> FrameParser {
         FrameParser {
             state: State::Header,

@@ -217,3 +217,25 @@ fn kinds_and_streams() {
         assert_eq!(FrameKind::of(ty), Ok(None));
     }
 }
+
+#[test]
+fn a_headers_frame_may_exceed_the_section_bound_it_decodes_within() {
+    // A byte Huffman codes in 23 bits (0x01; the longest take 30): a
+    // section of one 1,000-byte value takes 2,875 bytes on the wire,
+    // within a 1,100-byte section bound as §4.2.2 counts it.
+    let value = vec![b'\x01'; 1_000];
+    let max_section = 1_100;
+    let mut huffed = BytesMut::new();
+    crate::h2::hpack::huffman::encode(&value, &mut huffed);
+    assert!(huffed.len() as u64 > 2 * max_section, "{}", huffed.len());
+    let mut b = BytesMut::new();
+    put_header(&mut b, HEADERS, huffed.len() as u64 + 8);
+    assert_eq!(
+        FrameParser::new(max_section).next(&b),
+        Err(ErrorCode::ExcessiveLoad)
+    );
+    let step = FrameParser::new(headers_frame_bound(max_section))
+        .next(&b)
+        .expect("within the frame bound");
+    assert_eq!(step.item, Item::NeedMore, "the payload is awaited");
+}

@@ -31,7 +31,8 @@ pub struct Settings {
 
 impl Settings {
     /// Reads a SETTINGS payload. A duplicate identifier (§7.2.4), one of
-    /// HTTP/2's that HTTP/3 reserves (0x02 to 0x05, §7.2.4.1, §11.2.2) or
+    /// HTTP/2's that HTTP/3 reserves (0x00 and 0x02 to 0x05, §7.2.4.1,
+    /// §11.2.2) or
     /// a boolean setting other than 0 or 1 (RFC 9220 §3, RFC 9297 §2.1.1)
     /// is H3_SETTINGS_ERROR; a payload cut inside a pair is H3_FRAME_ERROR
     /// (§7.1).
@@ -66,7 +67,7 @@ impl Settings {
                     s.h3_datagram = boolean(v)?;
                     16
                 }
-                0x02..=0x05 => return Err(ErrorCode::SettingsError),
+                0x00 | 0x02..=0x05 => return Err(ErrorCode::SettingsError),
                 _ => 0,
             };
             if seen & bit != 0 {
@@ -189,7 +190,7 @@ mod tests {
 
     #[test]
     fn http2_settings_are_errors() {
-        for id in 0x02..=0x05 {
+        for id in [0x00, 0x02, 0x03, 0x04, 0x05] {
             let p = payload(&[(id, 0)]);
             assert_eq!(
                 Settings::decode(&p),
