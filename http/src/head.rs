@@ -60,6 +60,7 @@ pub enum Version {
     Http10,
     Http11,
     Http2,
+    Http3,
 }
 
 impl Version {
@@ -69,16 +70,19 @@ impl Version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
             Version::Http2 => "HTTP/2.0",
+            Version::Http3 => "HTTP/3.0",
         }
     }
 
     /// As Via's received-protocol writes it, with the space after it
-    /// (RFC 9110 §7.6.3: the name "HTTP" left out; HTTP/2 is "2").
+    /// (RFC 9110 §7.6.3: the name "HTTP" left out; HTTP/2 is "2", HTTP/3
+    /// "3").
     pub fn via_protocol(self) -> &'static [u8] {
         match self {
             Version::Http10 => b"1.0 ",
             Version::Http11 => b"1.1 ",
             Version::Http2 => b"2 ",
+            Version::Http3 => b"3 ",
         }
     }
 }

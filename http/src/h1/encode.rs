@@ -11,7 +11,7 @@ use crate::Version;
 pub fn write_status_line(out: &mut BytesMut, version: Version, status: u16) {
     out.put_slice(match version {
         Version::Http10 => b"HTTP/1.0 ",
-        Version::Http11 | Version::Http2 => b"HTTP/1.1 ",
+        Version::Http11 | Version::Http2 | Version::Http3 => b"HTTP/1.1 ",
     });
     put_u64(out, u64::from(status));
     out.put_u8(b' ');

@@ -291,7 +291,7 @@ fn parse(buf: &[u8], limits: &Limits, head: &mut RequestHead) -> Result<bool, He
         return Err(HeadError::ExpectationFailed);
     }
     head.keep_alive = match version {
-        Version::Http11 | Version::Http2 => !conn_close,
+        Version::Http11 | Version::Http2 | Version::Http3 => !conn_close,
         Version::Http10 => conn_keep_alive && !conn_close,
     };
     Ok(true)

@@ -25,7 +25,7 @@ pub mod hpack;
 mod io;
 mod recent;
 mod recv;
-mod request;
+pub(crate) mod request;
 mod state;
 pub mod stats;
 mod stream;

@@ -441,7 +441,7 @@ fn block(
     }
     let mut slot = acquire();
     let Slot { buf, head, .. } = &mut *slot;
-    let mut b = Builder::new(head, buf, limits);
+    let mut b = Builder::new(head, buf, limits, crate::head::Version::Http2);
     st.decoder
         .decode(bytes, &mut |n, v| b.field(n, v))
         .map_err(compression)?;

@@ -1,5 +1,6 @@
-//! A request's head, laid out field by field as HPACK decodes it into the
-//! protocol-neutral [`RequestHead`]: method, target and fields written one
+//! A request's head, laid out field by field as HPACK (or HTTP/3's QPACK,
+//! `crate::h3::request`) decodes it into the protocol-neutral
+//! [`RequestHead`]: method, target and fields written one
 //! after another into one buffer, with spans into it, so every handler
 //! reads an HTTP/2 request exactly as it reads an HTTP/1.1 one, and
 //! nothing is built in between.
@@ -82,6 +83,9 @@ pub(crate) struct Builder<'a> {
     cookie: Option<Span>,
     content_length: Option<u64>,
     failed: Option<Refusal>,
+    /// HTTP/2, or HTTP/3, whose requests follow the same rules (RFC 9114
+    /// §4.2, §4.3).
+    version: Version,
 }
 
 impl<'a> Builder<'a> {
@@ -89,6 +93,7 @@ impl<'a> Builder<'a> {
         head: &'a mut RequestHead,
         buf: &'a mut BytesMut,
         limits: &'a crate::Limits,
+        version: Version,
     ) -> Builder<'a> {
         buf.clear();
         head.fields.clear();
@@ -108,6 +113,7 @@ impl<'a> Builder<'a> {
             cookie: None,
             content_length: None,
             failed: None,
+            version,
         }
     }
 
@@ -332,7 +338,7 @@ impl<'a> Builder<'a> {
                 return Err(Refusal::Malformed("content-length with no DATA"));
             }
         }
-        self.head.version = Version::Http2;
+        self.head.version = self.version;
         self.head.body = match self.content_length {
             _ if end => BodyKind::Empty,
             Some(0) => BodyKind::Empty,
@@ -414,7 +420,7 @@ mod tests {
         let mut head = RequestHead::empty();
         let mut buf = BytesMut::new();
         let limits = crate::Limits::default();
-        let mut b = Builder::new(&mut head, &mut buf, &limits);
+        let mut b = Builder::new(&mut head, &mut buf, &limits, Version::Http2);
         for (n, v) in fields {
             if !b.field(n.as_bytes(), v.as_bytes()) {
                 break;

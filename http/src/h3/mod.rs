@@ -9,11 +9,14 @@
 //! - [`qpack`]: field sections without a dynamic table (we advertise
 //!   QPACK_MAX_TABLE_CAPACITY 0 and never use the peer's), and the checks
 //!   of the peer's encoder and decoder streams that this leaves.
+//! - [`request`]: a request's HEADERS laid out as the neutral head, by
+//!   HTTP/2's rules, which RFC 9114 takes over.
 //! - [`ErrorCode`]: the codes a connection or stream ends with.
 
 pub mod error;
 pub mod frame;
 pub mod qpack;
+pub mod request;
 pub mod settings;
 pub mod stream_type;
 pub mod varint;
