@@ -70,7 +70,10 @@ impl Encoder {
     /// with it, RFC 9204 §7.1.3) or the name is a credential's.
     pub fn field(&self, name: &[u8], value: &[u8], never_indexed: bool, dst: &mut BytesMut) {
         let found = static_table::find(name, value);
-        if let Some(i) = found.exact {
+        // A field that came with the N bit goes on as a literal with it,
+        // even where the static table has it whole (RFC 9204 §7.1.3: "MUST
+        // use a literal representation to forward this field line").
+        if let Some(i) = found.exact.filter(|_| !never_indexed) {
             // Indexed field line, static: 1 1 index(6).
             put_int(dst, 0xc0, 6, i as u64);
             return;
