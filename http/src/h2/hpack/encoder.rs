@@ -34,7 +34,10 @@ impl Default for Encoder {
     }
 }
 
-fn sensitive(name: &[u8]) -> bool {
+/// Fields whose values are secrets, sent never-indexed so that no
+/// intermediary puts them in a table other connections share; QPACK's
+/// encoder sends the same ones with its N bit.
+pub(crate) fn sensitive(name: &[u8]) -> bool {
     matches!(
         name,
         b"authorization" | b"proxy-authorization" | b"cookie" | b"set-cookie"

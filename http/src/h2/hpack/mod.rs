@@ -13,6 +13,7 @@ mod table;
 mod tests;
 
 pub use decoder::Decoder;
+pub(crate) use encoder::sensitive;
 pub use encoder::Encoder;
 
 /// Every HPACK failure is the connection error COMPRESSION_ERROR; the

@@ -7,21 +7,14 @@
 use bytes::{BufMut, BytesMut};
 
 use super::{put_int, put_string, static_table};
+// The same credentials HPACK sends never-indexed (RFC 9204 §7.1.3 as RFC
+// 7541 §7.1.3).
+use crate::h2::hpack::sensitive;
 
 /// Stateless: with no dynamic table, one section does not depend on
 /// another, and nothing goes on the encoder stream.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Encoder;
-
-/// Fields whose values are secrets: sent with the N bit, so that no
-/// intermediary puts them in a table another connection's sections
-/// share (§7.1.3).
-fn sensitive(name: &[u8]) -> bool {
-    matches!(
-        name,
-        b"authorization" | b"proxy-authorization" | b"cookie" | b"set-cookie"
-    )
-}
 
 impl Encoder {
     pub fn new() -> Encoder {
@@ -75,7 +68,7 @@ impl Encoder {
         // use a literal representation to forward this field line").
         if let Some(i) = found.exact.filter(|_| !never_indexed) {
             // Indexed field line, static: 1 1 index(6).
-            put_int(dst, 0xc0, 6, i as u64);
+            put_int(dst, 0xc0, 6, i);
             return;
         }
         let n = if never_indexed || sensitive(name) {
@@ -85,7 +78,7 @@ impl Encoder {
         };
         match found.name {
             // Literal with name reference, static: 0 1 N 1 index(4).
-            Some(i) => put_int(dst, 0x50 | n, 4, i as u64),
+            Some(i) => put_int(dst, 0x50 | n, 4, i),
             // Literal with literal name: 0 0 1 N H length(3).
             None => put_string(dst, 0x20 | (n >> 1), 3, name),
         }

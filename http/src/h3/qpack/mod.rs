@@ -16,7 +16,10 @@ pub use decoder::{DecodeError, Decoder, Failure, FieldSink, Malformed};
 pub use encoder::Encoder;
 pub use instructions::{read_decoder_stream, read_encoder_stream};
 
+// QPACK's prefixed integers are HPACK's (RFC 9204 §4.1.1); only reading
+// them differs, in the bound.
 use crate::h2::hpack::huffman;
+pub(crate) use crate::h2::hpack::put_int;
 use bytes::{BufMut, BytesMut};
 
 /// Why a prefixed integer could not be read.
@@ -59,33 +62,16 @@ pub(crate) fn read_int(src: &[u8], at: &mut usize, n: u32) -> Result<u64, IntErr
     }
 }
 
-/// Writes `v` with an `n`-bit prefix, `flags` in the first byte's other
-/// bits.
-pub(crate) fn put_int(dst: &mut BytesMut, flags: u8, n: u32, v: u64) {
-    let mask = (1u64 << n) - 1;
-    if v < mask {
-        dst.put_u8(flags | v as u8);
-        return;
-    }
-    dst.put_u8(flags | mask as u8);
-    let mut v = v - mask;
-    while v >= 128 {
-        dst.put_u8((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    dst.put_u8(v as u8);
-}
-
 /// Writes a string literal whose length has an `n`-bit prefix and whose
 /// Huffman flag is the bit above it (§4.1.2), `flags` in the first byte's
 /// other bits; Huffman-coded only where that is shorter.
 pub(crate) fn put_string(dst: &mut BytesMut, flags: u8, n: u32, s: &[u8]) {
     let h = huffman::encoded_len(s);
     if h < s.len() {
-        put_int(dst, flags | 1 << n, n, h as u64);
+        put_int(dst, flags | 1 << n, n, h);
         huffman::encode(s, dst);
     } else {
-        put_int(dst, flags, n, s.len() as u64);
+        put_int(dst, flags, n, s.len());
         dst.put_slice(s);
     }
 }

@@ -99,7 +99,7 @@ fn status_codes() {
 fn every_static_entry_decodes() {
     for (i, &(n, v)) in STATIC.iter().enumerate() {
         let mut b = BytesMut::from(&[0u8, 0][..]);
-        put_int(&mut b, 0xc0, 6, i as u64);
+        put_int(&mut b, 0xc0, 6, i);
         assert_eq!(decode(&b).unwrap(), vec![(n.to_vec(), v.to_vec(), false)]);
     }
 }
