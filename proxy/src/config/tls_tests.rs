@@ -545,11 +545,8 @@ servers = ["unix:php.sock"]
     ];
     for source in texts {
         let config = f.ok(&source);
-        let text = config.to_toml();
-        fs::write(&path, &text).unwrap();
-        let back = Config::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        assert_eq!(back, config, "{text}");
-        assert_eq!(back.to_toml(), text);
+        let back = crate::config::tests::written_back(&config, &path);
+        assert_eq!(back, config, "{}", config.to_toml());
     }
 }
 
