@@ -50,6 +50,7 @@ enum Out {
 pub(crate) enum Wire<'a> {
     H1(crate::h1::wire::Wire<'a>),
     H2(crate::h2::wire::Wire<'a>),
+    H3(crate::h3::wire::Wire<'a>),
 }
 
 macro_rules! wire {
@@ -57,12 +58,14 @@ macro_rules! wire {
         match &mut $self.wire {
             Wire::H1($w) => $e,
             Wire::H2($w) => $e,
+            Wire::H3($w) => $e,
         }
     };
     (ref $self:ident, $w:ident => $e:expr) => {
         match &$self.wire {
             Wire::H1($w) => $e,
             Wire::H2($w) => $e,
+            Wire::H3($w) => $e,
         }
     };
 }
@@ -194,7 +197,7 @@ impl<'a> Exchange<'a> {
         }
         match &self.wire {
             Wire::H1(w) => w.can_splice_from(from),
-            Wire::H2(_) => false,
+            Wire::H2(_) | Wire::H3(_) => false,
         }
     }
     /// Whether a streamed body is under way.
@@ -208,7 +211,7 @@ impl<'a> Exchange<'a> {
     pub fn unsized_body_closes(&self) -> bool {
         match &self.wire {
             Wire::H1(w) => w.keep_alive && !w.chunks(),
-            Wire::H2(_) => false,
+            Wire::H2(_) | Wire::H3(_) => false,
         }
     }
     /// Ends the client's connection after this response (what follows a
@@ -221,8 +224,10 @@ impl<'a> Exchange<'a> {
     /// Ends an HTTP/2 stream whose response cannot be finished (HTTP/1
     /// closes the connection instead, in its driver).
     pub(crate) fn reset_stream(&mut self) {
-        if let Wire::H2(w) = &mut self.wire {
-            w.reset();
+        match &mut self.wire {
+            Wire::H2(w) => w.reset(),
+            Wire::H3(w) => w.reset(),
+            Wire::H1(_) => {}
         }
         self.out = Out::Done;
     }
@@ -293,6 +298,11 @@ impl<'a> Exchange<'a> {
         self.status = status;
         let added = self.added.as_deref();
         let rules = self.fields.as_deref().map(|f| &f.response);
+        let mut alt = [0u8; 32];
+        let alt = self.alt_svc(&mut alt);
+        let headers = headers
+            .map(|(n, v)| -> (&[u8], &[u8]) { (n, v) })
+            .chain(alt.map(|v| (&b"alt-svc"[..], v)));
         match rules.filter(|r| !r.is_empty()) {
             None => wire!(self, w => w.write_head(status, headers, added, framing, date)),
             // After whatever the handler and compression wrote (Vary).
@@ -304,6 +314,47 @@ impl<'a> Exchange<'a> {
                 wire!(self, w => w.write_head(status, hs, added, framing, date))
             }
         }
+    }
+
+    /// `Alt-Svc` for a response over TLS on a listener that serves
+    /// HTTP/3 too (RFC 9114 §3.1.1): the same port over UDP, for a day.
+    fn alt_svc<'b>(&self, buf: &'b mut [u8; 32]) -> Option<&'b [u8]> {
+        let link = match &self.wire {
+            Wire::H1(w) => w.link,
+            Wire::H2(w) => w.link,
+            Wire::H3(_) => return None,
+        };
+        if !link.stream.is_tls() || !link.cfg.http3_on(link.listener) {
+            return None;
+        }
+        // A listener's port stands for the process's life: asked of the
+        // socket once per listener on each core, not per response.
+        thread_local! {
+            static PORTS: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let port = PORTS.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() <= link.listener {
+                p.resize(link.listener + 1, 0);
+            }
+            if p[link.listener] == 0 {
+                p[link.listener] = link.local_addr().map_or(0, |a| a.port());
+            }
+            p[link.listener]
+        });
+        if port == 0 {
+            return None;
+        }
+        let mut at = 0;
+        for piece in [
+            &b"h3=\":"[..],
+            crate::grammar::decimal(u64::from(port), &mut [0; 20]),
+            b"\"; ma=86400",
+        ] {
+            buf[at..at + piece.len()].copy_from_slice(piece);
+            at += piece.len();
+        }
+        Some(&buf[..at])
     }
 
     /// Starts a response whose headers come from elsewhere (a proxied
@@ -484,6 +535,15 @@ impl<'a> Exchange<'a> {
                 self.status = 200;
                 Ok(crate::upgraded::Upgraded::h2(w.upgrade(headers)))
             }
+            // No extended CONNECT over HTTP/3 (SETTINGS_ENABLE_CONNECT_PROTOCOL
+            // is not sent), so no tunnel to hand the stream to.
+            Wire::H3(_) => {
+                self.out = Out::None;
+                Err(Error::new(
+                    crate::error::Kind::NotImplemented,
+                    "no upgrade or tunnel over HTTP/3",
+                ))
+            }
         }
     }
 
@@ -566,6 +626,7 @@ impl<'a> Exchange<'a> {
             match &mut self.wire {
                 Wire::H1(w) => w.wbuf.extend_from_slice(body),
                 Wire::H2(w) => w.buffer_body(body),
+                Wire::H3(w) => w.buffer_body(body),
             }
         }
         Ok(())
@@ -780,7 +841,7 @@ impl<'a> Exchange<'a> {
     /// gRPC's bidirectional calls need). Over HTTP/1 a proxy reads the
     /// whole request before the response.
     pub fn duplex(&self) -> bool {
-        matches!(self.wire, Wire::H2(_))
+        matches!(self.wire, Wire::H2(_) | Wire::H3(_))
     }
 
     /// Waits until the client gives up on this exchange: an HTTP/2
@@ -789,6 +850,7 @@ impl<'a> Exchange<'a> {
     pub async fn client_gone(&self) {
         match &self.wire {
             Wire::H2(w) => w.closed().await,
+            Wire::H3(w) => w.closed().await,
             Wire::H1(_) => std::future::pending().await,
         }
     }
@@ -796,7 +858,7 @@ impl<'a> Exchange<'a> {
     /// Whether the client takes trailers: over HTTP/2 always, over
     /// HTTP/1.1 when it said `TE: trailers`.
     pub fn takes_trailers(&self) -> bool {
-        matches!(self.wire, Wire::H2(_)) || self.asks_trailers()
+        matches!(self.wire, Wire::H2(_) | Wire::H3(_)) || self.asks_trailers()
     }
 
     /// The trailer section the client ended its request body with (HTTP/2
@@ -843,6 +905,7 @@ impl<'a> Exchange<'a> {
         match (self.out, &mut self.wire) {
             (Out::Stream, Wire::H1(w)) => w.finish_with_trailers(trailers),
             (Out::Stream, Wire::H2(w)) => w.finish_with_trailers(trailers),
+            (Out::Stream, Wire::H3(w)) => w.finish_with_trailers(trailers),
             _ => return self.finish().await,
         }
         self.out = Out::Done;

@@ -104,9 +104,9 @@ pub trait Handler: 'static {
     }
 }
 
-/// The HTTP driver the engine runs each accepted connection with. Today
-/// every listener speaks HTTP/1.1; the listener's settings (TLS's ALPN, a
-/// preface) are where another protocol will be chosen.
+/// The HTTP driver the engine runs each accepted connection with: HTTP/1.1,
+/// and HTTP/2 where TLS's ALPN or h2c's preface choose it (`h1::server`
+/// looks); and each worker's UDP socket of a listener with HTTP/3.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Http;
 
@@ -117,6 +117,15 @@ impl<H: Handler> Driver<H> for Http {
         current: Rc<Current<H>>,
     ) -> impl std::future::Future<Output = ()> + 'static {
         h1::server::serve(link, current)
+    }
+
+    fn serve_udp(
+        self,
+        socket: std::net::UdpSocket,
+        at: ringside_runtime::link::UdpAt,
+        current: Rc<Current<H>>,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        h3::conn::serve_udp(socket, at, current)
     }
 }
 

@@ -58,6 +58,10 @@ pub struct ConnConfig {
     /// Per listener index: whether it speaks HTTP/2 (see `ServerConfig::http2`).
     pub http2: Vec<bool>,
     pub h2: Http2,
+    /// Per listener index: whether it serves HTTP/3 on the UDP port of
+    /// the same number (see `ServerConfig::http3`).
+    pub http3: Vec<bool>,
+    pub h3: Http3,
     /// Per listener index: the sources it takes a PROXY protocol header
     /// from (see `ServerConfig::proxy_protocol`).
     pub proxy_protocol: Vec<Option<Vec<Cidr>>>,
@@ -73,10 +77,49 @@ impl ConnConfig {
         self.proxy_protocol.get(i).and_then(|t| t.as_deref())
     }
 
+    /// Whether listener `i` serves HTTP/3 as well (over QUIC, same port).
+    pub fn http3_on(&self, i: usize) -> bool {
+        self.http3.get(i).copied().unwrap_or(false)
+    }
+
     /// Whether listener `i` speaks HTTP/2 besides HTTP/1.1 (h2c by prior
     /// knowledge on a plain one, ALPN `h2` on a TLS one).
     pub fn http2_on(&self, i: usize) -> bool {
         self.http2.get(i).copied().unwrap_or(true)
+    }
+}
+
+/// HTTP/3's and QUIC's own limits, on top of [`Limits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http3 {
+    /// Request streams a client may have open at once (QUIC's
+    /// initial_max_streams_bidi).
+    pub max_concurrent_streams: u32,
+    /// The flow-control window of each request body.
+    pub stream_window: u32,
+    /// The connection's flow-control window, all streams together.
+    pub connection_window: u32,
+    /// Handshakes a core holds at once before it answers new clients with
+    /// Retry (address validation) instead: a flood of Initials from
+    /// spoofed addresses then costs one stateless packet each.
+    pub retry_above: u32,
+    /// Every new client proves its address with Retry first.
+    pub always_retry: bool,
+    /// Handshakes a core holds at once at most; past it new ones are
+    /// refused (CONNECTION_REFUSED) until one ends.
+    pub max_handshakes: u32,
+}
+
+impl Default for Http3 {
+    fn default() -> Self {
+        Http3 {
+            max_concurrent_streams: 100,
+            stream_window: 1 << 20,
+            connection_window: 16 << 20,
+            retry_above: 64,
+            always_retry: false,
+            max_handshakes: 1024,
+        }
     }
 }
 
@@ -223,6 +266,10 @@ pub struct ServerConfig {
     /// Per listener, by its index: whether it speaks HTTP/2 (no entry: yes).
     pub http2: Vec<bool>,
     pub h2: Http2,
+    /// Per listener, by its index: whether its TLS also serves HTTP/3 over
+    /// QUIC on the UDP port of the same number (no entry: no).
+    pub http3: Vec<bool>,
+    pub h3: Http3,
     /// Per listener, by its index: `Some(trusted)` when every connection
     /// starts with a PROXY protocol header (v1 or v2), taken only from a
     /// source in `trusted` (no entry: no header).
@@ -230,6 +277,11 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// Whether listener `i` serves HTTP/3: asked for, and over TLS.
+    pub fn http3_served(&self, i: usize) -> bool {
+        self.http3.get(i).copied().unwrap_or(false) && self.tls.get(i).is_some_and(Option::is_some)
+    }
+
     /// The settings each connection of this server section reads.
     pub fn conn_config(&self) -> ConnConfig {
         ConnConfig {
@@ -239,6 +291,10 @@ impl ServerConfig {
             tls: self.tls.clone(),
             http2: self.http2.clone(),
             h2: self.h2,
+            http3: (0..self.listen.len())
+                .map(|i| self.http3_served(i))
+                .collect(),
+            h3: self.h3,
             proxy_protocol: self.proxy_protocol.clone(),
             tcp_listeners: self.listen.len(),
         }
@@ -256,6 +312,8 @@ impl Default for ServerConfig {
             tls: Vec::new(),
             http2: vec![true],
             h2: Http2::default(),
+            http3: vec![true],
+            h3: Http3::default(),
             proxy_protocol: vec![None],
         }
     }

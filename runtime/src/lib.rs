@@ -70,9 +70,7 @@ pub mod splice;
 pub mod stats;
 pub mod task;
 pub mod tls;
-// Linux's classic BPF on a reuseport group; elsewhere QUIC will hand
-// packets over between workers instead.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod udp;
 pub mod udp_group;
 pub mod worker;
 

@@ -43,6 +43,30 @@ pub struct Link {
 /// a driver takes it afresh at the start of each request.
 pub trait Driver<H>: Copy + Send + Sync + 'static {
     fn serve(self, link: Link, current: Rc<Current<H>>) -> impl Future<Output = ()> + 'static;
+
+    /// Serves a listener's UDP socket (HTTP/3) on this worker until the
+    /// worker stops; a driver without a datagram protocol leaves it.
+    fn serve_udp(
+        self,
+        socket: std::net::UdpSocket,
+        at: UdpAt,
+        current: Rc<Current<H>>,
+    ) -> impl Future<Output = ()> + 'static {
+        drop((socket, at, current));
+        std::future::ready(())
+    }
+}
+
+/// Where a worker's UDP socket sits: its listener, and its place in the
+/// listener's group of one socket per worker.
+#[derive(Clone, Copy, Debug)]
+pub struct UdpAt {
+    pub listener: usize,
+    pub worker: usize,
+    pub workers: usize,
+    /// Whether the kernel steers each packet to its connection's worker
+    /// (see `udp_group`); if not, a packet may reach another worker.
+    pub steered: bool,
 }
 
 impl Drop for Link {

@@ -77,10 +77,16 @@ fn bind_one(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(sock.into())
 }
 
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn attach_steering(_: &UdpSocket, _: u32) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// The classic BPF program: A = the destination connection ID's first
 /// byte, returned modulo `n`. The kernel runs it on the UDP payload (the
 /// header already pulled); a packet too short to hold the byte ends the
 /// program with 0, the first socket, which answers it as any stray packet.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn steering_program(n: u32) -> [libc::sock_filter; 7] {
     let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
         code: code as u16,
@@ -103,6 +109,7 @@ pub fn steering_program(n: u32) -> [libc::sock_filter; 7] {
     ]
 }
 
+#[cfg(any(target_os = "linux", target_os = "android"))]
 fn attach_steering(sock: &UdpSocket, n: u32) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let mut prog = steering_program(n);

@@ -15,7 +15,7 @@ use crate::cgroup::Quota;
 use crate::config::{Affinity, ConnConfig, RuntimeConfig, ServerConfig, Workers};
 use crate::conns;
 pub use crate::context::WorkerContext;
-use crate::link::{Driver, Link};
+use crate::link::{Driver, Link, UdpAt};
 use crate::net::{bind_reuseport, TcpListener};
 use crate::reload::{self, Current, Factory, ReloadInbox, Reloader};
 use crate::shutdown::{self, LocalEvent, ShutdownHandle, ShutdownSignal};
@@ -225,6 +225,8 @@ pub struct Bound {
     /// workers (see [`adopt`]).
     extra: Vec<Vec<(usize, std::net::TcpListener)>>,
     local_addrs: Vec<SocketAddr>,
+    /// Per worker, its UDP socket of each HTTP/3 listener's group.
+    udp: Vec<Vec<(std::net::UdpSocket, UdpAt)>>,
     srv: ServerConfig,
     ring_entries: u32,
     coalesce_wait: Duration,
@@ -255,6 +257,7 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
             );
         }
     }
+    let udp = bind_udp(srv, &local_addrs, n)?;
     Ok(Bound {
         backend,
         n,
@@ -262,10 +265,42 @@ pub fn bind(rt: &RuntimeConfig, srv: &ServerConfig) -> Result<Bound, StartError>
         per_worker,
         extra: Vec::new(),
         local_addrs,
+        udp,
         srv: srv.clone(),
         ring_entries: rt.ring_entries,
         coalesce_wait: rt.coalesce_wait,
     })
+}
+
+/// One UDP socket per worker on the port of each listener that serves
+/// HTTP/3, steered by connection ID where the kernel takes the program.
+fn bind_udp(
+    srv: &ServerConfig,
+    local_addrs: &[SocketAddr],
+    n: usize,
+) -> Result<Vec<Vec<(std::net::UdpSocket, UdpAt)>>, StartError> {
+    let mut udp: Vec<Vec<_>> = (0..n).map(|_| Vec::new()).collect();
+    for (listener, &addr) in local_addrs.iter().enumerate() {
+        if !srv.http3_served(listener) {
+            continue;
+        }
+        let group = crate::udp_group::bind_udp_group(addr, n)
+            .map_err(|cause| StartError::Bind { addr, cause })?;
+        if !group.steered && n > 1 {
+            tracing::warn!(%addr, "QUIC packets are not steered by connection ID here (no SO_ATTACH_REUSEPORT_CBPF); misdelivered packets are dropped, and their connections recover by retransmission");
+        }
+        let steered = group.steered;
+        for (worker, sock) in group.sockets.into_iter().enumerate() {
+            let at = UdpAt {
+                listener,
+                worker,
+                workers: n,
+                steered,
+            };
+            udp[worker].push((sock, at));
+        }
+    }
+    Ok(udp)
 }
 
 impl Bound {
@@ -306,6 +341,7 @@ impl Bound {
             per_worker,
             mut extra,
             local_addrs,
+            udp,
             srv,
             ring_entries,
             coalesce_wait,
@@ -321,6 +357,7 @@ impl Bound {
             n,
             pins,
             per_worker,
+            udp,
             local_addrs,
             &srv,
             ring_entries,
@@ -337,6 +374,7 @@ fn spawn<H: 'static, D: Driver<H>>(
     n: usize,
     pins: Vec<Option<usize>>,
     per_worker: Vec<Vec<(usize, std::net::TcpListener)>>,
+    udp: Vec<Vec<(std::net::UdpSocket, UdpAt)>>,
     local_addrs: Vec<SocketAddr>,
     srv: &ServerConfig,
     ring_entries: u32,
@@ -349,8 +387,9 @@ fn spawn<H: 'static, D: Driver<H>>(
     let conn_cfg = srv.conn_config();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), StartError>>();
     let mut threads = Vec::with_capacity(n);
-    for (index, (((listeners, signal), inbox), cpu)) in per_worker
+    for (index, ((((listeners, udp), signal), inbox), cpu)) in per_worker
         .into_iter()
+        .zip(udp)
         .zip(signals)
         .zip(inboxes)
         .zip(pins)
@@ -380,6 +419,7 @@ fn spawn<H: 'static, D: Driver<H>>(
                 let fut = worker_main(
                     ctx.clone(),
                     listeners,
+                    udp,
                     signal,
                     inbox,
                     factory,
@@ -431,6 +471,7 @@ fn spawn<H: 'static, D: Driver<H>>(
 async fn worker_main<H: 'static, D: Driver<H>>(
     ctx: WorkerContext,
     listeners: Vec<(usize, std::net::TcpListener)>,
+    udp: Vec<(std::net::UdpSocket, UdpAt)>,
     signal: ShutdownSignal,
     inbox: ReloadInbox<H>,
     factory: Factory<H>,
@@ -476,6 +517,9 @@ async fn worker_main<H: 'static, D: Driver<H>>(
             ctx.index,
             driver,
         ));
+    }
+    for (sock, at) in udp {
+        task::spawn(driver.serve_udp(sock, at, current.clone()));
     }
     task::spawn(conns::sweeper());
     task::spawn(inbox.serve(ctx.clone(), current.clone()));

@@ -159,18 +159,30 @@ impl<'a> Exchange<'a> {
         if let Some(a) = self.real_peer {
             return Ok(a);
         }
-        wire!(ref self, w => w.link.client_addr())
+        match &self.wire {
+            Wire::H3(w) => Ok(w.conn.quic.remote_address()),
+            Wire::H1(w) => w.link.client_addr(),
+            Wire::H2(w) => w.link.client_addr(),
+        }
     }
     /// The connection's peer (as a PROXY protocol header gave it, where
     /// one did): the hop forwarding headers name, whatever
     /// [`Exchange::set_peer`] said.
     pub fn hop_peer(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.client_addr())
+        match &self.wire {
+            Wire::H3(w) => Ok(w.conn.quic.remote_address()),
+            Wire::H1(w) => w.link.client_addr(),
+            Wire::H2(w) => w.link.client_addr(),
+        }
     }
     /// Whether the client came on a unix-socket listener (it has no
     /// address: [`Exchange::peer`] is an error).
     pub fn is_unix(&self) -> bool {
-        wire!(ref self, w => w.link.is_unix())
+        match &self.wire {
+            Wire::H3(_) => false,
+            Wire::H1(w) => w.link.is_unix(),
+            Wire::H2(w) => w.link.is_unix(),
+        }
     }
     /// Sets the client's address [`Exchange::peer`] gives from now on (a
     /// trusted balancer's report of it).
@@ -179,12 +191,20 @@ impl<'a> Exchange<'a> {
     }
     /// The address the client connected to.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        wire!(ref self, w => w.link.local_addr())
+        match &self.wire {
+            Wire::H3(w) => Ok(w.conn.quic.local_address()),
+            Wire::H1(w) => w.link.local_addr(),
+            Wire::H2(w) => w.link.local_addr(),
+        }
     }
     /// Whether the client connection speaks TLS.
     #[inline]
     pub fn is_tls(&self) -> bool {
-        wire!(ref self, w => w.link.stream.is_tls())
+        match &self.wire {
+            Wire::H3(_) => true,
+            Wire::H1(w) => w.link.stream.is_tls(),
+            Wire::H2(w) => w.link.stream.is_tls(),
+        }
     }
     /// The client certificate chain the connection's TLS handshake
     /// verified (leaf first), where the listener asks for one and the
@@ -194,7 +214,14 @@ impl<'a> Exchange<'a> {
     ) -> Option<
         std::cell::Ref<'_, [ringside_runtime::tls::rustls::pki_types::CertificateDer<'static>]>,
     > {
-        wire!(ref self, w => w.link.stream.tls_peer_certificates())
+        match &self.wire {
+            Wire::H3(w) => {
+                let certs = w.conn.certs.borrow();
+                (!certs.is_empty()).then(|| std::cell::Ref::map(certs, |c| c.as_slice()))
+            }
+            Wire::H1(w) => w.link.stream.tls_peer_certificates(),
+            Wire::H2(w) => w.link.stream.tls_peer_certificates(),
+        }
     }
     pub fn body_kind(&self) -> BodyKind {
         self.head.body

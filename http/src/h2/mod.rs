@@ -28,7 +28,7 @@ mod recv;
 pub(crate) mod request;
 mod state;
 pub mod stats;
-mod stream;
+pub(crate) mod stream;
 pub mod tunnel;
 pub(crate) mod wire;
 

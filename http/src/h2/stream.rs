@@ -147,7 +147,7 @@ pub(crate) fn serve<H: Handler>(
 
 /// After the handler: its error answered on the stream if nothing was
 /// sent yet, else the stream reset so a cut response never looks whole.
-fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) {
+pub(crate) fn settle(ex: &mut Exchange<'_>, result: Result<(), Error>) {
     if let Err(e) = result {
         match e.answer() {
             Some(status) if !ex.responded() && e.side() == Side::Client => {

@@ -655,7 +655,7 @@ impl Drop for Wire<'_> {
 
 /// `name` in lowercase, as HTTP/2 wants; `None` for one too long to be a
 /// field a handler means (it is left out).
-fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> {
+pub(crate) fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> {
     if !name.iter().any(u8::is_ascii_uppercase) {
         return Some(name);
     }
@@ -666,7 +666,7 @@ fn lowercase<'n>(name: &'n [u8], scratch: &'n mut [u8; 64]) -> Option<&'n [u8]> 
     Some(out)
 }
 
-fn valid_value(v: &[u8]) -> bool {
+pub(crate) fn valid_value(v: &[u8]) -> bool {
     !crate::grammar::has_nul_cr_lf(v)
 }
 

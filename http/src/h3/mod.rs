@@ -12,13 +12,21 @@
 //! - [`request`]: a request's HEADERS laid out as the neutral head, by
 //!   HTTP/2's rules, which RFC 9114 takes over.
 //! - [`ErrorCode`]: the codes a connection or stream ends with.
+//!
+//! And the driver on a worker's QUIC endpoint (`ringside-quic`):
+//! `conn` (control streams, GOAWAY), `stream` (a request in a task of its
+//! own, on the neutral exchange, so every handler runs unchanged) and
+//! `wire` (what the exchange writes, framed into the stream).
 
+pub(crate) mod conn;
 pub mod error;
 pub mod frame;
 pub mod qpack;
 pub mod request;
 pub mod settings;
+mod stream;
 pub mod stream_type;
 pub mod varint;
+pub(crate) mod wire;
 
 pub use error::ErrorCode;

@@ -3,7 +3,7 @@
 //! addresses as resolved. The output is valid input for `Config::load`.
 //!
 //! Sections come in a fixed order: `[runtime]`, `[server]`, `[limits]`,
-//! `[timeouts]`, `[http2]`, `[static]`, the operations sections, `[tls]` (only when a
+//! `[timeouts]`, `[http2]`, `[http3]`, `[static]`, the operations sections, `[tls]` (only when a
 //! listener has TLS) and each `[[vhost]]`, `[proxy]`, each
 //! `[upstream.NAME]` by name, each `[cache.NAME]` by name, each
 //! `[[rate_limit]]`, then the static routes and the proxy routes.
@@ -122,6 +122,9 @@ impl Config {
                 } else {
                     ", http2 = false".to_owned()
                 };
+                if self.tls.listener(i).is_some() && !s.http3.get(i).copied().unwrap_or(true) {
+                    more.push_str(", http3 = false");
+                }
                 if let Some(Some(trusted)) = s.proxy_protocol.get(i) {
                     let list: Vec<String> = trusted.iter().map(|c| format!("\"{c}\"")).collect();
                     more.push_str(&format!(
@@ -192,6 +195,19 @@ impl Config {
             size(u64::from(h.connection_window))
         )?;
         writeln!(out, "flood_budget = {}", h.flood_budget)?;
+
+        let h = &s.h3;
+        writeln!(out, "\n[http3]")?;
+        writeln!(out, "max_concurrent_streams = {}", h.max_concurrent_streams)?;
+        writeln!(out, "stream_window = {}", size(u64::from(h.stream_window)))?;
+        writeln!(
+            out,
+            "connection_window = {}",
+            size(u64::from(h.connection_window))
+        )?;
+        writeln!(out, "retry_above = {}", h.retry_above)?;
+        writeln!(out, "always_retry = {}", h.always_retry)?;
+        writeln!(out, "max_handshakes = {}", h.max_handshakes)?;
 
         let st = &self.statics;
         writeln!(out, "\n[static]")?;

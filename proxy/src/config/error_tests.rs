@@ -67,7 +67,7 @@ fn each_kind_of_mistake_in_words() {
         ("[[route]]\nprefix = \"/a/\"\nalais = \"x\"\n",
          "ringside.toml:3:1: [[route]] alais: unknown key, expected one of `prefix`, `root`, `alias`, `cache_control`, `listing`, `upstream`, `host`, `strip_prefix`, `replace_prefix`, `proxy_host`, `extension`, `index`, `access_log`, `forward_path`, `upgrade`, `allow`, `deny`, `rate_limit`, `compress`, `compress_levels`, `basic_auth`, `grpc`, `cache`, `response_headers`, `request_headers`, `rewrite`, `error_pages`, `intercept_errors`, `try_files`, `fallback`, `require_client_cert`; did you mean `alias`?"),
         ("[server]\nlisten = [{ addr = \"127.0.0.1:1\", tsl = 1 }]\n",
-         "ringside.toml:2:35: [server.listen] tsl: unknown key, expected one of `addr`, `tls`, `http2`, `proxy_protocol`, `trusted`, `mode`, `owner`, `group`"),
+         "ringside.toml:2:35: [server.listen] tsl: unknown key, expected one of `addr`, `tls`, `http2`, `http3`, `proxy_protocol`, `trusted`, `mode`, `owner`, `group`"),
         ("[static]\nzzz = 1\n",
          "ringside.toml:2:1: [static] zzz: unknown key, expected one of `index`, `listing`, `precompressed`, `cache_control`, `mime`, `cache_max_bytes`, `cache_max_file`, `cache_max_open`, `revalidate`"),
         ("[[route]]\nroot = \".\"\n",

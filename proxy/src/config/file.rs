@@ -50,6 +50,7 @@ pub struct FileConfig {
     pub limits: LimitsSection,
     pub timeouts: TimeoutsSection,
     pub http2: Http2Section,
+    pub http3: Http3Section,
     #[serde(rename = "static")]
     pub static_files: StaticSection,
     pub proxy: ProxySection,
@@ -469,6 +470,18 @@ pub struct Http2Section {
     pub flood_budget: Option<Spanned<i64>>,
 }
 
+/// `[http3]`: HTTP/3's and QUIC's own limits.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
+pub struct Http3Section {
+    pub max_concurrent_streams: Option<Spanned<i64>>,
+    pub stream_window: Option<Spanned<SizeValue>>,
+    pub connection_window: Option<Spanned<SizeValue>>,
+    pub retry_above: Option<Spanned<i64>>,
+    pub always_retry: Option<Spanned<bool>>,
+    pub max_handshakes: Option<Spanned<i64>>,
+}
+
 /// One `[server] listen` entry as written: `"HOST:PORT"`, or
 /// `{ addr = "HOST:PORT", tls = { cert = "PATH", key = "PATH" } }`.
 #[derive(Clone, Debug)]
@@ -486,6 +499,9 @@ pub struct ListenTable {
     pub tls: Option<Spanned<CertSection>>,
     /// HTTP/2 besides HTTP/1.1 (h2c or ALPN `h2`); on unless `false`.
     pub http2: Option<Spanned<bool>>,
+    /// HTTP/3 over QUIC on the same port; on where the listener has TLS
+    /// unless `false`.
+    pub http3: Option<Spanned<bool>>,
     /// Every connection starts with a PROXY protocol header (v1 or v2).
     pub proxy_protocol: Option<Spanned<bool>>,
     /// The sources a header is taken from (default: loopback).
@@ -608,6 +624,7 @@ tables_only!(
     LimitsSection,
     TimeoutsSection,
     Http2Section,
+    Http3Section,
     RealIpSection,
 );
 

@@ -184,6 +184,9 @@ flood_budget = 500
             max_connections: 100,
             tls: Vec::new(),
             http2: vec![true, true],
+            // Asked for by default; served only where a listener has TLS.
+            http3: vec![true, true],
+            h3: ringside_runtime::config::Http3::default(),
             proxy_protocol: vec![None, None],
             h2: Http2 {
                 max_concurrent_streams: 64,
@@ -340,11 +343,11 @@ fn unknown_keys_are_named_with_their_line() {
     );
     assert_eq!(
         error("# a comment\n[runtimes]\n"),
-        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`; did you mean `runtime`?"
+        "ringside.toml:2:2: runtimes: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `http3`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`; did you mean `runtime`?"
     );
     assert_eq!(
         error("verbose = true\n"),
-        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`"
+        "ringside.toml:1:1: verbose: unknown key, expected one of `runtime`, `server`, `limits`, `timeouts`, `http2`, `http3`, `static`, `proxy`, `upstream`, `route`, `admin`, `access_log`, `tls`, `vhost`, `rate_limit`, `compression`, `cache`, `rewrite`, `real_ip`, `acme`"
     );
 }
 
@@ -641,6 +644,14 @@ max_concurrent_streams = 128
 stream_window = "256k"
 connection_window = "1m"
 flood_budget = 1000
+
+[http3]
+max_concurrent_streams = 100
+stream_window = "1m"
+connection_window = "16m"
+retry_above = 64
+always_retry = false
+max_handshakes = 1024
 
 [static]
 index = ["index.html"]

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use ringside_runtime::cidr::Cidr;
 use ringside_runtime::config::{
-    Affinity, BackendChoice, Http2, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
+    Affinity, BackendChoice, Http2, Http3, Limits, RuntimeConfig, ServerConfig, Timeouts, Workers,
 };
 use ringside_static::{CacheConfig, RouteConfig, StaticConfig};
 use toml::Spanned;
@@ -146,6 +146,7 @@ type Listeners = (
     Vec<SocketAddr>,
     Vec<Option<CertPaths>>,
     Vec<bool>,
+    Vec<bool>,
     Vec<Option<Vec<Cidr>>>,
 );
 
@@ -209,11 +210,17 @@ impl Cx<'_> {
     ) -> Result<(ServerConfig, Vec<Option<CertPaths>>), ConfigError> {
         let s = &f.server;
         let d = ServerConfig::default();
-        let (listen, certs, http2, proxy_protocol) = match &s.listen {
+        let (listen, certs, http2, http3, proxy_protocol) = match &s.listen {
             Some(list) => self.listen(list, base)?,
             None => {
                 let n = d.listen.len();
-                (d.listen, vec![None; n], d.http2, vec![None; n])
+                (
+                    d.listen,
+                    vec![None; n],
+                    d.http2,
+                    vec![true; n],
+                    vec![None; n],
+                )
             }
         };
         let backlog = self.or(&s.backlog, "[server] backlog", d.backlog, |&n| {
@@ -236,6 +243,8 @@ impl Cx<'_> {
             tls: Vec::new(),
             http2,
             h2: self.http2(f)?,
+            http3,
+            h3: self.http3(f)?,
             proxy_protocol,
         };
         Ok((server, certs))
@@ -276,6 +285,48 @@ impl Cx<'_> {
         })
     }
 
+    /// `[http3]`.
+    fn http3(&self, f: &FileConfig) -> Result<Http3, ConfigError> {
+        let h = &f.http3;
+        let d = Http3::default();
+        // RFC 9000 §4.1: credit is a varint; a u32 is plenty, and bounds
+        // what one client may make a core hold.
+        let window = |v: &SizeValue| size_in(v, 16 * 1024, u64::from(u32::MAX)).map(|n| n as u32);
+        Ok(Http3 {
+            max_concurrent_streams: self.or(
+                &h.max_concurrent_streams,
+                "[http3] max_concurrent_streams",
+                d.max_concurrent_streams,
+                |&n| int_in(n, 1, 65_536).map(|n| n as u32),
+            )?,
+            stream_window: self.or(
+                &h.stream_window,
+                "[http3] stream_window",
+                d.stream_window,
+                window,
+            )?,
+            connection_window: self.or(
+                &h.connection_window,
+                "[http3] connection_window",
+                d.connection_window,
+                window,
+            )?,
+            retry_above: self.or(&h.retry_above, "[http3] retry_above", d.retry_above, |&n| {
+                int_in(n, 0, 1 << 20).map(|n| n as u32)
+            })?,
+            always_retry: h
+                .always_retry
+                .as_ref()
+                .map_or(d.always_retry, |v| *v.get_ref()),
+            max_handshakes: self.or(
+                &h.max_handshakes,
+                "[http3] max_handshakes",
+                d.max_handshakes,
+                |&n| int_in(n, 1, 1 << 20).map(|n| n as u32),
+            )?,
+        })
+    }
+
     /// The listen addresses, and beside each its default certificate when
     /// it was written as a table with `tls` (a name that resolves to
     /// several addresses gives each the same).
@@ -291,15 +342,16 @@ impl Cx<'_> {
         let mut out = Vec::new();
         let mut certs = Vec::new();
         let mut http2 = Vec::new();
+        let mut http3 = Vec::new();
         let mut proxy_protocol = Vec::new();
         for item in list.get_ref() {
             if super::unix_listen::is_unix(item.get_ref()) {
                 continue;
             }
-            let (cert, h2, pp) = match item.get_ref() {
+            let (cert, h2, h3, pp) = match item.get_ref() {
                 ListenValue::Addr(a) => {
                     self.check(item, KEY, |_| add_listen(&mut out, a))?;
-                    (None, true, None)
+                    (None, true, true, None)
                 }
                 ListenValue::Table(t) => {
                     self.check(&t.addr, KEY, |a| add_listen(&mut out, a))?;
@@ -308,14 +360,22 @@ impl Cx<'_> {
                         None => None,
                     };
                     let h2 = t.http2.as_ref().is_none_or(|v| *v.get_ref());
-                    (cert, h2, self.proxy_protocol(t)?)
+                    let h3 = t.http3.as_ref().is_none_or(|v| *v.get_ref());
+                    if let Some(v) = t.http3.as_ref().filter(|v| *v.get_ref()) {
+                        if t.tls.is_none() {
+                            let why = "http3: needs tls (QUIC is always encrypted)";
+                            return Err(self.err(v.span(), KEY, why.into()));
+                        }
+                    }
+                    (cert, h2, h3, self.proxy_protocol(t)?)
                 }
             };
             certs.resize(out.len(), cert);
             http2.resize(out.len(), h2);
+            http3.resize(out.len(), h3);
             proxy_protocol.resize(out.len(), pp);
         }
-        Ok((out, certs, http2, proxy_protocol))
+        Ok((out, certs, http2, http3, proxy_protocol))
     }
 
     /// A listen table's `proxy_protocol` and `trusted`: the sources a

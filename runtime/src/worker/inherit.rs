@@ -106,6 +106,9 @@ pub fn adopt(
         tcp_migrate_req = ?migrate_req(),
         "listeners taken over from the previous process; none is closed (a worker accepts on several where there are fewer workers than sockets)"
     );
+    // UDP is not handed over: the new group joins the old one on the port,
+    // and the old process's QUIC connections end with it.
+    let udp = super::bind_udp(srv, &local_addrs, n)?;
     Ok(Bound {
         backend,
         n,
@@ -113,6 +116,7 @@ pub fn adopt(
         per_worker,
         extra,
         local_addrs,
+        udp,
         srv: srv.clone(),
         ring_entries: rt.ring_entries,
         coalesce_wait: rt.coalesce_wait,

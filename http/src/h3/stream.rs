@@ -1,0 +1,162 @@
+//! One HTTP/3 request stream, served in a task of its own on the
+//! connection's core as an HTTP/2 stream is: its HEADERS laid out as a
+//! [`RequestHead`](crate::head::RequestHead), its path normalized, the
+//! handler run on an [`Exchange`], and its error answered. A malformed
+//! request is reset with H3_MESSAGE_ERROR and no handler sees it.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use ringside_quic::StreamId;
+use ringside_runtime::reload::Current;
+
+use super::conn::H3Conn;
+use super::frame::{headers_frame_bound, FrameKind, FrameParser, Item, StreamRole};
+use super::qpack::Decoder;
+use super::request::{lay_out, RequestError};
+use super::wire::{Incoming, Wire as H3Wire};
+use super::ErrorCode;
+use crate::exchange::{Exchange, Wire};
+use crate::h2::stream::{acquire, release, settle, Slot};
+use crate::head::Method;
+use crate::Handler;
+
+/// Reads a request stream's bytes until its HEADERS frame is whole;
+/// `None` when the stream ended or failed first (handled here).
+async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<(BytesMut, bool)> {
+    let quic = &conn.quic;
+    loop {
+        let step = match rx.parser.next(&rx.pending) {
+            Ok(s) => s,
+            Err(code) => {
+                conn.fail(code, "a request stream's first frame");
+                return None;
+            }
+        };
+        match step.item {
+            Item::NeedMore => {
+                if rx.fin {
+                    // Ended before a whole HEADERS: §4.1.2.
+                    quic.reset(id, ErrorCode::RequestIncomplete.code());
+                    return None;
+                }
+                match quic.read(id, 16 * 1024).await {
+                    Ok(Some(b)) => rx.pending.extend_from_slice(&b),
+                    Ok(None) => rx.fin = true,
+                    Err(_) => return None,
+                }
+            }
+            Item::Skipped => rx.pending.advance(step.consumed),
+            Item::Frame {
+                kind: FrameKind::Headers,
+                payload,
+            } => {
+                let mut section = rx.pending.split_to(step.consumed);
+                section.advance(payload.start);
+                // The stream's end may have come with the HEADERS: a
+                // request without a body then reads as one.
+                if rx.pending.is_empty() && !rx.fin {
+                    match quic.read_now(id, 16 * 1024) {
+                        Some(Ok(Some(b))) => rx.pending.extend_from_slice(&b),
+                        Some(Ok(None)) => rx.fin = true,
+                        Some(Err(_)) => return None,
+                        None => {}
+                    }
+                }
+                let end = rx.fin && rx.pending.is_empty();
+                return Some((section, end));
+            }
+            Item::Frame { kind, .. } if kind.allowed_on(StreamRole::Request) => {
+                rx.pending.advance(step.consumed)
+            }
+            // DATA before HEADERS, or a control frame (§4.1, §7.2.8).
+            _ => {
+                conn.fail(ErrorCode::FrameUnexpected, "a request stream's first frame");
+                return None;
+            }
+        }
+    }
+}
+
+pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>, id: StreamId) {
+    let (handler, cfg) = current.get();
+    let mut rx = Incoming {
+        pending: BytesMut::new(),
+        parser: FrameParser::new(headers_frame_bound(conn.max_section())),
+        fin: false,
+        done: false,
+        declared: None,
+        received: 0,
+        trailers: None,
+    };
+    let t = cfg.timeouts.header_read;
+    let Ok(Some((section, end))) =
+        ringside_runtime::task::timeout(t, read_headers(conn, id, &mut rx)).await
+    else {
+        conn.quic.reset(id, ErrorCode::RequestIncomplete.code());
+        return;
+    };
+    if conn.goaway.get() {
+        conn.quic.reset(id, ErrorCode::RequestRejected.code());
+        conn.quic.stop(id, ErrorCode::RequestRejected.code());
+        return;
+    }
+    let mut slot = acquire();
+    let Slot { buf, head, paths } = &mut *slot;
+    let mut decoder = Decoder::new(conn.max_section());
+    let laid = lay_out(&mut decoder, &section, end, head, buf, &cfg.limits);
+    match laid {
+        Ok(declared) => {
+            rx.declared = declared;
+            rx.done = end;
+            let raw = head.raw_path_span(buf);
+            let is_path = head.method != Method::Connect && head.target(buf) != b"*";
+            let (slash, params) = (handler.encoded_slash(), handler.path_parameters());
+            let normal = paths.set(buf, raw, is_path, slash, params);
+            let is_head = head.method == Method::Head;
+            let wire = H3Wire::new(conn, id, rx, is_head, head.expect_continue);
+            let mut ex = Exchange::new(Wire::H3(wire), head, buf, paths);
+            match normal {
+                Ok(()) => {
+                    let started = ringside_runtime::clock::now();
+                    let result = handler.handle(&mut ex).await;
+                    settle(&mut ex, result);
+                    handler.done(&ex, started);
+                }
+                Err(e) => {
+                    settle(&mut ex, Err(e.into()));
+                    handler.done(&ex, ringside_runtime::clock::now());
+                }
+            }
+        }
+        Err(RequestError::Connection(code)) => {
+            conn.fail(code, "a request's field section");
+        }
+        Err(RequestError::Malformed(why)) => {
+            tracing::debug!(why, "HTTP/3 request malformed");
+            conn.quic.reset(id, ErrorCode::MessageError.code());
+            conn.quic.stop(id, ErrorCode::MessageError.code());
+            count_refused(&*handler, conn, 400, 0);
+        }
+        Err(RequestError::Answer(e)) => {
+            tracing::debug!(error = %e, "HTTP/3 request refused");
+            let status = e.status();
+            let mut wire = H3Wire::new(conn, id, rx, false, false);
+            let len = wire.write_refusal(status);
+            drop(wire);
+            count_refused(&*handler, conn, status, len);
+        }
+    }
+    release(slot);
+}
+
+fn count_refused<H: Handler>(handler: &H, conn: &H3Conn, status: u16, body_bytes: u64) {
+    handler.refused(&crate::Refusal {
+        status,
+        body_bytes,
+        line: None,
+        elapsed: Duration::ZERO,
+        peer: &|| Some(conn.quic.remote_address()),
+    });
+}

@@ -1,0 +1,528 @@
+//! One HTTP/3 request stream as the neutral [`Exchange`](crate::Exchange)
+//! writes to it: the request body taken from the stream's DATA frames, the
+//! response QPACK-encoded and framed into QUIC's send buffer. QUIC owns
+//! flow control and retransmission, so a write here is a copy into the
+//! stream (quinn-proto keeps it until acknowledged); what the stream does
+//! not take now waits for its credit.
+
+use std::io;
+use std::rc::Rc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use ringside_quic::{StreamError, StreamId};
+use ringside_runtime::net::TcpStream;
+
+use super::conn::H3Conn;
+use super::frame::{self, FrameKind, FrameParser, Item, StreamRole};
+use super::qpack::Encoder;
+use super::ErrorCode;
+use crate::error::{Error, Kind};
+use crate::h2::client::FieldList;
+use crate::h2::wire::{lowercase, valid_value};
+use crate::message::{Framing, HeaderLine};
+
+/// The most read from a file or an upstream for one DATA frame.
+const PIECE: usize = 64 * 1024;
+
+/// What is left to read of a request: its frames not yet taken.
+pub(crate) struct Incoming {
+    pub pending: BytesMut,
+    pub parser: FrameParser,
+    /// The stream's end came (the bytes may still be in `pending`).
+    pub fin: bool,
+    /// The body was read to its end.
+    pub done: bool,
+    pub declared: Option<u64>,
+    pub received: u64,
+    pub trailers: Option<FieldList>,
+}
+
+pub(crate) struct Wire<'a> {
+    pub(crate) conn: &'a Rc<H3Conn>,
+    pub(crate) id: StreamId,
+    is_head: bool,
+    responded: bool,
+    /// Our side ended: finished, reset, or handed to a task to finish.
+    ended: bool,
+    left: Option<u64>,
+    /// Frames not yet given to the stream.
+    out: BytesMut,
+    rx: Incoming,
+    expect_continue: bool,
+    sent_continue: bool,
+}
+
+fn gone(e: StreamError) -> Error {
+    Error::client_gone(
+        "sending the response",
+        io::Error::new(io::ErrorKind::BrokenPipe, e),
+    )
+}
+
+impl<'a> Wire<'a> {
+    pub(crate) fn new(
+        conn: &'a Rc<H3Conn>,
+        id: StreamId,
+        rx: Incoming,
+        is_head: bool,
+        expect: bool,
+    ) -> Self {
+        Wire {
+            conn,
+            id,
+            is_head,
+            responded: false,
+            ended: false,
+            left: None,
+            out: BytesMut::new(),
+            rx,
+            expect_continue: expect,
+            sent_continue: false,
+        }
+    }
+
+    pub fn expects_continue(&self) -> bool {
+        self.expect_continue && !self.sent_continue
+    }
+
+    /// The next piece of the request body, `None` at its end.
+    pub async fn read_body(&mut self, responded: bool) -> Result<Option<Bytes>, Error> {
+        if self.expects_continue() && !responded {
+            self.sent_continue = true;
+            self.encode_head(100, std::iter::empty(), &[]);
+            self.push_now(false);
+        }
+        let t = self.conn.cfg.timeouts.body_read;
+        match ringside_runtime::task::timeout(t, self.next_piece()).await {
+            Err(_) => Err(Error::new(Kind::ClientTimeout, "request body too slow")),
+            Ok(r) => r,
+        }
+    }
+
+    async fn next_piece(&mut self) -> Result<Option<Bytes>, Error> {
+        let quic = &self.conn.quic;
+        let rx = &mut self.rx;
+        loop {
+            if rx.done {
+                return Ok(None);
+            }
+            let step = match rx.parser.next(&rx.pending) {
+                Ok(s) => s,
+                Err(code) => return Err(self.conn.fail(code, "a request stream's frames")),
+            };
+            match step.item {
+                Item::NeedMore if rx.fin => {
+                    rx.done = true;
+                    if rx.parser.finish(&rx.pending).is_err() {
+                        return Err(self
+                            .conn
+                            .fail(ErrorCode::FrameError, "a frame cut by the stream's end"));
+                    }
+                    if rx.declared.is_some_and(|d| d != rx.received) {
+                        quic.reset(self.id, ErrorCode::MessageError.code());
+                        return Err(Error::new(
+                            Kind::BadRequest,
+                            "content-length against the DATA sent",
+                        ));
+                    }
+                    return Ok(None);
+                }
+                Item::NeedMore => match quic.read(self.id, PIECE).await {
+                    Ok(Some(b)) => rx.pending.extend_from_slice(&b),
+                    Ok(None) => rx.fin = true,
+                    Err(e) => {
+                        return Err(Error::client_gone(
+                            "reading the body",
+                            io::Error::new(io::ErrorKind::ConnectionReset, e),
+                        ))
+                    }
+                },
+                Item::DataHeader { .. } | Item::Skipped => rx.pending.advance(step.consumed),
+                Item::Data(r) if rx.trailers.is_some() => {
+                    let _ = r;
+                    return Err(self
+                        .conn
+                        .fail(ErrorCode::FrameUnexpected, "DATA after trailers"));
+                }
+                Item::Data(r) => {
+                    let piece = rx.pending.split_to(step.consumed).freeze().slice(r);
+                    rx.received += piece.len() as u64;
+                    if rx.declared.is_some_and(|d| rx.received > d) {
+                        quic.reset(self.id, ErrorCode::MessageError.code());
+                        return Err(Error::new(Kind::BadRequest, "DATA past content-length"));
+                    }
+                    if rx.received > self.conn.cfg.limits.max_body {
+                        return Err(Error::new(Kind::BodyTooLarge, "request body over max_body"));
+                    }
+                    return Ok(Some(piece));
+                }
+                Item::Frame {
+                    kind: FrameKind::Headers,
+                    payload,
+                } if rx.trailers.is_none() => {
+                    let mut list = FieldList::default();
+                    let mut decoder = super::qpack::Decoder::new(self.conn.max_section());
+                    let r = decoder.decode(&rx.pending[payload], &mut |n: &[u8], v: &[u8], _| {
+                        list.push(n, v)
+                    });
+                    rx.pending.advance(step.consumed);
+                    if let Err(e) = r {
+                        return Err(self.conn.fail(e.code(), "a trailer section"));
+                    }
+                    rx.trailers = Some(list);
+                }
+                Item::Frame { kind, .. } => {
+                    if !kind.allowed_on(StreamRole::Request) || kind == FrameKind::Headers {
+                        return Err(self.conn.fail(
+                            ErrorCode::FrameUnexpected,
+                            "a frame a request stream may not carry",
+                        ));
+                    }
+                    rx.pending.advance(step.consumed);
+                }
+            }
+        }
+    }
+
+    /// The request's trailers, once its body ended with them.
+    pub fn take_trailers(&mut self) -> Option<FieldList> {
+        self.rx.trailers.take()
+    }
+
+    /// QPACK-encodes a head as a HEADERS frame into the output.
+    fn encode_head<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        extra: &[(&[u8], &[u8])],
+    ) {
+        let enc = Encoder::new();
+        let mut section = BytesMut::with_capacity(256);
+        enc.begin_section(&mut section);
+        enc.status(status, &mut section);
+        let mut lower = [0u8; 64];
+        let mut put = |name: &[u8], value: &[u8]| {
+            let Some(name) = lowercase(name, &mut lower) else {
+                return;
+            };
+            if !crate::hop::is_hop_by_hop(name) && valid_value(value) {
+                enc.field(name, value, false, &mut section);
+            }
+        };
+        for (name, value) in headers {
+            put(name, value);
+        }
+        for (name, value) in extra {
+            put(name, value);
+        }
+        frame::put_frame(&mut self.out, FrameKind::Headers, &section);
+    }
+
+    pub fn write_head<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        added: Option<&HeaderLine>,
+        framing: Framing,
+        given: Option<&[u8]>,
+    ) {
+        if self.responded {
+            return;
+        }
+        self.responded = true;
+        let ends = match framing {
+            Framing::Length(n) => {
+                self.left = Some(n);
+                n == 0 || self.is_head
+            }
+            Framing::Stream => self.is_head,
+            Framing::None => true,
+        };
+        let mut len = [0u8; 20];
+        let len = match framing {
+            Framing::Length(n) => crate::grammar::decimal(n, &mut len),
+            _ => &[][..],
+        };
+        let server = crate::fields::server_line();
+        crate::date::with_date(|date| {
+            let mut extra: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
+            let mut n = 0;
+            if let Some(l) = added {
+                extra[n] = (&l.name, &l.value);
+                n += 1;
+            }
+            extra[n] = (b"date", given.unwrap_or(date));
+            n += 1;
+            if let Some(s) = crate::fields::server_value(server) {
+                extra[n] = (b"server", s);
+                n += 1;
+            }
+            if !len.is_empty() {
+                extra[n] = (b"content-length", len);
+                n += 1;
+            }
+            self.encode_head(status, headers, &extra[..n]);
+        });
+        if ends {
+            self.push_now(true);
+        }
+    }
+
+    pub async fn write_interim<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<(), Error> {
+        if status == 100 {
+            if self.sent_continue {
+                return Ok(());
+            }
+            self.sent_continue = true;
+        }
+        self.encode_head(status, headers, &[]);
+        self.flush(false).await
+    }
+
+    /// Gives the stream what it takes of the output now; with `end`, the
+    /// rest (if any) goes in a task of its own, which ends the stream.
+    fn push_now(&mut self, end: bool) {
+        if self.ended {
+            self.out.clear();
+            return;
+        }
+        let quic = &self.conn.quic;
+        while !self.out.is_empty() {
+            match quic.write_now(self.id, &self.out) {
+                Ok(0) => break,
+                Ok(n) => self.out.advance(n),
+                Err(_) => {
+                    self.out.clear();
+                    self.ended = true;
+                    return;
+                }
+            }
+        }
+        if !end {
+            return;
+        }
+        self.ended = true;
+        if self.out.is_empty() {
+            let _ = quic.finish(self.id);
+            return;
+        }
+        let rest = self.out.split().freeze();
+        let (quic, id) = (quic.clone(), self.id);
+        ringside_runtime::task::spawn(async move {
+            if quic.write_all(id, &rest).await.is_ok() {
+                let _ = quic.finish(id);
+            }
+        });
+    }
+
+    /// Writes the output whole, waiting for credit; `end` ends the stream.
+    async fn flush(&mut self, end: bool) -> Result<(), Error> {
+        if self.ended {
+            return Err(gone(StreamError::Closed));
+        }
+        let t = self.conn.cfg.timeouts.send;
+        let out = self.out.split();
+        let w = ringside_runtime::task::timeout(t, self.conn.quic.write_all(self.id, &out)).await;
+        match w {
+            Err(_) => {
+                self.reset();
+                return Err(Error::client_gone(
+                    "sending the response",
+                    io::ErrorKind::TimedOut.into(),
+                ));
+            }
+            Ok(Err(e)) => {
+                self.ended = true;
+                return Err(gone(e));
+            }
+            Ok(Ok(())) => {}
+        }
+        if end {
+            self.ended = true;
+            self.conn.quic.finish(self.id).map_err(gone)?;
+        }
+        Ok(())
+    }
+
+    /// Counts body bytes against a sized response: whether they end it.
+    fn last(&mut self, n: u64) -> bool {
+        match self.left.as_mut() {
+            Some(left) => {
+                *left = left.saturating_sub(n);
+                *left == 0
+            }
+            None => false,
+        }
+    }
+
+    fn put_data(&mut self, data: &[u8]) {
+        frame::put_header(&mut self.out, frame::DATA, data.len() as u64);
+        self.out.extend_from_slice(data);
+    }
+
+    /// The body of a response buffered whole.
+    pub fn buffer_body(&mut self, body: &[u8]) {
+        if self.is_head || body.is_empty() {
+            return;
+        }
+        self.put_data(body);
+        let end = self.last(body.len() as u64);
+        self.push_now(end);
+    }
+
+    pub async fn write_sized(&mut self, data: &[u8]) -> Result<(), Error> {
+        if self.is_head {
+            return Ok(());
+        }
+        let end = self.last(data.len() as u64);
+        self.put_data(data);
+        self.flush(end).await
+    }
+
+    pub async fn write_stream(&mut self, data: &[u8]) -> Result<(), Error> {
+        if self.is_head || data.is_empty() {
+            return Ok(());
+        }
+        self.put_data(data);
+        self.flush(false).await
+    }
+
+    pub fn finish_stream(&mut self) {
+        if self.is_head {
+            return;
+        }
+        self.push_now(true);
+    }
+
+    /// Waits until the client stops the stream or the connection ends.
+    pub async fn closed(&self) {
+        self.conn.quic.stopped(self.id).await
+    }
+
+    /// Ends the stream with a trailer section (a HEADERS frame after the
+    /// DATA), as gRPC's status travels.
+    pub fn finish_with_trailers<'h>(
+        &mut self,
+        trailers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+    ) {
+        if self.is_head {
+            return;
+        }
+        let enc = Encoder::new();
+        let mut section = BytesMut::with_capacity(128);
+        enc.begin_section(&mut section);
+        let mut lower = [0u8; 64];
+        for (name, value) in trailers {
+            let Some(name) = lowercase(name, &mut lower) else {
+                continue;
+            };
+            if !crate::hop::is_hop_by_hop(name) && valid_value(value) && name[0] != b':' {
+                enc.field(name, value, false, &mut section);
+            }
+        }
+        frame::put_frame(&mut self.out, FrameKind::Headers, &section);
+        self.push_now(true);
+    }
+
+    /// A file's bytes, a piece a DATA frame.
+    pub async fn write_file(
+        &mut self,
+        file: &std::fs::File,
+        mut offset: u64,
+        mut len: u64,
+    ) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; (len as usize).min(PIECE)];
+        while len > 0 {
+            let n = (len as usize).min(buf.len());
+            let got = match file.read_at(&mut buf[..n], offset) {
+                Ok(0) => return Err(Error::internal("file shorter than its length")),
+                Ok(got) => got,
+                Err(e) => return Err(Error::internal("reading a file").because(e)),
+            };
+            offset += got as u64;
+            len -= got as u64;
+            let end = self.last(got as u64);
+            self.put_data(&buf[..got]);
+            self.flush(end).await?;
+        }
+        Ok(())
+    }
+
+    /// Moves `len` bytes from `from` into the stream, a piece at a time.
+    pub async fn splice_from(
+        &mut self,
+        from: &TcpStream,
+        mut len: u64,
+        on_progress: &dyn Fn(),
+    ) -> io::Result<()> {
+        let mut buf = BytesMut::new();
+        while len > 0 {
+            buf.clear();
+            buf.reserve((len as usize).min(PIECE));
+            let n = from.read(&mut buf).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            buf.truncate((len as usize).min(buf.len()));
+            len -= buf.len() as u64;
+            on_progress();
+            let end = self.last(buf.len() as u64);
+            self.put_data(&buf);
+            self.flush(end)
+                .await
+                .map_err(|e| io::Error::new(io::ErrorKind::BrokenPipe, e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// A refused request: its status and a short page, then the stream
+    /// ends. Returns the body's length.
+    pub fn write_refusal(&mut self, status: u16) -> u64 {
+        let mut page = BytesMut::new();
+        page.extend_from_slice(crate::grammar::decimal(u64::from(status), &mut [0; 20]));
+        page.extend_from_slice(b" ");
+        page.extend_from_slice(crate::status::reason(status).as_bytes());
+        page.extend_from_slice(b"\n");
+        let len = page.len() as u64;
+        let ct: (&[u8], &[u8]) = (b"content-type", b"text/plain; charset=utf-8");
+        self.write_head(
+            status,
+            std::iter::once(ct),
+            None,
+            Framing::Length(len),
+            None,
+        );
+        self.buffer_body(&page);
+        len
+    }
+
+    /// Ends a stream whose response cannot be finished, so that it never
+    /// passes for complete.
+    pub fn reset(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.conn
+                .quic
+                .reset(self.id, ErrorCode::InternalError.code());
+        }
+    }
+}
+
+impl Drop for Wire<'_> {
+    /// A response left unfinished is reset; a request body not read to its
+    /// end is refused the rest with H3_NO_ERROR (RFC 9114 §4.1.1: the
+    /// response stands complete without it).
+    fn drop(&mut self) {
+        if !self.ended {
+            self.reset();
+        }
+        if !self.rx.done && !self.rx.fin {
+            self.conn.quic.stop(self.id, ErrorCode::NoError.code());
+        }
+    }
+}

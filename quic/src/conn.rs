@@ -1,0 +1,456 @@
+//! One QUIC connection on its worker: the quinn-proto state, a driver task
+//! that runs its timers and sends what it has, and [`Conn`], the handle
+//! the protocol above (HTTP/3) reads and writes streams through.
+//!
+//! Everything is on one thread: the state sits in a `RefCell`, a stream's
+//! task that reads or writes leaves its waker by stream, and any change
+//! that may have something to send kicks the driver, which runs once the
+//! tasks of this turn have, so a turn's writes leave in one batch.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use quinn_proto::{
+    Connection, ConnectionError, ConnectionHandle, Dir, Event, ReadError, StreamEvent, StreamId,
+    VarInt, WriteError,
+};
+
+use crate::endpoint::Shared;
+
+/// Why a stream's read or write failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    /// The peer reset the stream (its read side) with this code.
+    Reset(u64),
+    /// The peer asked us to stop sending with this code.
+    Stopped(u64),
+    /// The stream is closed here already.
+    Closed,
+    /// The connection is gone.
+    Lost,
+}
+
+impl std::fmt::Display for StreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamError::Reset(c) => write!(f, "stream reset by the peer (code {c:#x})"),
+            StreamError::Stopped(c) => write!(f, "stream stopped by the peer (code {c:#x})"),
+            StreamError::Closed => f.write_str("stream closed"),
+            StreamError::Lost => f.write_str("connection lost"),
+        }
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+#[derive(Default)]
+struct Wakers {
+    read: HashMap<StreamId, Waker>,
+    write: HashMap<StreamId, Waker>,
+    stopped: HashMap<StreamId, Waker>,
+    accept: [Option<Waker>; 2],
+    closed: Vec<Waker>,
+}
+
+impl Wakers {
+    fn wake_all(&mut self) {
+        self.read.drain().for_each(|(_, k)| k.wake());
+        self.write.drain().for_each(|(_, k)| k.wake());
+        self.stopped.drain().for_each(|(_, k)| k.wake());
+        self.accept
+            .iter_mut()
+            .filter_map(Option::take)
+            .for_each(Waker::wake);
+        self.closed.drain(..).for_each(Waker::wake);
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) q: RefCell<Connection>,
+    pub(crate) handle: ConnectionHandle,
+    ep: Rc<Shared>,
+    driver: RefCell<Option<Waker>>,
+    wakers: RefCell<Wakers>,
+    pub(crate) connected: Cell<bool>,
+    lost: RefCell<Option<ConnectionError>>,
+}
+
+/// The most GSO batches one connection sends in a turn before it lets the
+/// others on its worker run.
+const BATCHES_PER_TURN: usize = 16;
+
+impl Inner {
+    pub(crate) fn new(q: Connection, handle: ConnectionHandle, ep: Rc<Shared>) -> Rc<Inner> {
+        Rc::new(Inner {
+            q: RefCell::new(q),
+            handle,
+            ep,
+            driver: RefCell::new(None),
+            wakers: RefCell::new(Wakers::default()),
+            connected: Cell::new(false),
+            lost: RefCell::new(None),
+        })
+    }
+
+    /// Something may be due to send, or an event to hand on.
+    pub(crate) fn kick(&self) {
+        if let Some(w) = self.driver.borrow().as_ref() {
+            w.wake_by_ref();
+        }
+    }
+
+    fn dispatch(&self, ev: Event) {
+        let mut w = self.wakers.borrow_mut();
+        match ev {
+            Event::Connected => {
+                self.connected.set(true);
+                self.ep.handshake_done();
+            }
+            Event::ConnectionLost { reason } => {
+                tracing::debug!(%reason, "QUIC connection lost");
+                if !self.connected.get() {
+                    crate::stats::add(|c| c.handshakes_failed += 1);
+                }
+                *self.lost.borrow_mut() = Some(reason);
+                w.wake_all();
+            }
+            Event::Stream(StreamEvent::Opened { dir }) => {
+                if let Some(k) = w.accept[dir as usize].take() {
+                    k.wake();
+                }
+            }
+            Event::Stream(StreamEvent::Readable { id }) => {
+                if let Some(k) = w.read.remove(&id) {
+                    k.wake();
+                }
+            }
+            Event::Stream(
+                StreamEvent::Writable { id }
+                | StreamEvent::Finished { id }
+                | StreamEvent::Stopped { id, .. },
+            ) => {
+                if let Some(k) = w.write.remove(&id) {
+                    k.wake();
+                }
+                // A stop also ends a wait on the stream's other side.
+                if let Some(k) = w.read.remove(&id) {
+                    k.wake();
+                }
+                if let Some(k) = w.stopped.remove(&id) {
+                    k.wake();
+                }
+            }
+            Event::Stream(StreamEvent::Available { .. })
+            | Event::HandshakeDataReady
+            | Event::DatagramReceived
+            | Event::DatagramsUnblocked => {}
+        }
+    }
+
+    /// One turn: timers, what the endpoint must know, events to the
+    /// streams, then the datagrams due (with more due than a turn sends,
+    /// the task wakes itself to go on after the others). Whether the
+    /// connection is drained.
+    fn turn(&self, cx: &mut Context<'_>) -> bool {
+        let now = Instant::now();
+        let mut q = self.q.borrow_mut();
+        if q.poll_timeout().is_some_and(|t| t <= now) {
+            q.handle_timeout(now);
+        }
+        let mut drained = false;
+        while let Some(ev) = q.poll_endpoint_events() {
+            drained |= ev.is_drained();
+            if let Some(back) = self.ep.quinn.borrow_mut().handle_event(self.handle, ev) {
+                q.handle_event(back);
+            }
+        }
+        while let Some(ev) = q.poll() {
+            self.dispatch(ev);
+        }
+        let more = self.ep.transmit(&mut q, now, BATCHES_PER_TURN);
+        if more {
+            cx.waker().wake_by_ref();
+        }
+        drained
+    }
+}
+
+/// Runs a connection's timers and sends until it is drained, then takes
+/// it out of the endpoint's table.
+pub(crate) async fn drive(inner: Rc<Inner>) {
+    let far = || Instant::now() + Duration::from_secs(3600);
+    let mut sleep = Box::pin(ringside_runtime::task::sleep_until(far()));
+    let mut armed: Option<Instant> = None;
+    poll_fn(|cx| {
+        {
+            let mut d = inner.driver.borrow_mut();
+            if !d.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *d = Some(cx.waker().clone());
+            }
+        }
+        loop {
+            if inner.turn(cx) {
+                return Poll::Ready(());
+            }
+            let next = inner.q.borrow_mut().poll_timeout();
+            if next != armed {
+                armed = next;
+                sleep.as_mut().reset(next.unwrap_or_else(far));
+            }
+            match sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => armed = None,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    })
+    .await;
+    inner.ep.forget(inner.handle);
+    // Streams still waiting learn the connection is gone.
+    if inner.lost.borrow().is_none() {
+        *inner.lost.borrow_mut() = Some(ConnectionError::LocallyClosed);
+    }
+    inner.wakers.borrow_mut().wake_all();
+}
+
+/// A connection as the protocol above sees it. Cheap to clone.
+#[derive(Clone)]
+pub struct Conn(pub(crate) Rc<Inner>);
+
+impl Conn {
+    fn lost(&self) -> bool {
+        self.0.lost.borrow().is_some()
+    }
+
+    /// The next stream the peer opened in `dir`; `None` once the
+    /// connection is gone.
+    pub fn poll_accept(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<Option<StreamId>> {
+        if let Some(id) = self.0.q.borrow_mut().streams().accept(dir) {
+            // Accepting raises the peer's stream limit: that goes out.
+            self.0.kick();
+            return Poll::Ready(Some(id));
+        }
+        if self.lost() {
+            return Poll::Ready(None);
+        }
+        self.0.wakers.borrow_mut().accept[dir as usize] = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    pub async fn accept(&self, dir: Dir) -> Option<StreamId> {
+        poll_fn(|cx| self.poll_accept(cx, dir)).await
+    }
+
+    /// Opens a stream of ours in one direction (control streams).
+    pub fn open_uni(&self) -> Option<StreamId> {
+        self.0.q.borrow_mut().streams().open(Dir::Uni)
+    }
+
+    /// The next piece of a stream, at most `max` bytes; `None` at its end.
+    pub fn poll_read(
+        &self,
+        cx: &mut Context<'_>,
+        id: StreamId,
+        max: usize,
+    ) -> Poll<Result<Option<Bytes>, StreamError>> {
+        if self.lost() {
+            return Poll::Ready(Err(StreamError::Lost));
+        }
+        let mut q = self.0.q.borrow_mut();
+        let mut rs = q.recv_stream(id);
+        let mut chunks = match rs.read(true) {
+            Ok(c) => c,
+            Err(_) => return Poll::Ready(Ok(None)),
+        };
+        let got = chunks.next(max);
+        if chunks.finalize().should_transmit() {
+            self.0.kick();
+        }
+        match got {
+            Ok(Some(c)) => Poll::Ready(Ok(Some(c.bytes))),
+            Ok(None) => Poll::Ready(Ok(None)),
+            Err(ReadError::Reset(code)) => Poll::Ready(Err(StreamError::Reset(code.into_inner()))),
+            Err(ReadError::Blocked) => {
+                self.0
+                    .wakers
+                    .borrow_mut()
+                    .read
+                    .insert(id, cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+
+    pub async fn read(&self, id: StreamId, max: usize) -> Result<Option<Bytes>, StreamError> {
+        poll_fn(|cx| self.poll_read(cx, id, max)).await
+    }
+
+    /// Writes what the stream's flow control and the connection's send
+    /// buffer take of `data` now; returns how much.
+    pub fn poll_write(
+        &self,
+        cx: &mut Context<'_>,
+        id: StreamId,
+        data: &[u8],
+    ) -> Poll<Result<usize, StreamError>> {
+        if self.lost() {
+            return Poll::Ready(Err(StreamError::Lost));
+        }
+        let r = self.0.q.borrow_mut().send_stream(id).write(data);
+        match r {
+            Ok(n) => {
+                self.0.kick();
+                Poll::Ready(Ok(n))
+            }
+            Err(WriteError::Blocked) => {
+                self.0
+                    .wakers
+                    .borrow_mut()
+                    .write
+                    .insert(id, cx.waker().clone());
+                Poll::Pending
+            }
+            Err(WriteError::Stopped(c)) => Poll::Ready(Err(StreamError::Stopped(c.into_inner()))),
+            Err(WriteError::ClosedStream) => Poll::Ready(Err(StreamError::Closed)),
+        }
+    }
+
+    pub async fn write_all(&self, id: StreamId, mut data: &[u8]) -> Result<(), StreamError> {
+        while !data.is_empty() {
+            let n = poll_fn(|cx| self.poll_write(cx, id, data)).await?;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// What the stream has now, without waiting: `None` when nothing yet.
+    pub fn read_now(&self, id: StreamId, max: usize) -> Option<Result<Option<Bytes>, StreamError>> {
+        let waker = Waker::noop();
+        match self.poll_read(&mut Context::from_waker(waker), id, max) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => {
+                self.0.wakers.borrow_mut().read.remove(&id);
+                None
+            }
+        }
+    }
+
+    /// Writes what the stream takes of `data` now, without waiting.
+    pub fn write_now(&self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        let waker = Waker::noop();
+        match self.poll_write(&mut Context::from_waker(waker), id, data) {
+            Poll::Ready(r) => r,
+            Poll::Pending => {
+                self.0.wakers.borrow_mut().write.remove(&id);
+                Ok(0)
+            }
+        }
+    }
+
+    /// Waits until the peer stops the stream (STOP_SENDING), or the
+    /// connection is gone.
+    pub async fn stopped(&self, id: StreamId) {
+        poll_fn(|cx| {
+            if self.lost() {
+                return Poll::Ready(());
+            }
+            match self.0.q.borrow_mut().send_stream(id).stopped() {
+                Ok(None) => {
+                    self.0
+                        .wakers
+                        .borrow_mut()
+                        .stopped
+                        .insert(id, cx.waker().clone());
+                    Poll::Pending
+                }
+                _ => Poll::Ready(()),
+            }
+        })
+        .await
+    }
+
+    /// Ends our side of a stream after what was written.
+    pub fn finish(&self, id: StreamId) -> Result<(), StreamError> {
+        let r = self.0.q.borrow_mut().send_stream(id).finish();
+        self.0.kick();
+        r.map_err(|e| match e {
+            quinn_proto::FinishError::Stopped(c) => StreamError::Stopped(c.into_inner()),
+            quinn_proto::FinishError::ClosedStream => StreamError::Closed,
+        })
+    }
+
+    /// Abandons our side of a stream with an application error code.
+    pub fn reset(&self, id: StreamId, code: u64) {
+        let code = VarInt::from_u64(code).unwrap_or(VarInt::MAX);
+        let _ = self.0.q.borrow_mut().send_stream(id).reset(code);
+        self.0.kick();
+    }
+
+    /// Asks the peer to stop sending on a stream; what it sent is dropped.
+    pub fn stop(&self, id: StreamId, code: u64) {
+        let code = VarInt::from_u64(code).unwrap_or(VarInt::MAX);
+        let _ = self.0.q.borrow_mut().recv_stream(id).stop(code);
+        self.0.kick();
+    }
+
+    /// Closes the connection with an application error code.
+    pub fn close(&self, code: u64, reason: &[u8]) {
+        let code = VarInt::from_u64(code).unwrap_or(VarInt::MAX);
+        let now = Instant::now();
+        self.0
+            .q
+            .borrow_mut()
+            .close(now, code, Bytes::copy_from_slice(reason));
+        self.0.kick();
+    }
+
+    /// Waits until the connection is gone.
+    pub async fn closed(&self) {
+        poll_fn(|cx| {
+            if self.lost() {
+                return Poll::Ready(());
+            }
+            self.0.wakers.borrow_mut().closed.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.lost()
+    }
+
+    /// The client's address now (it changes with a migration).
+    pub fn remote_address(&self) -> SocketAddr {
+        self.0.q.borrow().remote_address()
+    }
+
+    /// The address the worker's socket is bound to.
+    pub fn local_address(&self) -> SocketAddr {
+        self.0.ep.local
+    }
+
+    /// The client's certificate chain, where it sent one.
+    pub fn peer_certificates(&self) -> Option<Vec<rustls::pki_types::CertificateDer<'static>>> {
+        let q = self.0.q.borrow();
+        let any = q.crypto_session().peer_identity()?;
+        any.downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+            .ok()
+            .map(|b| *b)
+    }
+
+    /// Whether a handshake finished (it has, once a stream is served).
+    pub fn is_connected(&self) -> bool {
+        self.0.connected.get()
+    }
+
+    /// Packets this connection judged lost so far.
+    pub fn lost_packets(&self) -> u64 {
+        self.0.q.borrow().stats().path.lost_packets
+    }
+}

@@ -1,0 +1,349 @@
+//! A worker's QUIC endpoint: its UDP socket read in a loop, each datagram
+//! handed to quinn-proto's endpoint, new clients admitted (or sent to
+//! prove their address with Retry when the core is busy with handshakes),
+//! and each connection's driver kicked with what arrived for it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use quinn_proto::crypto::rustls::QuicServerConfig;
+use quinn_proto::{
+    Connection, ConnectionHandle, DatagramEvent, EndpointConfig, Incoming, ServerConfig,
+    TransportConfig, VarInt,
+};
+use ringside_runtime::config::Http3;
+use ringside_runtime::udp::UdpSocket;
+
+use crate::cid::{dcid_first_byte, WorkerCids};
+use crate::conn::{drive, Conn, Inner};
+use crate::stats;
+
+/// Where the endpoint sits and what it allows.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub worker: usize,
+    pub workers: usize,
+    pub limits: Http3,
+    /// A connection with nothing happening on it is closed after this.
+    pub idle_timeout: Duration,
+}
+
+/// What a worker's connections share.
+pub(crate) struct Shared {
+    pub(crate) quinn: RefCell<quinn_proto::Endpoint>,
+    sock: UdpSocket,
+    pub(crate) local: SocketAddr,
+    conns: RefCell<HashMap<ConnectionHandle, Rc<Inner>>>,
+    tx: RefCell<Vec<u8>>,
+    /// Datagrams a `sendmsg` may carry: more than one while GSO works.
+    segments: Cell<usize>,
+    /// Connections whose handshake has not finished.
+    handshaking: Cell<u32>,
+}
+
+/// GSO trains at most this many datagrams (the kernel allows 64).
+const GSO_SEGMENTS: usize = 16;
+/// Datagrams read in one go before the connections they woke get a turn.
+const READS_PER_TURN: usize = 64;
+
+impl Shared {
+    /// Sends what `q` has due, at most `batches` sends; whether more is due.
+    pub(crate) fn transmit(&self, q: &mut Connection, now: Instant, batches: usize) -> bool {
+        let mut tx = self.tx.borrow_mut();
+        for _ in 0..batches {
+            tx.clear();
+            let Some(t) = q.poll_transmit(now, self.segments.get(), &mut tx) else {
+                return false;
+            };
+            self.send(&tx[..t.size], t.destination, t.segment_size);
+        }
+        true
+    }
+
+    fn send(&self, data: &[u8], to: SocketAddr, segment: Option<usize>) {
+        let fd = self.sock.as_raw_fd();
+        let dgrams = segment.map_or(1, |s| data.len().div_ceil(s)) as u64;
+        match crate::udp::send(fd, to, data, segment) {
+            Ok(()) => stats::add(|c| {
+                c.send_calls += 1;
+                c.datagrams_out += dgrams;
+            }),
+            // The kernel or the device has no GSO after all: one datagram
+            // a send from now on, and this train sent that way.
+            Err(e) if segment.is_some() && e.raw_os_error() == Some(libc::EIO) => {
+                tracing::info!("UDP GSO refused by the kernel; sending one datagram a call");
+                self.segments.set(1);
+                let s = segment.unwrap_or(data.len());
+                for piece in data.chunks(s) {
+                    self.send(piece, to, None);
+                }
+            }
+            // A full send buffer (or an unreachable peer) loses the
+            // datagram as the network would: QUIC's recovery resends it.
+            Err(e) => {
+                tracing::trace!(error = %e, "UDP send failed");
+                stats::add(|c| c.send_errors += 1);
+            }
+        }
+    }
+
+    pub(crate) fn forget(&self, h: ConnectionHandle) {
+        if let Some(c) = self.conns.borrow_mut().remove(&h) {
+            if !c.connected.get() {
+                self.handshake_done();
+            }
+        }
+    }
+
+    pub(crate) fn handshake_done(&self) {
+        self.handshaking
+            .set(self.handshaking.get().saturating_sub(1));
+    }
+}
+
+/// The QUIC side of a listener's rustls settings: ALPN `h3`, no early data
+/// (0-RTT is off), and our limits.
+fn server_config(
+    tls: &Arc<rustls::ServerConfig>,
+    setup: &Setup,
+) -> Result<Arc<ServerConfig>, String> {
+    let mut t = (**tls).clone();
+    t.alpn_protocols = vec![b"h3".to_vec()];
+    t.max_early_data_size = 0;
+    let crypto = QuicServerConfig::try_from(Arc::new(t)).map_err(|e| e.to_string())?;
+    let mut sc = ServerConfig::new(Arc::new(crypto), crate::keys::token_key());
+    let l = &setup.limits;
+    let mut tr = TransportConfig::default();
+    tr.max_concurrent_bidi_streams(VarInt::from_u32(l.max_concurrent_streams))
+        // The client's control and QPACK streams, and room for one more.
+        .max_concurrent_uni_streams(VarInt::from_u32(4))
+        .stream_receive_window(VarInt::from_u32(l.stream_window))
+        .receive_window(VarInt::from_u32(l.connection_window))
+        .send_window(u64::from(l.connection_window))
+        .max_idle_timeout(Some(
+            VarInt::from_u64(setup.idle_timeout.as_millis() as u64)
+                .unwrap_or(VarInt::MAX)
+                .into(),
+        ))
+        .datagram_receive_buffer_size(None);
+    sc.transport_config(Arc::new(tr));
+    sc.max_incoming(l.max_handshakes as usize);
+    Ok(Arc::new(sc))
+}
+
+/// Serves a worker's UDP socket until the worker stops: `tls` gives the
+/// listener's TLS settings now (a reload changes them: new handshakes take
+/// the new ones), and `serve` runs in a task of its own for each
+/// connection once accepted.
+pub async fn serve<F, Fut>(
+    socket: std::net::UdpSocket,
+    setup: Setup,
+    tls: impl Fn() -> Option<Arc<rustls::ServerConfig>>,
+    serve: F,
+) where
+    F: Fn(Conn) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    let local = match socket.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "HTTP/3 socket has no address");
+            return;
+        }
+    };
+    let sock = match UdpSocket::from_std(socket) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "HTTP/3 not served");
+            return;
+        }
+    };
+    let gro = crate::udp::setup(sock.as_raw_fd(), local.is_ipv6());
+    let mut ep_cfg = EndpointConfig::new(crate::keys::reset_key());
+    let (worker, workers) = (setup.worker, setup.workers);
+    ep_cfg.cid_generator(move || Box::new(WorkerCids { worker, workers }));
+    let mut cached: Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)> = None;
+    let current = |cached: &mut Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)>| {
+        let now = tls()?;
+        if let Some((t, q)) = cached.as_ref() {
+            if Arc::ptr_eq(t, &now) {
+                return Some(q.clone());
+            }
+        }
+        match server_config(&now, &setup) {
+            Ok(q) => {
+                *cached = Some((now, q.clone()));
+                Some(q)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "TLS settings unusable for QUIC");
+                None
+            }
+        }
+    };
+    let first = current(&mut cached);
+    if first.is_none() {
+        tracing::error!(%local, "HTTP/3 not served: the listener has no usable TLS");
+        return;
+    }
+    let quinn = quinn_proto::Endpoint::new(Arc::new(ep_cfg), first, true, None);
+    let shared = Rc::new(Shared {
+        quinn: RefCell::new(quinn),
+        sock,
+        local,
+        conns: RefCell::new(HashMap::new()),
+        tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
+        segments: Cell::new(if cfg!(any(target_os = "linux", target_os = "android")) {
+            GSO_SEGMENTS
+        } else {
+            1
+        }),
+        handshaking: Cell::new(0),
+    });
+    tracing::debug!(%local, worker, gro, "HTTP/3 endpoint serving");
+    let mut rx = BytesMut::new();
+    let fd = shared.sock.as_raw_fd();
+    loop {
+        let mut read = 0;
+        while read < READS_PER_TURN {
+            rx.reserve(crate::udp::MAX_READ);
+            let (n, from, stride) = match crate::udp::recv(fd, rx.spare_capacity_mut()) {
+                Ok(r) => r,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // An ICMP error queued on the socket, and the like.
+                    tracing::trace!(error = %e, "UDP receive failed");
+                    continue;
+                }
+            };
+            read += 1;
+            // SAFETY: the kernel wrote n bytes into the spare capacity.
+            unsafe { rx.set_len(n) };
+            let mut data = rx.split();
+            while !data.is_empty() {
+                let one = data.split_to(stride.min(data.len()));
+                stats::add(|c| c.datagrams_in += 1);
+                datagram(
+                    &shared,
+                    &setup,
+                    one,
+                    from,
+                    &mut || current(&mut cached),
+                    &serve,
+                );
+            }
+        }
+        if read == READS_PER_TURN {
+            ringside_runtime::task::yield_now().await;
+            continue;
+        }
+        if let Err(e) = shared.sock.readable().await {
+            tracing::error!(error = %e, "HTTP/3 socket failed");
+            return;
+        }
+    }
+}
+
+fn datagram<F, Fut>(
+    shared: &Rc<Shared>,
+    setup: &Setup,
+    data: BytesMut,
+    from: SocketAddr,
+    config: &mut dyn FnMut() -> Option<Arc<ServerConfig>>,
+    serve: &F,
+) where
+    F: Fn(Conn) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    // A connection of another worker's (the group rebuilt, or no steering
+    // program): dropped, never answered with a stateless reset.
+    if setup.workers > 1 {
+        if let Some((b, false)) = dcid_first_byte(&data) {
+            if b as usize % setup.workers != setup.worker {
+                stats::add(|c| c.misdelivered += 1);
+                return;
+            }
+        }
+    }
+    let now = Instant::now();
+    let mut resp = Vec::new();
+    let ev = shared
+        .quinn
+        .borrow_mut()
+        .handle(now, from, None, None, data, &mut resp);
+    match ev {
+        None => {}
+        Some(DatagramEvent::ConnectionEvent(h, ev)) => {
+            let c = shared.conns.borrow().get(&h).cloned();
+            if let Some(c) = c {
+                c.q.borrow_mut().handle_event(ev);
+                c.kick();
+            }
+        }
+        Some(DatagramEvent::Response(t)) => {
+            shared.send(&resp[..t.size], t.destination, t.segment_size);
+        }
+        Some(DatagramEvent::NewConnection(incoming)) => {
+            admit(shared, setup, incoming, now, config, serve);
+        }
+    }
+}
+
+fn admit<F, Fut>(
+    shared: &Rc<Shared>,
+    setup: &Setup,
+    incoming: Incoming,
+    now: Instant,
+    config: &mut dyn FnMut() -> Option<Arc<ServerConfig>>,
+    serve: &F,
+) where
+    F: Fn(Conn) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    let mut buf = Vec::new();
+    let l = &setup.limits;
+    let busy = shared.handshaking.get() >= l.retry_above;
+    if (l.always_retry || busy) && !incoming.remote_address_validated() && incoming.may_retry() {
+        let t = shared.quinn.borrow_mut().retry(incoming, &mut buf);
+        if let Ok(t) = t {
+            stats::add(|c| c.retries_sent += 1);
+            shared.send(&buf[..t.size], t.destination, t.segment_size);
+        }
+        return;
+    }
+    let Some(cfg) = config().filter(|_| shared.handshaking.get() < l.max_handshakes) else {
+        stats::add(|c| c.refused += 1);
+        let t = shared.quinn.borrow_mut().refuse(incoming, &mut buf);
+        shared.send(&buf[..t.size], t.destination, t.segment_size);
+        return;
+    };
+    let accepted = shared
+        .quinn
+        .borrow_mut()
+        .accept(incoming, now, &mut buf, Some(cfg));
+    match accepted {
+        Ok((h, q)) => {
+            stats::add(|c| c.connections += 1);
+            shared.handshaking.set(shared.handshaking.get() + 1);
+            let inner = Inner::new(q, h, shared.clone());
+            shared.conns.borrow_mut().insert(h, inner.clone());
+            let conn = Conn(inner.clone());
+            ringside_runtime::task::spawn(drive(inner));
+            ringside_runtime::task::spawn(serve(conn));
+        }
+        Err(e) => {
+            tracing::debug!(cause = %e.cause, "QUIC connection not accepted");
+            if let Some(t) = e.response {
+                shared.send(&buf[..t.size], t.destination, t.segment_size);
+            }
+        }
+    }
+}

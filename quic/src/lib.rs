@@ -1,0 +1,30 @@
+//! QUIC (RFC 9000) for ringside's HTTP/3, one endpoint per worker.
+//!
+//! quinn-proto is the protocol core: sans-I/O, so each worker's own loop
+//! drives it and nothing crosses cores. Each worker owns one UDP socket of
+//! a `SO_REUSEPORT` group on the listener's port; the connection IDs it
+//! issues name it in their first byte ([`cid`]), and the group's BPF
+//! program (`ringside_runtime::udp_group`) steers every packet of a
+//! connection to the worker that holds it, across NAT rebindings and
+//! migrations. Datagrams are read and written with our own
+//! `recvmsg`/`sendmsg` so that the segment offloads (GRO, GSO) ride in
+//! their control messages ([`udp`]); the engine gives the readiness wait.
+//!
+//! ```text
+//! socket ─▶ endpoint::serve: recvmsg (GRO) ─▶ quinn Endpoint::handle
+//!             ├─ new client: Retry under load, else accept ─▶ conn::drive task + the caller's task
+//!             └─ known: Connection::handle_event ─▶ kick its driver
+//! conn::drive: timers, events to the streams' wakers, poll_transmit ─▶ sendmsg (GSO)
+//! Conn (the caller's handle): accept, read, write, finish, reset streams
+//! ```
+
+pub mod cid;
+mod conn;
+mod endpoint;
+mod keys;
+pub mod stats;
+mod udp;
+
+pub use conn::{Conn, StreamError};
+pub use endpoint::{serve, Setup};
+pub use quinn_proto::{Dir, StreamId, VarInt};
