@@ -68,6 +68,11 @@ command -v unshare >/dev/null || need+=(util-linux)
 if ! compgen -G '/usr/sbin/php-fpm*' >/dev/null && ! compgen -c php-fpm >/dev/null; then
     need+=(php-fpm)
 fi
+# HTTP/3: ngtcp2's example client (gtlsclient, in ngtcp2-client) for NAT
+# rebinding, a changed local address and key updates; Caddy (quic-go) is
+# ringside-bench --h3's peer (proxy/tests/h3_interop.rs, bench/tests).
+command -v gtlsclient >/dev/null || need+=(ngtcp2-client)
+command -v caddy >/dev/null || need+=(caddy)
 # Ruby 3.x no longer bundles WEBrick; Debian ships it as ruby-webrick.
 if ! command -v ruby >/dev/null || ! ruby -e 'require "webrick"' >/dev/null 2>&1; then
     need+=(ruby-webrick)
@@ -120,6 +125,14 @@ if ! "$venv/bin/python3" -c 'import pylsqpack' >/dev/null 2>&1; then
         exit 1
     fi
     "$venv/bin/pip" install -q pylsqpack
+fi
+# aioquic (PyPI) is the HTTP/3 client of proxy/tests/h3_interop.rs.
+if ! "$venv/bin/python3" -c 'import aioquic' >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "scripts/test.sh: missing aioquic in $venv; run as root or install it" >&2
+        exit 1
+    fi
+    "$venv/bin/pip" install -q aioquic
 fi
 
 # httpwg (crates.io's httpwg-cli, from the loona project: the h2spec

@@ -115,7 +115,7 @@ impl Inner {
             Event::ConnectionLost { reason } => {
                 tracing::debug!(%reason, "QUIC connection lost");
                 if !self.connected.get() {
-                    crate::stats::add(|c| c.handshakes_failed += 1);
+                    crate::stats::add(|c| &c.handshakes_failed, 1);
                 }
                 *self.lost.borrow_mut() = Some(reason);
                 w.wake_all();
@@ -210,6 +210,8 @@ pub(crate) async fn drive(inner: Rc<Inner>) {
         }
     })
     .await;
+    let lost = inner.q.borrow().stats().path.lost_packets;
+    crate::stats::add(|c| &c.lost_packets, lost);
     inner.ep.forget(inner.handle);
     // Streams still waiting learn the connection is gone.
     if inner.lost.borrow().is_none() {

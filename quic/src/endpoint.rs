@@ -71,10 +71,10 @@ impl Shared {
         let fd = self.sock.as_raw_fd();
         let dgrams = segment.map_or(1, |s| data.len().div_ceil(s)) as u64;
         match crate::udp::send(fd, to, data, segment) {
-            Ok(()) => stats::add(|c| {
-                c.send_calls += 1;
-                c.datagrams_out += dgrams;
-            }),
+            Ok(()) => {
+                stats::add(|c| &c.send_calls, 1);
+                stats::add(|c| &c.datagrams_out, dgrams);
+            }
             // The kernel or the device has no GSO after all: one datagram
             // a send from now on, and this train sent that way.
             Err(e) if segment.is_some() && e.raw_os_error() == Some(libc::EIO) => {
@@ -89,7 +89,7 @@ impl Shared {
             // datagram as the network would: QUIC's recovery resends it.
             Err(e) => {
                 tracing::trace!(error = %e, "UDP send failed");
-                stats::add(|c| c.send_errors += 1);
+                stats::add(|c| &c.send_errors, 1);
             }
         }
     }
@@ -230,7 +230,7 @@ pub async fn serve<F, Fut>(
             let mut data = rx.split();
             while !data.is_empty() {
                 let one = data.split_to(stride.min(data.len()));
-                stats::add(|c| c.datagrams_in += 1);
+                stats::add(|c| &c.datagrams_in, 1);
                 datagram(
                     &shared,
                     &setup,
@@ -268,7 +268,7 @@ fn datagram<F, Fut>(
     if setup.workers > 1 {
         if let Some((b, false)) = dcid_first_byte(&data) {
             if b as usize % setup.workers != setup.worker {
-                stats::add(|c| c.misdelivered += 1);
+                stats::add(|c| &c.misdelivered, 1);
                 return;
             }
         }
@@ -314,13 +314,13 @@ fn admit<F, Fut>(
     if (l.always_retry || busy) && !incoming.remote_address_validated() && incoming.may_retry() {
         let t = shared.quinn.borrow_mut().retry(incoming, &mut buf);
         if let Ok(t) = t {
-            stats::add(|c| c.retries_sent += 1);
+            stats::add(|c| &c.retries_sent, 1);
             shared.send(&buf[..t.size], t.destination, t.segment_size);
         }
         return;
     }
     let Some(cfg) = config().filter(|_| shared.handshaking.get() < l.max_handshakes) else {
-        stats::add(|c| c.refused += 1);
+        stats::add(|c| &c.refused, 1);
         let t = shared.quinn.borrow_mut().refuse(incoming, &mut buf);
         shared.send(&buf[..t.size], t.destination, t.segment_size);
         return;
@@ -331,7 +331,7 @@ fn admit<F, Fut>(
         .accept(incoming, now, &mut buf, Some(cfg));
     match accepted {
         Ok((h, q)) => {
-            stats::add(|c| c.connections += 1);
+            stats::add(|c| &c.connections, 1);
             shared.handshaking.set(shared.handshaking.get() + 1);
             let inner = Inner::new(q, h, shared.clone());
             shared.conns.borrow_mut().insert(h, inner.clone());

@@ -1,37 +1,54 @@
-//! This worker's QUIC counters, read by the metrics page: per core, as
-//! every counter in ringside, with no atomics on the packet path.
+//! Each core's QUIC and HTTP/3 counters, readable from the metrics
+//! endpoint's thread without a lock: one writer (the core), plain loads
+//! and stores, as HTTP/2's.
 
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
-#[derive(Default, Clone, Copy, Debug)]
-pub struct Counts {
-    pub connections: u64,
-    pub handshakes_failed: u64,
-    pub datagrams_in: u64,
-    pub datagrams_out: u64,
-    pub send_calls: u64,
-    pub retries_sent: u64,
-    pub refused: u64,
-    /// Short-header packets whose connection ID names another worker:
-    /// dropped here (never answered with a stateless reset).
-    pub misdelivered: u64,
-    pub send_errors: u64,
-    pub lost_packets: u64,
+/// One core's counters since start.
+#[derive(Debug, Default)]
+pub struct QuicStats {
+    /// Connections accepted (handshakes begun).
+    pub connections: AtomicU64,
+    /// Handshakes that ended before finishing.
+    pub handshakes_failed: AtomicU64,
+    /// HTTP/3 request streams accepted.
+    pub streams: AtomicU64,
+    pub datagrams_in: AtomicU64,
+    pub datagrams_out: AtomicU64,
+    /// `sendmsg` calls (a GSO train is one).
+    pub send_calls: AtomicU64,
+    pub retries_sent: AtomicU64,
+    /// New clients refused (handshakes at `max_handshakes`, no TLS).
+    pub refused: AtomicU64,
+    /// Short-header packets naming another worker's connection: dropped
+    /// here, never answered with a stateless reset.
+    pub misdelivered: AtomicU64,
+    /// Datagrams the kernel would not take (lost as on the network).
+    pub send_errors: AtomicU64,
+    /// Packets QUIC judged lost and sent again, of connections ended.
+    pub lost_packets: AtomicU64,
 }
 
 thread_local! {
-    static COUNTS: Cell<Counts> = Cell::new(Counts::default());
+    static CURRENT: RefCell<Option<Arc<QuicStats>>> = const { RefCell::new(None) };
 }
 
-pub(crate) fn add(f: impl FnOnce(&mut Counts)) {
-    COUNTS.with(|c| {
-        let mut v = c.get();
-        f(&mut v);
-        c.set(v);
+/// Makes `stats` the counters of this thread's (the core's) endpoints.
+pub fn set_current(stats: Arc<QuicStats>) {
+    CURRENT.with(|c| *c.borrow_mut() = Some(stats));
+}
+
+/// Adds `n` to the counter `which` picks, if this thread has counters.
+pub fn add(which: fn(&QuicStats) -> &AtomicU64, n: u64) {
+    if n == 0 {
+        return;
+    }
+    CURRENT.with(|c| {
+        if let Some(s) = &*c.borrow() {
+            let a = which(s);
+            a.store(a.load(Relaxed) + n, Relaxed);
+        }
     });
-}
-
-/// This worker's counts so far.
-pub fn snapshot() -> Counts {
-    COUNTS.with(Cell::get)
 }

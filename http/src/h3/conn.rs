@@ -144,6 +144,7 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
                 }
                 conn.next_id.set(id.index() * 4 + 4);
                 conn.open.set(conn.open.get() + 1);
+                ringside_quic::stats::add(|s| &s.streams, 1);
                 let (c, cur) = (conn.clone(), current.clone());
                 ringside_runtime::task::spawn_with(move || async move {
                     super::stream::serve(&c, cur, id).await;

@@ -107,6 +107,11 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
     let mut decoder = Decoder::new(conn.max_section());
     let laid = lay_out(&mut decoder, &section, end, head, buf, &cfg.limits);
     match laid {
+        Ok(declared) if !end && short_of(conn, id, &mut rx, declared) => {
+            tracing::debug!("HTTP/3 request body against its content-length");
+            conn.quic.reset(id, ErrorCode::MessageError.code());
+            count_refused(&*handler, conn, 400, 0);
+        }
         Ok(declared) => {
             rx.declared = declared;
             rx.done = end;
@@ -149,6 +154,40 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
         }
     }
     release(slot);
+}
+
+/// Whether a request whose whole body is here already (its stream ended)
+/// carries other than its content-length in DATA (RFC 9114 §4.1.2): then
+/// it is malformed before any handler or upstream sees its head. A body
+/// still on its way is counted as it is read (`wire`).
+fn short_of(conn: &H3Conn, id: StreamId, rx: &mut Incoming, declared: Option<u64>) -> bool {
+    let Some(declared) = declared else {
+        return false;
+    };
+    while !rx.fin {
+        match conn.quic.read_now(id, 64 * 1024) {
+            Some(Ok(Some(b))) => rx.pending.extend_from_slice(&b),
+            Some(Ok(None)) => rx.fin = true,
+            Some(Err(_)) | None => return false,
+        }
+    }
+    let mut parser = rx.parser.clone();
+    let (mut at, mut data) = (0, 0u64);
+    loop {
+        match parser.next(&rx.pending[at..]) {
+            Ok(step) => {
+                if let Item::Data(r) = &step.item {
+                    data += (r.end - r.start) as u64;
+                }
+                if matches!(step.item, Item::NeedMore) {
+                    return data != declared;
+                }
+                at += step.consumed;
+            }
+            // A frame error: the body's reader ends the connection for it.
+            Err(_) => return false,
+        }
+    }
 }
 
 fn count_refused<H: Handler>(handler: &H, conn: &H3Conn, status: u16, body_bytes: u64) {

@@ -190,6 +190,7 @@ impl Edge {
         let (worker, workers) = (ctx.index, ctx.workers);
         let core_stats = metrics::registry().core(worker, &ctx.stats);
         ringside_http::h2::stats::set_current(core_stats.h2.clone());
+        ringside_quic::stats::set_current(core_stats.quic.clone());
         ringside_http::compress::stats::set_current(core_stats.compress.clone());
         ringside_http::client_limit::set_current(core_stats.client_limit.clone());
         let upstreams = shared

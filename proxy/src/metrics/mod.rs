@@ -13,6 +13,7 @@
 pub mod admin;
 mod pools;
 mod process;
+mod quic;
 pub mod render;
 pub(crate) mod text;
 
@@ -116,6 +117,7 @@ pub struct CoreStats {
     pub worker: usize,
     pub conns: Arc<WorkerStats>,
     pub h2: Arc<ringside_http::h2::stats::Http2Stats>,
+    pub quic: Arc<ringside_quic::stats::QuicStats>,
     pub compress: Arc<ringside_http::compress::stats::CompressStats>,
     pub client_limit: Arc<ringside_http::client_limit::ClientLimitStats>,
     routes: Mutex<Vec<(RouteLabel, Arc<RouteStats>)>>,
@@ -211,6 +213,7 @@ impl Registry {
             conns: conns.clone(),
             h2: Arc::default(),
             compress: Arc::default(),
+            quic: Arc::default(),
             client_limit: Arc::default(),
             routes: Mutex::new(Vec::new()),
             servers: Mutex::new(Vec::new()),

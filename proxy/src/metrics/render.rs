@@ -146,6 +146,7 @@ pub fn render(reg: &Registry) -> String {
     );
     let _ = writeln!(out, "ringside_tls_record_path{{path=\"userspace\"}} 1");
     render_http2(&cores, &mut out);
+    super::quic::render(&cores, &mut out);
     render_compression(&cores, &mut out);
     render_caches(&cores, &mut out);
     render_client_limit(&cores, &mut out);

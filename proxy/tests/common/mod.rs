@@ -6,6 +6,7 @@ pub mod cache_origin;
 pub mod client;
 pub mod fcgi_fake;
 pub mod h2;
+pub mod h3;
 pub mod load;
 pub mod nginx;
 pub mod origin;
