@@ -28,6 +28,9 @@
 //! - `--h2` and `--h2c` speak HTTP/2, which ab does not; `--streams N`
 //!   keeps N requests in flight per connection (h2load's `-m`: ab's `-m` is
 //!   the method). HTTP/2 connections are always kept, `-k` or not.
+//! - `--h3` speaks HTTP/3 over QUIC (https:// URLs, UDP to the same port),
+//!   with `--streams` as for HTTP/2; always TLS 1.3 (`-f` may say no
+//!   other), never through a proxy.
 //! - `-B` and `-b` make each connect a blocking one (see [`crate::sock`]).
 //! - `-R` with neither `-n` nor a duration runs for
 //!   [`RATE_DEFAULT_DURATION`] (wrk2's default), not for ab's one request.
@@ -220,7 +223,10 @@ pub struct Flags {
     /// HTTP/2 over plain TCP by prior knowledge (http:// URLs)
     #[arg(long)]
     pub h2c: bool,
-    /// With --h2/--h2c: concurrent streams per connection (h2load's -m)
+    /// HTTP/3 over QUIC (https:// URLs; UDP to the URL's port)
+    #[arg(long)]
+    pub h3: bool,
+    /// With --h2/--h2c/--h3: concurrent streams per connection (h2load's -m)
     #[arg(long, value_name = "N")]
     pub streams: Option<usize>,
 
@@ -331,7 +337,9 @@ pub struct Config {
     pub tls_group: Option<String>,
     pub tls_no_resume: bool,
     pub h2: Option<H2>,
-    /// Streams in flight per HTTP/2 connection.
+    /// `--h3`: HTTP/3 over QUIC.
+    pub h3: bool,
+    /// Streams in flight per HTTP/2 or HTTP/3 connection.
     pub streams: usize,
 }
 
@@ -501,25 +509,43 @@ impl TryFrom<Flags> for Config {
             (false, true) => Some(H2::Cleartext),
             (false, false) => None,
         };
+        if f.h3 && h2.is_some() {
+            return Err("--h3 and --h2/--h2c: give one".into());
+        }
         let streams = f.streams.unwrap_or(1);
-        if h2.is_none() && f.streams.is_some() {
-            return Err("--streams needs --h2 or --h2c".into());
+        if h2.is_none() && !f.h3 && f.streams.is_some() {
+            return Err("--streams needs --h2, --h2c or --h3".into());
         }
         if streams == 0 {
             return Err("--streams: at least 1".into());
         }
-        if h2.is_some() {
+        if h2.is_some() || f.h3 {
+            let which = if f.h3 { "--h3" } else { "--h2/--h2c" };
             if f.pipeline > 1 {
-                return Err("--pipeline is HTTP/1.1's; with HTTP/2 use --streams".into());
+                return Err(format!(
+                    "--pipeline is HTTP/1.1's; with {which} use --streams"
+                ));
             }
             if f.rate.is_some() {
-                return Err("-R is not supported with --h2/--h2c".into());
+                return Err(format!("-R is not supported with {which}"));
             }
             if f.http10 {
-                return Err("--http1.0 and --h2/--h2c: give one".into());
+                return Err(format!("--http1.0 and {which}: give one"));
             }
             if f.siege {
-                return Err("--siege speaks HTTP/1.x, as siege does: no --h2/--h2c".into());
+                return Err(format!(
+                    "--siege speaks HTTP/1.x, as siege does: no {which}"
+                ));
+            }
+        }
+        if f.h3 {
+            if f.proxy.is_some() {
+                return Err("-X: no proxy for --h3 (QUIC goes straight to the server)".into());
+            }
+            if f.tls_protocol.as_deref().is_some_and(|p| {
+                !p.eq_ignore_ascii_case("TLS1.3") && !p.eq_ignore_ascii_case("ALL")
+            }) {
+                return Err("-f: QUIC is TLS1.3 only (--h3)".into());
             }
         }
         if f.url.is_none() && f.url_file.is_none() {
@@ -613,6 +639,7 @@ impl TryFrom<Flags> for Config {
             tls_group: f.tls_group,
             tls_no_resume: f.tls_no_resume,
             h2,
+            h3: f.h3,
             streams,
         })
     }
@@ -881,5 +908,48 @@ mod tests {
         assert!(cfg(&["--tls-group", "x448", "https://h/"])
             .unwrap_err()
             .contains("--tls-group"));
+    }
+
+    #[test]
+    fn h3() {
+        let c = cfg(&[
+            "--h3",
+            "--streams",
+            "10",
+            "-n",
+            "8",
+            "-c",
+            "4",
+            "https://h/",
+        ])
+        .unwrap();
+        assert!(c.h3);
+        assert_eq!((c.h2, c.streams, c.concurrency), (None, 10, 4));
+        let c = cfg(&["--h3", "https://h/"]).unwrap();
+        assert_eq!((c.h3, c.streams), (true, 1));
+        assert!(!cfg(&["--h2", "https://h/"]).unwrap().h3);
+        for other in ["--h2", "--h2c"] {
+            assert!(cfg(&["--h3", other, "https://h/"])
+                .unwrap_err()
+                .contains("--h3 and --h2/--h2c"));
+        }
+        assert!(cfg(&["--h3", "--streams", "0", "https://h/"]).is_err());
+        for bad in [
+            &["--pipeline", "2"][..],
+            &["-R", "100"],
+            &["--http1.0"],
+            &["--siege"],
+            &["-X", "proxy:3128"],
+            &["-f", "TLS1.2"],
+        ] {
+            let mut a = vec!["--h3"];
+            a.extend_from_slice(bad);
+            a.push("https://h/");
+            assert!(cfg(&a).is_err(), "{bad:?}");
+        }
+        assert!(cfg(&["--h3", "-f", "TLS1.3", "--insecure", "https://h/"]).is_ok());
+        assert!(cfg(&["--streams", "4", "https://h/"])
+            .unwrap_err()
+            .contains("--h3"));
     }
 }

@@ -519,6 +519,7 @@ impl Core {
                         // siege's parser runs over HTTP/1.x only.
                         h2: Default::default(),
                         body: Vec::new(),
+                        h3: Vec::new(),
                     })
                     .collect();
                 let _ = known.set(list);

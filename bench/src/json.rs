@@ -82,7 +82,7 @@ pub struct Report<'a> {
     pub keepalive: bool,
     pub pipeline: usize,
     pub http_version: &'static str,
-    /// HTTP/2: streams in flight per connection (null for HTTP/1).
+    /// HTTP/2 and HTTP/3: streams in flight per connection (null for HTTP/1).
     pub streams: Option<usize>,
     /// https: the first handshake's protocol, suite and keys (null for http).
     pub tls: Option<crate::tls::TlsInfo>,
@@ -149,12 +149,13 @@ pub fn render(f: &Finished) -> String {
         concurrency: cfg.concurrency,
         keepalive: cfg.keepalive,
         pipeline: cfg.pipeline,
-        http_version: match (cfg.h2, cfg.http10) {
-            (Some(_), _) => "2",
-            (None, true) => "1.0",
-            (None, false) => "1.1",
+        http_version: match (cfg.h3, cfg.h2, cfg.http10) {
+            (true, _, _) => "3",
+            (false, Some(_), _) => "2",
+            (false, None, true) => "1.0",
+            (false, None, false) => "1.1",
         },
-        streams: cfg.h2.map(|_| cfg.streams),
+        streams: (cfg.h2.is_some() || cfg.h3).then_some(cfg.streams),
         tls: f.shared.tls_info.get().cloned(),
         requests: cfg.requests,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),

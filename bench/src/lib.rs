@@ -11,7 +11,8 @@
 //!    the requests (and, with `-R`, when each is due); [`conn`] runs each
 //!    HTTP/1.x connection ([`sock`] when ab's `-B` or `-b` need a socket
 //!    set up before connect), parsing responses with [`response`], and
-//!    [`h2conn`] each HTTP/2 one, its streams in flight; both count into
+//!    [`h2conn`] each HTTP/2 one, its streams in flight ([`h3conn`] all of
+//!    a core's HTTP/3 ones, in one loop of its own); all count into
 //!    per-core [`stats`] and [`hist`] series. For `https://`, [`tls`]
 //!    drives rustls on the same runtime, one session cache per core. Under
 //!    `--siege`, [`assets`] finds each page's images, scripts and
@@ -29,6 +30,8 @@ pub mod conn;
 pub mod cores;
 pub mod der;
 pub mod h2conn;
+pub mod h3;
+pub mod h3conn;
 pub mod hist;
 /// HPACK: the server's own (`http/src/h2/hpack`), compiled here from the
 /// same source rather than through `ringside-http`, which would bring the

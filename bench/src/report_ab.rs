@@ -28,8 +28,8 @@
 //!   the median is under a millisecond (ab's whole milliseconds would print
 //!   a column of zeros), else in ms.
 //!
-//! With `--h2`/`--h2c`: "Streams per connection" (and "Streams reset" when
-//! the server reset any). Over https: ab's own TLS lines after "Server
+//! With `--h2`/`--h2c`/`--h3`: "Streams per connection" (and "Streams
+//! reset" when the server reset any). Over https: ab's own TLS lines after "Server
 //! Port", and "TLS sessions resumed", which ab lacks.
 
 use std::fmt::Write;
@@ -117,8 +117,8 @@ pub fn render(f: &Finished) -> String {
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Concurrency Level:      {}", cfg.concurrency);
-    if cfg.h2.is_some() {
-        // Beyond ab: HTTP/2's requests in flight per connection.
+    if cfg.h2.is_some() || cfg.h3 {
+        // Beyond ab: HTTP/2's (or 3's) requests in flight per connection.
         let _ = writeln!(o, "Streams per connection: {}", cfg.streams);
     }
     let _ = writeln!(o, "Time taken for tests:   {secs:.3} seconds");

@@ -36,6 +36,9 @@ pub struct Target {
     pub h2: request::H2Blocks,
     /// With --h2/--h2c: the request body, sent in DATA frames.
     pub body: Vec<u8>,
+    /// With --h3: the request's bytes on its stream, HEADERS and DATA
+    /// frames (see [`crate::h3::request`]).
+    pub h3: Vec<u8>,
 }
 
 /// A line of a URL file: the URL and, for `POST`, its body.
@@ -135,8 +138,17 @@ pub fn load(cfg: &Config) -> Result<Vec<Target>, String> {
             }
             h2 = request::build_h2(cfg, &line.url, method, body);
         }
+        if cfg.h3 && !line.url.tls {
+            return Err("--h3 is HTTP/3 over QUIC, always encrypted: give https:// URLs".into());
+        }
+        let h3 = if cfg.h3 {
+            crate::h3::request(cfg, &line.url, method, body)
+        } else {
+            Vec::new()
+        };
         targets.push(Target {
             h2,
+            h3,
             body: if cfg.h2.is_some() {
                 body.map(<[u8]>::to_vec).unwrap_or_default()
             } else {

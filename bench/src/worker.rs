@@ -89,9 +89,15 @@ pub fn run(
         cacert: cfg.cacert.clone(),
         alpn: match cfg.h2 {
             Some(H2::Tls) => vec![b"h2".to_vec()],
+            _ if cfg.h3 => vec![b"h3".to_vec()],
             _ => Vec::new(),
         },
-        protocol: cfg.tls_protocol.clone(),
+        // QUIC is TLS 1.3 only (args refuses any other -f with --h3).
+        protocol: if cfg.h3 {
+            Some("TLS1.3".into())
+        } else {
+            cfg.tls_protocol.clone()
+        },
         ciphers: cfg.tls_ciphers.clone(),
         group: cfg.tls_group.clone(),
         no_resume: cfg.tls_no_resume,
@@ -99,7 +105,11 @@ pub fn run(
     // Checked here, once, so a bad --cacert stops the run before it starts.
     let roots = if targets.iter().any(|t| t.url.tls) {
         crate::tls::check(&tls_opts)?;
-        Some(crate::tls::roots(&tls_opts)?)
+        let roots = crate::tls::roots(&tls_opts)?;
+        if cfg.h3 {
+            crate::h3::check(crate::tls::client_config(&tls_opts, &roots))?;
+        }
+        Some(roots)
     } else {
         None
     };
@@ -127,10 +137,11 @@ pub fn run(
                     let _ = tx.send((i, Msg::Ready(Ok(name))));
                     start_rx.recv().ok()
                 };
-                let main = move |start: Instant| {
+                let h3 = cfg.h3;
+                let make = move |start: Instant| {
                     // One client config per core: its session cache is this core's.
                     let tls = roots.map(|r| crate::tls::client_config(&tls_opts, &r));
-                    let core = Rc::new(Core {
+                    Rc::new(Core {
                         tls,
                         index: i,
                         tickets: Tickets::new(requests, start, cfg.duration, rate, phase),
@@ -139,10 +150,16 @@ pub fn run(
                         shared,
                         stats: RefCell::new(Stats::default()),
                         max_request,
-                    });
-                    core_main(core, conns)
+                    })
                 };
-                let out = run_engine(backend, ready, main);
+                let out = if h3 {
+                    // HTTP/3 runs its own poll(2) loop (see crate::h3conn).
+                    Ok(ready("poll").map_or_else(Stats::default, |start| {
+                        crate::h3conn::run(make(start), conns)
+                    }))
+                } else {
+                    run_engine(backend, ready, move |start| core_main(make(start), conns))
+                };
                 match out {
                     Ok(stats) => {
                         let _ = tx.send((i, Msg::Done));
