@@ -208,13 +208,17 @@ pub async fn serve<F, Fut>(
         handshaking: Cell::new(0),
     });
     tracing::debug!(%local, worker, gro, "HTTP/3 endpoint serving");
-    let mut rx = BytesMut::new();
+    // One read buffer, reused: each datagram is copied out of it at its own
+    // size, because quinn-proto keeps a datagram's buffer for as long as
+    // any stream data in it is unread. Measured against a fresh 64 KiB
+    // buffer per read (26-byte file, -c100 with 10 streams each): that
+    // spent 15% of the server's CPU in malloc and first-touch page faults.
+    let mut rx = vec![std::mem::MaybeUninit::<u8>::uninit(); crate::udp::MAX_READ];
     let fd = shared.sock.as_raw_fd();
     loop {
         let mut read = 0;
         while read < READS_PER_TURN {
-            rx.reserve(crate::udp::MAX_READ);
-            let (n, from, stride) = match crate::udp::recv(fd, rx.spare_capacity_mut()) {
+            let (n, from, stride) = match crate::udp::recv(fd, &mut rx) {
                 Ok(r) => r,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -225,16 +229,14 @@ pub async fn serve<F, Fut>(
                 }
             };
             read += 1;
-            // SAFETY: the kernel wrote n bytes into the spare capacity.
-            unsafe { rx.set_len(n) };
-            let mut data = rx.split();
-            while !data.is_empty() {
-                let one = data.split_to(stride.min(data.len()));
+            // SAFETY: the kernel wrote n bytes at the start of rx.
+            let got = unsafe { std::slice::from_raw_parts(rx.as_ptr().cast::<u8>(), n) };
+            for one in got.chunks(stride) {
                 stats::add(|c| &c.datagrams_in, 1);
                 datagram(
                     &shared,
                     &setup,
-                    one,
+                    BytesMut::from(one),
                     from,
                     &mut || current(&mut cached),
                     &serve,

@@ -130,6 +130,8 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
     }
     ringside_runtime::task::spawn(accept_uni(conn.clone()));
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
+    // The client's certificates stand for the connection: asked for once.
+    let mut certs_taken = false;
     loop {
         let next = ringside_runtime::task::select(quic.accept(Dir::Bi), drain.as_mut()).await;
         match next {
@@ -137,7 +139,8 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
                 if !quic.is_connected() {
                     continue;
                 }
-                if conn.certs.borrow().is_empty() {
+                if !certs_taken {
+                    certs_taken = true;
                     if let Some(c) = quic.peer_certificates() {
                         *conn.certs.borrow_mut() = c;
                     }

@@ -21,6 +21,9 @@ use crate::h2::client::FieldList;
 use crate::h2::wire::{lowercase, valid_value};
 use crate::message::{Framing, HeaderLine};
 
+/// Response fields never kept in the encoded-field cache.
+const CREDENTIALS: [&[u8]; 3] = [b"set-cookie", b"authorization", b"proxy-authorization"];
+
 /// The most read from a file or an upstream for one DATA frame.
 const PIECE: usize = 64 * 1024;
 
@@ -202,11 +205,19 @@ impl<'a> Wire<'a> {
         enc.status(status, &mut section);
         let mut lower = [0u8; 64];
         let mut put = |name: &[u8], value: &[u8]| {
-            let Some(name) = lowercase(name, &mut lower) else {
-                return;
+            let mut line = |dst: &mut BytesMut| {
+                let Some(name) = lowercase(name, &mut lower) else {
+                    return;
+                };
+                if !crate::hop::is_hop_by_hop(name) && valid_value(value) {
+                    enc.field(name, value, false, dst);
+                }
             };
-            if !crate::hop::is_hop_by_hop(name) && valid_value(value) {
-                enc.field(name, value, false, &mut section);
+            // A credential is never kept encoded (see `field_cache`).
+            if CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
+                line(&mut section);
+            } else {
+                super::qpack::field_cache::put(name, value, &mut section, line);
             }
         };
         for (name, value) in headers {

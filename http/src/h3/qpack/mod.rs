@@ -7,6 +7,7 @@
 
 mod decoder;
 mod encoder;
+pub(crate) mod field_cache;
 mod instructions;
 pub mod static_table;
 #[cfg(test)]
