@@ -1,6 +1,7 @@
 //! HTTP/3 with real clients: aioquic (GET, a 10 MiB download, a range, a
 //! 1 MiB upload echoed through the proxy by an HTTP/1.1 upstream, on one
-//! connection at once) and ngtcp2's client (HEAD; a download across a NAT
+//! connection at once; gRPC calls to a grpcio server behind an h2
+//! upstream, trailers and all) and ngtcp2's client (HEAD; a download across a NAT
 //! rebinding, a changed local address and key updates); Alt-Svc on the
 //! TLS listeners' HTTP/1.1 and HTTP/2 responses; malformed requests reset
 //! with H3_MESSAGE_ERROR and never passed upstream; and with two workers,
@@ -272,4 +273,68 @@ root = "root"
     assert_eq!(stray.iter().sum::<f64>(), 0.0, "{metrics}");
     let failed = per_worker("ringside_http3_handshakes_failed_total");
     assert_eq!(failed.iter().sum::<f64>(), 0.0, "{metrics}");
+}
+
+/// A gRPC message: uncompressed, its length, its bytes.
+fn grpc_frame(msg: &[u8]) -> Vec<u8> {
+    let mut f = vec![0];
+    f.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    f.extend_from_slice(msg);
+    f
+}
+
+#[test]
+fn grpc_calls_over_http3_reach_an_h2_upstream() {
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let (_grpc, port) = common::script::start("/usr/bin/python3", "grpc_server.py", &[]);
+    let dir = TempDir::new("h3-grpc");
+    let ca = common::pki::Ca::new("ringside h3 CA");
+    ca.leaf(&dir, "leaf", "h2.test", &["h2.test"]);
+    let ca_pem = dir.write("ca.pem", ca.pem().as_bytes());
+    let cfg = dir.write(
+        "ringside.toml",
+        format!(
+            r#"
+[server]
+listen = [{{ addr = "127.0.0.1:0", tls = {{ cert = "leaf.pem", key = "leaf.key" }} }}]
+
+[upstream.grpc]
+protocol = "h2"
+servers = ["127.0.0.1:{port}"]
+retries = 0
+
+[[route]]
+prefix = "/"
+upstream = "grpc"
+grpc = true
+"#
+        )
+        .as_bytes(),
+    );
+    let srv = Ringside::as_configured("io-uring", &cfg);
+    let call = |method: &str, msg: &[u8]| {
+        json!({"path": format!("/test.Echo/{method}"), "method": "POST",
+               "headers": [["content-type", "application/grpc"], ["te", "trailers"]],
+               "body_b64": b64(&grpc_frame(msg))})
+    };
+    let report = aioquic(
+        srv.addr,
+        &ca_pem,
+        "h2.test",
+        &json!([call("Unary", b"over h3"), call("Fail", b"x")]),
+    );
+    let a = answers(&report);
+    assert_eq!(a[0]["status"], 200, "{}", a[0]);
+    assert_eq!(a[0]["body"], b64(&grpc_frame(b"echo:over h3")), "{}", a[0]);
+    let status = |a: &Value| -> Option<String> {
+        let fields = a["trailers"].as_array().or(a["headers"].as_array())?;
+        fields
+            .iter()
+            .find(|f| f[0] == "grpc-status")
+            .and_then(|f| f[1].as_str().map(str::to_owned))
+    };
+    assert_eq!(status(&a[0]).as_deref(), Some("0"), "trailers: {}", a[0]);
+    let failed = status(&a[1]).expect("a grpc-status");
+    assert_ne!(failed, "0", "{}", a[1]);
 }

@@ -56,6 +56,8 @@ class Client(QuicConnectionProtocol):
             body = open(req["body_file"], "rb").read()
         elif "body" in req:
             body = req["body"].encode()
+        elif "body_b64" in req:
+            body = base64.b64decode(req["body_b64"])
         fields = [
             (b":method", req.get("method", "GET").encode()),
             (b":scheme", b"https"),
