@@ -79,7 +79,7 @@ impl ConnConfig {
 
     /// Whether listener `i` serves HTTP/3 as well (over QUIC, same port).
     pub fn http3_on(&self, i: usize) -> bool {
-        self.http3.get(i).copied().unwrap_or(false)
+        self.http3.get(i).copied().unwrap_or(false) && crate::udp::served()
     }
 
     /// Whether listener `i` speaks HTTP/2 besides HTTP/1.1 (h2c by prior

@@ -5,6 +5,21 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set when this process serves no HTTP/3 whatever its config says (a
+/// binary upgrade with several workers: see `worker::adopt`).
+static UNSERVED: AtomicBool = AtomicBool::new(false);
+
+/// This process serves no HTTP/3 (nor offers it) from now on.
+pub fn set_unserved() {
+    UNSERVED.store(true, Ordering::Relaxed);
+}
+
+/// Whether HTTP/3 may be served and offered at all.
+pub fn served() -> bool {
+    !UNSERVED.load(Ordering::Relaxed)
+}
 
 pub struct UdpSocket {
     #[cfg(rt_monoio)]

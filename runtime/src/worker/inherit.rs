@@ -106,9 +106,22 @@ pub fn adopt(
         tcp_migrate_req = ?migrate_req(),
         "listeners taken over from the previous process; none is closed (a worker accepts on several where there are fewer workers than sockets)"
     );
-    // UDP is not handed over: the new group joins the old one on the port,
-    // and the old process's QUIC connections end with it.
-    let udp = super::bind_udp(srv, &local_addrs, n)?;
+    // UDP is not handed over, and with several workers not bound either:
+    // this process's sockets would join the old one's reuseport group, and
+    // the BPF program steers by a socket's place in the group, which the
+    // old sockets hold until that process exits and which closing them
+    // then reshuffles; every packet after the handshake would reach
+    // another worker. HTTP/3 (and its Alt-Svc) waits for a restart. One
+    // worker steers nothing and keeps it.
+    let udp = if n == 1 {
+        super::bind_udp(srv, &local_addrs, n)?
+    } else {
+        if srv.http3.iter().any(|&on| on) {
+            crate::udp::set_unserved();
+            tracing::warn!(workers = n, "HTTP/3 is not served after a binary upgrade with several workers, until the next restart (QUIC packets cannot be steered to their worker while the old process holds the port)");
+        }
+        (0..n).map(|_| Vec::new()).collect()
+    };
     Ok(Bound {
         backend,
         n,
