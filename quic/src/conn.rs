@@ -15,7 +15,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use quinn_proto::{
     Connection, ConnectionError, ConnectionHandle, Dir, Event, ReadError, StreamEvent, StreamId,
     VarInt, WriteError,
@@ -330,10 +330,79 @@ impl Conn {
         Ok(())
     }
 
-    /// What the stream has now, without waiting: `None` when nothing yet.
-    pub fn read_now(&self, id: StreamId, max: usize) -> Option<Result<Option<Bytes>, StreamError>> {
+    /// Appends what the stream has now to `buf`, at most `max` bytes, in
+    /// one read of the stream's state (its data and its end together, where
+    /// both came); whether the stream ended. Waits only when there is
+    /// neither.
+    pub fn poll_read_into(
+        &self,
+        cx: &mut Context<'_>,
+        id: StreamId,
+        buf: &mut BytesMut,
+        max: usize,
+    ) -> Poll<Result<bool, StreamError>> {
+        if self.lost() {
+            return Poll::Ready(Err(StreamError::Lost));
+        }
+        let mut q = self.0.q.borrow_mut();
+        let mut rs = q.recv_stream(id);
+        let mut chunks = match rs.read(true) {
+            Ok(c) => c,
+            Err(_) => return Poll::Ready(Ok(true)),
+        };
+        let (mut got, mut fin, mut reset) = (0, false, None);
+        while got < max {
+            match chunks.next(max - got) {
+                Ok(Some(c)) => {
+                    got += c.bytes.len();
+                    buf.extend_from_slice(&c.bytes);
+                }
+                Ok(None) => {
+                    fin = true;
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(code)) => {
+                    reset = Some(code.into_inner());
+                    break;
+                }
+            }
+        }
+        if chunks.finalize().should_transmit() {
+            self.0.kick();
+        }
+        if let Some(code) = reset {
+            return Poll::Ready(Err(StreamError::Reset(code)));
+        }
+        if got == 0 && !fin {
+            self.0
+                .wakers
+                .borrow_mut()
+                .read
+                .insert(id, cx.waker().clone());
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(fin))
+    }
+
+    pub async fn read_into(
+        &self,
+        id: StreamId,
+        buf: &mut BytesMut,
+        max: usize,
+    ) -> Result<bool, StreamError> {
+        poll_fn(|cx| self.poll_read_into(cx, id, buf, max)).await
+    }
+
+    /// [`Conn::poll_read_into`] without waiting: `None` when nothing came.
+    pub fn read_into_now(
+        &self,
+        id: StreamId,
+        buf: &mut BytesMut,
+        max: usize,
+    ) -> Option<Result<bool, StreamError>> {
         let waker = Waker::noop();
-        match self.poll_read(&mut Context::from_waker(waker), id, max) {
+        match self.poll_read_into(&mut Context::from_waker(waker), id, buf, max) {
             Poll::Ready(r) => Some(r),
             Poll::Pending => {
                 self.0.wakers.borrow_mut().read.remove(&id);

@@ -41,9 +41,8 @@ async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<
                     quic.reset(id, ErrorCode::RequestIncomplete.code());
                     return None;
                 }
-                match quic.read(id, 16 * 1024).await {
-                    Ok(Some(b)) => rx.pending.extend_from_slice(&b),
-                    Ok(None) => rx.fin = true,
+                match quic.read_into(id, &mut rx.pending, 16 * 1024).await {
+                    Ok(fin) => rx.fin = fin,
                     Err(_) => return None,
                 }
             }
@@ -54,16 +53,9 @@ async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<
             } => {
                 let mut section = rx.pending.split_to(step.consumed);
                 section.advance(payload.start);
-                // The stream's end may have come with the HEADERS: a
-                // request without a body then reads as one.
-                if rx.pending.is_empty() && !rx.fin {
-                    match quic.read_now(id, 16 * 1024) {
-                        Some(Ok(Some(b))) => rx.pending.extend_from_slice(&b),
-                        Some(Ok(None)) => rx.fin = true,
-                        Some(Err(_)) => return None,
-                        None => {}
-                    }
-                }
+                // The stream's end came with the HEADERS where it was read
+                // with them (`read_into` takes both): a request without a
+                // body then reads as one.
                 let end = rx.fin && rx.pending.is_empty();
                 return Some((section, end));
             }
@@ -165,9 +157,8 @@ fn short_of(conn: &H3Conn, id: StreamId, rx: &mut Incoming, declared: Option<u64
         return false;
     };
     while !rx.fin {
-        match conn.quic.read_now(id, 64 * 1024) {
-            Some(Ok(Some(b))) => rx.pending.extend_from_slice(&b),
-            Some(Ok(None)) => rx.fin = true,
+        match conn.quic.read_into_now(id, &mut rx.pending, 64 * 1024) {
+            Some(Ok(fin)) => rx.fin = fin,
             Some(Err(_)) | None => return false,
         }
     }

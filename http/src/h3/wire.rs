@@ -130,9 +130,8 @@ impl<'a> Wire<'a> {
                     }
                     return Ok(None);
                 }
-                Item::NeedMore => match quic.read(self.id, PIECE).await {
-                    Ok(Some(b)) => rx.pending.extend_from_slice(&b),
-                    Ok(None) => rx.fin = true,
+                Item::NeedMore => match quic.read_into(self.id, &mut rx.pending, PIECE).await {
+                    Ok(fin) => rx.fin = fin,
                     Err(e) => {
                         return Err(Error::client_gone(
                             "reading the body",
