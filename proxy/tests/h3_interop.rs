@@ -210,6 +210,45 @@ fn malformed_requests_are_reset_and_never_reach_the_upstream() {
 
 #[test]
 fn two_workers_serve_each_connection_on_one_worker() {
+    let metrics = two_workers(true, 8);
+    // Every packet of each connection, across its rebinding, reached the
+    // worker that accepted it.
+    assert_eq!(
+        sum(&metrics, "ringside_http3_misdelivered_total"),
+        0.0,
+        "{metrics}"
+    );
+}
+
+#[test]
+fn without_steering_a_packet_on_the_wrong_worker_is_handed_to_its_owner() {
+    // As a kernel without SO_ATTACH_REUSEPORT_CBPF: the kernel's hash of
+    // the addresses picks the socket, and a rebinding may change it.
+    let metrics = two_workers(false, 16);
+    let stray = sum(&metrics, "ringside_http3_misdelivered_total");
+    // Each rebinding lands on either worker as the kernel's hash falls:
+    // over 16 of them, all on the accepting one is a 1 in 65,536 chance.
+    assert!(stray > 0.0, "no packet reached the other worker: {metrics}");
+    assert_eq!(
+        sum(&metrics, "ringside_http3_handed_over_total"),
+        stray,
+        "every stray packet handed over: {metrics}"
+    );
+}
+
+/// A metric's samples summed over the workers.
+fn sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// `runs` downloads by ngtcp2's client, each across a NAT rebinding, from
+/// ringside with two workers (the BPF steering on or off); the metrics
+/// after, checked for what holds either way.
+fn two_workers(steering: bool, runs: usize) -> String {
     let dir = TempDir::new("h3-workers");
     let ca = common::pki::Ca::new("ringside h3 CA");
     ca.leaf(&dir, "leaf", "h2.test", &["h2.test"]);
@@ -222,20 +261,24 @@ listen = [{ addr = "127.0.0.1:0", tls = { cert = "leaf.pem", key = "leaf.key" } 
 root = "root"
 "#,
     );
-    let mut srv = Ringside::start(&[
+    let mut cmd = std::process::Command::new(common::BIN);
+    cmd.args([
         "--workers",
         "2",
         "--backend",
         "io-uring",
         "--admin",
         "127.0.0.1:0",
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    ])
+    .arg("--config")
+    .arg(&cfg);
+    if !steering {
+        cmd.env("RINGSIDE_QUIC_STEERING", "off");
+    }
+    let mut srv = Ringside::start_with(&mut cmd);
     let at = srv.addr;
     let dl = dir.0.join("dl");
     std::fs::create_dir_all(&dl).unwrap();
-    let runs = 8;
     for i in 0..runs {
         let out = ngtcp2(
             at,
@@ -257,22 +300,16 @@ root = "root"
         assert!(got == pattern(10 << 20), "run {i}: {} bytes", got.len());
     }
     let (_, metrics) = srv.admin_get("/metrics");
-    let per_worker = |name: &str| -> Vec<f64> {
-        metrics
-            .lines()
-            .filter(|l| l.starts_with(name))
-            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
-            .collect()
-    };
-    let conns = per_worker("ringside_http3_connections_total");
+    let conns: Vec<f64> = metrics
+        .lines()
+        .filter(|l| l.starts_with("ringside_http3_connections_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
     assert_eq!(conns.len(), 2, "{metrics}");
     assert_eq!(conns.iter().sum::<f64>(), runs as f64, "{conns:?}");
-    // Every packet of each connection, across its rebinding, reached the
-    // worker that accepted it: none dropped as another worker's.
-    let stray = per_worker("ringside_http3_misdelivered_total");
-    assert_eq!(stray.iter().sum::<f64>(), 0.0, "{metrics}");
-    let failed = per_worker("ringside_http3_handshakes_failed_total");
-    assert_eq!(failed.iter().sum::<f64>(), 0.0, "{metrics}");
+    let failed = sum(&metrics, "ringside_http3_handshakes_failed_total");
+    assert_eq!(failed, 0.0, "{metrics}");
+    metrics
 }
 
 /// A gRPC message: uncompressed, its length, its bytes.

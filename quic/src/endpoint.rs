@@ -26,10 +26,12 @@ use crate::conn::{drive, Conn, Inner};
 use crate::stats;
 
 /// Where the endpoint sits and what it allows.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Setup {
     pub worker: usize,
     pub workers: usize,
+    /// Where a datagram of another worker's connection is handed.
+    pub handoff: Arc<ringside_runtime::udp::Handoff>,
     pub limits: Http3,
     /// A connection with nothing happening on it is closed after this.
     pub idle_timeout: Duration,
@@ -138,6 +140,39 @@ fn server_config(
     Ok(Arc::new(sc))
 }
 
+/// What the endpoint's loop and the hand-over listener share.
+struct Ctx<F> {
+    shared: Rc<Shared>,
+    setup: Setup,
+    tls: Box<dyn Fn() -> Option<Arc<rustls::ServerConfig>>>,
+    /// The listener's TLS settings last seen, and the QUIC side made of them.
+    cached: RefCell<Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)>>,
+    serve: F,
+}
+
+impl<F> Ctx<F> {
+    /// The QUIC server settings for a new handshake: the listener's TLS now.
+    fn config(&self) -> Option<Arc<ServerConfig>> {
+        let now = (self.tls)()?;
+        let mut cached = self.cached.borrow_mut();
+        if let Some((t, q)) = cached.as_ref() {
+            if Arc::ptr_eq(t, &now) {
+                return Some(q.clone());
+            }
+        }
+        match server_config(&now, &self.setup) {
+            Ok(q) => {
+                *cached = Some((now, q.clone()));
+                Some(q)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "TLS settings unusable for QUIC");
+                None
+            }
+        }
+    }
+}
+
 /// Serves a worker's UDP socket until the worker stops: `tls` gives the
 /// listener's TLS settings now (a reload changes them: new handshakes take
 /// the new ones), and `serve` runs in a task of its own for each
@@ -145,10 +180,10 @@ fn server_config(
 pub async fn serve<F, Fut>(
     socket: std::net::UdpSocket,
     setup: Setup,
-    tls: impl Fn() -> Option<Arc<rustls::ServerConfig>>,
+    tls: impl Fn() -> Option<Arc<rustls::ServerConfig>> + 'static,
     serve: F,
 ) where
-    F: Fn(Conn) -> Fut,
+    F: Fn(Conn) -> Fut + 'static,
     Fut: Future<Output = ()> + 'static,
 {
     let local = match socket.local_addr() {
@@ -169,44 +204,53 @@ pub async fn serve<F, Fut>(
     let mut ep_cfg = EndpointConfig::new(crate::keys::reset_key());
     let (worker, workers) = (setup.worker, setup.workers);
     ep_cfg.cid_generator(move || Box::new(WorkerCids { worker, workers }));
-    let mut cached: Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)> = None;
-    let current = |cached: &mut Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)>| {
-        let now = tls()?;
-        if let Some((t, q)) = cached.as_ref() {
-            if Arc::ptr_eq(t, &now) {
-                return Some(q.clone());
-            }
-        }
-        match server_config(&now, &setup) {
-            Ok(q) => {
-                *cached = Some((now, q.clone()));
-                Some(q)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "TLS settings unusable for QUIC");
-                None
-            }
-        }
+    let ctx = Ctx {
+        shared: Rc::new(Shared {
+            // Replaced below, once the TLS settings are known good.
+            quinn: RefCell::new(quinn_proto::Endpoint::new(
+                Arc::new(EndpointConfig::default()),
+                None,
+                false,
+                None,
+            )),
+            sock,
+            local,
+            conns: RefCell::new(HashMap::new()),
+            tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
+            segments: Cell::new(if cfg!(any(target_os = "linux", target_os = "android")) {
+                GSO_SEGMENTS
+            } else {
+                1
+            }),
+            handshaking: Cell::new(0),
+        }),
+        setup,
+        tls: Box::new(tls),
+        cached: RefCell::new(None),
+        serve,
     };
-    let first = current(&mut cached);
-    if first.is_none() {
+    let Some(first) = ctx.config() else {
         tracing::error!(%local, "HTTP/3 not served: the listener has no usable TLS");
         return;
+    };
+    *ctx.shared.quinn.borrow_mut() =
+        quinn_proto::Endpoint::new(Arc::new(ep_cfg), Some(first), true, None);
+    let ctx = Rc::new(ctx);
+    // Datagrams other workers hand over are answered when the bell rings.
+    let handed: Rc<ringside_runtime::doorbell::Listener> = {
+        let ctx = ctx.clone();
+        Rc::new(move || {
+            for (d, from) in ctx.setup.handoff.take(worker) {
+                datagram(&ctx, BytesMut::from(&d[..]), from);
+            }
+        })
+    };
+    if workers > 1 {
+        match ctx.setup.handoff.register(worker) {
+            Ok(()) => ringside_runtime::doorbell::listen(&handed),
+            Err(e) => tracing::warn!(error = %e, "no hand-over of QUIC packets to this worker"),
+        }
     }
-    let quinn = quinn_proto::Endpoint::new(Arc::new(ep_cfg), first, true, None);
-    let shared = Rc::new(Shared {
-        quinn: RefCell::new(quinn),
-        sock,
-        local,
-        conns: RefCell::new(HashMap::new()),
-        tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
-        segments: Cell::new(if cfg!(any(target_os = "linux", target_os = "android")) {
-            GSO_SEGMENTS
-        } else {
-            1
-        }),
-        handshaking: Cell::new(0),
-    });
     tracing::debug!(%local, worker, gro, "HTTP/3 endpoint serving");
     // One read buffer, reused: each datagram is copied out of it at its own
     // size, because quinn-proto keeps a datagram's buffer for as long as
@@ -214,7 +258,7 @@ pub async fn serve<F, Fut>(
     // buffer per read (26-byte file, -c100 with 10 streams each): that
     // spent 15% of the server's CPU in malloc and first-touch page faults.
     let mut rx = vec![std::mem::MaybeUninit::<u8>::uninit(); crate::udp::MAX_READ];
-    let fd = shared.sock.as_raw_fd();
+    let fd = ctx.shared.sock.as_raw_fd();
     loop {
         let mut read = 0;
         while read < READS_PER_TURN {
@@ -233,44 +277,37 @@ pub async fn serve<F, Fut>(
             let got = unsafe { std::slice::from_raw_parts(rx.as_ptr().cast::<u8>(), n) };
             for one in got.chunks(stride) {
                 stats::add(|c| &c.datagrams_in, 1);
-                datagram(
-                    &shared,
-                    &setup,
-                    BytesMut::from(one),
-                    from,
-                    &mut || current(&mut cached),
-                    &serve,
-                );
+                datagram(&ctx, BytesMut::from(one), from);
             }
         }
         if read == READS_PER_TURN {
             ringside_runtime::task::yield_now().await;
             continue;
         }
-        if let Err(e) = shared.sock.readable().await {
+        if let Err(e) = ctx.shared.sock.readable().await {
             tracing::error!(error = %e, "HTTP/3 socket failed");
             return;
         }
     }
 }
 
-fn datagram<F, Fut>(
-    shared: &Rc<Shared>,
-    setup: &Setup,
-    data: BytesMut,
-    from: SocketAddr,
-    config: &mut dyn FnMut() -> Option<Arc<ServerConfig>>,
-    serve: &F,
-) where
+fn datagram<F, Fut>(ctx: &Ctx<F>, data: BytesMut, from: SocketAddr)
+where
     F: Fn(Conn) -> Fut,
     Fut: Future<Output = ()> + 'static,
 {
-    // A connection of another worker's (the group rebuilt, or no steering
-    // program): dropped, never answered with a stateless reset.
+    let (shared, setup) = (&ctx.shared, &ctx.setup);
+    // A connection of another worker's (no steering program, or the group
+    // rebuilt): handed to its owner, never answered here, where a stateless
+    // reset would end it.
     if setup.workers > 1 {
         if let Some((b, false)) = dcid_first_byte(&data) {
-            if b as usize % setup.workers != setup.worker {
+            let owner = b as usize % setup.workers;
+            if owner != setup.worker {
                 stats::add(|c| &c.misdelivered, 1);
+                if setup.handoff.send(owner, &data, from) {
+                    stats::add(|c| &c.handed_over, 1);
+                }
                 return;
             }
         }
@@ -293,25 +330,18 @@ fn datagram<F, Fut>(
         Some(DatagramEvent::Response(t)) => {
             shared.send(&resp[..t.size], t.destination, t.segment_size);
         }
-        Some(DatagramEvent::NewConnection(incoming)) => {
-            admit(shared, setup, incoming, now, config, serve);
-        }
+        Some(DatagramEvent::NewConnection(incoming)) => admit(ctx, incoming, now),
     }
 }
 
-fn admit<F, Fut>(
-    shared: &Rc<Shared>,
-    setup: &Setup,
-    incoming: Incoming,
-    now: Instant,
-    config: &mut dyn FnMut() -> Option<Arc<ServerConfig>>,
-    serve: &F,
-) where
+fn admit<F, Fut>(ctx: &Ctx<F>, incoming: Incoming, now: Instant)
+where
     F: Fn(Conn) -> Fut,
     Fut: Future<Output = ()> + 'static,
 {
+    let shared = &ctx.shared;
     let mut buf = Vec::new();
-    let l = &setup.limits;
+    let l = &ctx.setup.limits;
     let busy = shared.handshaking.get() >= l.retry_above;
     if (l.always_retry || busy) && !incoming.remote_address_validated() && incoming.may_retry() {
         let t = shared.quinn.borrow_mut().retry(incoming, &mut buf);
@@ -321,7 +351,10 @@ fn admit<F, Fut>(
         }
         return;
     }
-    let Some(cfg) = config().filter(|_| shared.handshaking.get() < l.max_handshakes) else {
+    let cfg = ctx
+        .config()
+        .filter(|_| shared.handshaking.get() < l.max_handshakes);
+    let Some(cfg) = cfg else {
         stats::add(|c| &c.refused, 1);
         let t = shared.quinn.borrow_mut().refuse(incoming, &mut buf);
         shared.send(&buf[..t.size], t.destination, t.segment_size);
@@ -339,7 +372,7 @@ fn admit<F, Fut>(
             shared.conns.borrow_mut().insert(h, inner.clone());
             let conn = Conn(inner.clone());
             ringside_runtime::task::spawn(drive(inner));
-            ringside_runtime::task::spawn(serve(conn));
+            ringside_runtime::task::spawn((ctx.serve)(conn));
         }
         Err(e) => {
             tracing::debug!(cause = %e.cause, "QUIC connection not accepted");

@@ -22,9 +22,11 @@ pub struct QuicStats {
     pub retries_sent: AtomicU64,
     /// New clients refused (handshakes at `max_handshakes`, no TLS).
     pub refused: AtomicU64,
-    /// Short-header packets naming another worker's connection: dropped
-    /// here, never answered with a stateless reset.
+    /// Short-header packets naming another worker's connection, never
+    /// answered here with a stateless reset ...
     pub misdelivered: AtomicU64,
+    /// ... and of those, the ones handed to their worker.
+    pub handed_over: AtomicU64,
     /// Datagrams the kernel would not take (lost as on the network).
     pub send_errors: AtomicU64,
     /// Packets QUIC judged lost and sent again, of connections ended.

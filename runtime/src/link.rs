@@ -59,7 +59,7 @@ pub trait Driver<H>: Copy + Send + Sync + 'static {
 
 /// Where a worker's UDP socket sits: its listener, and its place in the
 /// listener's group of one socket per worker.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct UdpAt {
     pub listener: usize,
     pub worker: usize,
@@ -67,6 +67,8 @@ pub struct UdpAt {
     /// Whether the kernel steers each packet to its connection's worker
     /// (see `udp_group`); if not, a packet may reach another worker.
     pub steered: bool,
+    /// Where a worker hands a datagram that belongs to another.
+    pub handoff: std::sync::Arc<crate::udp::Handoff>,
 }
 
 impl Drop for Link {

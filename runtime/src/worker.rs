@@ -287,15 +287,17 @@ fn bind_udp(
         let group = crate::udp_group::bind_udp_group(addr, n)
             .map_err(|cause| StartError::Bind { addr, cause })?;
         if !group.steered && n > 1 {
-            tracing::warn!(%addr, "QUIC packets are not steered by connection ID here (no SO_ATTACH_REUSEPORT_CBPF); misdelivered packets are dropped, and their connections recover by retransmission");
+            tracing::warn!(%addr, "QUIC packets are not steered by connection ID here (no SO_ATTACH_REUSEPORT_CBPF); a packet that reaches the wrong worker is handed to its owner");
         }
         let steered = group.steered;
+        let handoff = crate::udp::Handoff::new(n);
         for (worker, sock) in group.sockets.into_iter().enumerate() {
             let at = UdpAt {
                 listener,
                 worker,
                 workers: n,
                 steered,
+                handoff: handoff.clone(),
             };
             udp[worker].push((sock, at));
         }

@@ -79,6 +79,7 @@ pub(crate) async fn serve_udp<H: Handler>(
     let setup = ringside_quic::Setup {
         worker: at.worker,
         workers: at.workers,
+        handoff: at.handoff.clone(),
         limits: cfg.h3,
         idle_timeout: cfg.timeouts.keepalive_idle,
     };

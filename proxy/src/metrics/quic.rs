@@ -15,18 +15,67 @@ use super::CoreStats;
 /// A family: its name, its help, and its counter.
 type Family = (&'static str, &'static str, fn(&QuicStats) -> &AtomicU64);
 
-const FAMILIES: [Family; 11] = [
-    ("ringside_http3_connections_total", "QUIC connections accepted, per worker.", |s| &s.connections),
-    ("ringside_http3_handshakes_failed_total", "QUIC handshakes that ended unfinished, per worker.", |s| &s.handshakes_failed),
-    ("ringside_http3_streams_total", "HTTP/3 request streams accepted, per worker.", |s| &s.streams),
-    ("ringside_http3_datagrams_received_total", "UDP datagrams read, per worker.", |s| &s.datagrams_in),
-    ("ringside_http3_datagrams_sent_total", "UDP datagrams sent, per worker.", |s| &s.datagrams_out),
-    ("ringside_http3_send_calls_total", "sendmsg calls (a GSO train of datagrams is one), per worker.", |s| &s.send_calls),
-    ("ringside_http3_retries_total", "Retry packets sent (address validation), per worker.", |s| &s.retries_sent),
-    ("ringside_http3_refused_total", "New QUIC clients refused (too many handshakes), per worker.", |s| &s.refused),
-    ("ringside_http3_misdelivered_total", "Packets of another worker's connection that reached this one and were dropped, per worker.", |s| &s.misdelivered),
-    ("ringside_http3_send_errors_total", "Datagrams the kernel would not take, per worker.", |s| &s.send_errors),
-    ("ringside_http3_lost_packets_total", "Packets QUIC judged lost (and sent again), of connections ended, per worker.", |s| &s.lost_packets),
+const FAMILIES: [Family; 12] = [
+    (
+        "ringside_http3_connections_total",
+        "QUIC connections accepted, per worker.",
+        |s| &s.connections,
+    ),
+    (
+        "ringside_http3_handshakes_failed_total",
+        "QUIC handshakes that ended unfinished, per worker.",
+        |s| &s.handshakes_failed,
+    ),
+    (
+        "ringside_http3_streams_total",
+        "HTTP/3 request streams accepted, per worker.",
+        |s| &s.streams,
+    ),
+    (
+        "ringside_http3_datagrams_received_total",
+        "UDP datagrams read, per worker.",
+        |s| &s.datagrams_in,
+    ),
+    (
+        "ringside_http3_datagrams_sent_total",
+        "UDP datagrams sent, per worker.",
+        |s| &s.datagrams_out,
+    ),
+    (
+        "ringside_http3_send_calls_total",
+        "sendmsg calls (a GSO train of datagrams is one), per worker.",
+        |s| &s.send_calls,
+    ),
+    (
+        "ringside_http3_retries_total",
+        "Retry packets sent (address validation), per worker.",
+        |s| &s.retries_sent,
+    ),
+    (
+        "ringside_http3_refused_total",
+        "New QUIC clients refused (too many handshakes), per worker.",
+        |s| &s.refused,
+    ),
+    (
+        "ringside_http3_misdelivered_total",
+        "Packets of another worker's connection that reached this one, per worker.",
+        |s| &s.misdelivered,
+    ),
+    (
+        "ringside_http3_handed_over_total",
+        "Of those, the packets handed to their worker, per worker.",
+        |s| &s.handed_over,
+    ),
+    (
+        "ringside_http3_send_errors_total",
+        "Datagrams the kernel would not take, per worker.",
+        |s| &s.send_errors,
+    ),
+    (
+        "ringside_http3_lost_packets_total",
+        "Packets QUIC judged lost (and sent again), of connections ended, per worker.",
+        |s| &s.lost_packets,
+    ),
 ];
 
 pub(super) fn render(cores: &[Arc<CoreStats>], out: &mut String) {
