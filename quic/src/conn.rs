@@ -55,6 +55,8 @@ struct Wakers {
     write: HashMap<StreamId, Waker>,
     stopped: HashMap<StreamId, Waker>,
     accept: [Option<Waker>; 2],
+    /// Waiting to open a stream of ours in one direction.
+    open: [Option<Waker>; 2],
     closed: Vec<Waker>,
 }
 
@@ -64,6 +66,10 @@ impl Wakers {
         self.write.drain().for_each(|(_, k)| k.wake());
         self.stopped.drain().for_each(|(_, k)| k.wake());
         self.accept
+            .iter_mut()
+            .filter_map(Option::take)
+            .for_each(Waker::wake);
+        self.open
             .iter_mut()
             .filter_map(Option::take)
             .for_each(Waker::wake);
@@ -111,6 +117,23 @@ impl Inner {
             Event::Connected => {
                 self.connected.set(true);
                 self.ep.handshake_done();
+                w.open
+                    .iter_mut()
+                    .filter_map(Option::take)
+                    .for_each(Waker::wake);
+            }
+            // The client's whole ClientHello was read: its transport
+            // parameters, and so our stream limits, are known.
+            Event::HandshakeDataReady => {
+                w.open
+                    .iter_mut()
+                    .filter_map(Option::take)
+                    .for_each(Waker::wake);
+            }
+            Event::Stream(StreamEvent::Available { dir }) => {
+                if let Some(k) = w.open[dir as usize].take() {
+                    k.wake();
+                }
             }
             Event::ConnectionLost { reason } => {
                 tracing::debug!(%reason, "QUIC connection lost");
@@ -146,10 +169,7 @@ impl Inner {
                     k.wake();
                 }
             }
-            Event::Stream(StreamEvent::Available { .. })
-            | Event::HandshakeDataReady
-            | Event::DatagramReceived
-            | Event::DatagramsUnblocked => {}
+            Event::DatagramReceived | Event::DatagramsUnblocked => {}
         }
     }
 
@@ -248,9 +268,27 @@ impl Conn {
         poll_fn(|cx| self.poll_accept(cx, dir)).await
     }
 
-    /// Opens a stream of ours in one direction (control streams).
-    pub fn open_uni(&self) -> Option<StreamId> {
-        self.0.q.borrow_mut().streams().open(Dir::Uni)
+    /// Opens a stream of ours in one direction (control streams), once
+    /// the peer allows one; `None` once the connection is gone.
+    ///
+    /// A server learns the client's stream limits from the transport
+    /// parameters in its ClientHello, and a connection is accepted at the
+    /// first Initial datagram: a ClientHello longer than one datagram (a
+    /// post-quantum key share, as Chromium sends) leaves the limit at 0
+    /// until the rest arrives.
+    pub fn poll_open_uni(&self, cx: &mut Context<'_>) -> Poll<Option<StreamId>> {
+        if let Some(id) = self.0.q.borrow_mut().streams().open(Dir::Uni) {
+            return Poll::Ready(Some(id));
+        }
+        if self.lost() {
+            return Poll::Ready(None);
+        }
+        self.0.wakers.borrow_mut().open[Dir::Uni as usize] = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    pub async fn open_uni(&self) -> Option<StreamId> {
+        poll_fn(|cx| self.poll_open_uni(cx)).await
     }
 
     /// The next piece of a stream, at most `max` bytes; `None` at its end.

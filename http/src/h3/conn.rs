@@ -115,7 +115,7 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
     });
     // Our control stream and SETTINGS go first (§6.2.1): no dynamic
     // table (capacity 0 is the default, so left out), our head bound.
-    let Some(ctl) = quic.open_uni() else {
+    let Some(ctl) = quic.open_uni().await else {
         return;
     };
     conn.control.set(Some(ctl));
