@@ -57,6 +57,8 @@ struct Wakers {
     accept: [Option<Waker>; 2],
     /// Waiting to open a stream of ours in one direction.
     open: [Option<Waker>; 2],
+    /// Waiting for the handshake to finish.
+    connected: Vec<Waker>,
     closed: Vec<Waker>,
 }
 
@@ -73,6 +75,7 @@ impl Wakers {
             .iter_mut()
             .filter_map(Option::take)
             .for_each(Waker::wake);
+        self.connected.drain(..).for_each(Waker::wake);
         self.closed.drain(..).for_each(Waker::wake);
     }
 }
@@ -117,6 +120,7 @@ impl Inner {
             Event::Connected => {
                 self.connected.set(true);
                 self.ep.handshake_done();
+                w.connected.drain(..).for_each(Waker::wake);
                 w.open
                     .iter_mut()
                     .filter_map(Option::take)
@@ -553,7 +557,24 @@ impl Conn {
             .map(|b| *b)
     }
 
-    /// Whether a handshake finished (it has, once a stream is served).
+    /// Waits until the handshake finished (the client's certificate, if
+    /// any, is known from then), or the connection is gone.
+    pub async fn connected(&self) {
+        poll_fn(|cx| {
+            if self.0.connected.get() || self.lost() {
+                return Poll::Ready(());
+            }
+            self.0
+                .wakers
+                .borrow_mut()
+                .connected
+                .push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Whether a handshake finished.
     pub fn is_connected(&self) -> bool {
         self.0.connected.get()
     }

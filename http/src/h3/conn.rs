@@ -137,8 +137,14 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
         let next = ringside_runtime::task::select(quic.accept(Dir::Bi), drain.as_mut()).await;
         match next {
             ringside_runtime::task::Either::Left(Some(id)) => {
+                // A stream can come before the driver has handed on the
+                // handshake's end (the same datagram): its request waits
+                // for it, as the client's certificate does.
                 if !quic.is_connected() {
-                    continue;
+                    quic.connected().await;
+                    if quic.is_closed() {
+                        return;
+                    }
                 }
                 if !certs_taken {
                     certs_taken = true;
