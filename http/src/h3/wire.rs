@@ -320,12 +320,26 @@ impl<'a> Wire<'a> {
             let _ = quic.finish(self.id);
             return;
         }
-        let rest = self.out.split().freeze();
+        let mut rest = self.out.split().freeze();
         let (quic, id) = (quic.clone(), self.id);
+        // The send timeout holds between writes here as in `flush`: a
+        // client that never opens its window (a whole cached body waits
+        // here) has the stream reset, not the body kept while the
+        // connection lives.
+        let t = self.conn.cfg.timeouts.send;
         ringside_runtime::task::spawn(async move {
-            if quic.write_all(id, &rest).await.is_ok() {
-                let _ = quic.finish(id);
+            while !rest.is_empty() {
+                let w = std::future::poll_fn(|cx| quic.poll_write(cx, id, &rest));
+                match ringside_runtime::task::timeout(t, w).await {
+                    Ok(Ok(n)) => rest.advance(n),
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        quic.reset(id, ErrorCode::InternalError.code());
+                        return;
+                    }
+                }
             }
+            let _ = quic.finish(id);
         });
     }
 
