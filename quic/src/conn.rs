@@ -364,6 +364,62 @@ impl Conn {
         }
     }
 
+    /// [`Conn::poll_write`] of bytes the stream keeps as they are, without
+    /// a copy: what it took is cut from the front of `data`.
+    pub fn poll_write_bytes(
+        &self,
+        cx: &mut Context<'_>,
+        id: StreamId,
+        data: &mut Bytes,
+    ) -> Poll<Result<usize, StreamError>> {
+        if self.lost() {
+            return Poll::Ready(Err(StreamError::Lost));
+        }
+        let before = data.len();
+        let r = self
+            .0
+            .q
+            .borrow_mut()
+            .send_stream(id)
+            .write_chunks(std::slice::from_mut(data));
+        match r {
+            Ok(_) => {
+                self.0.kick();
+                Poll::Ready(Ok(before - data.len()))
+            }
+            Err(WriteError::Blocked) => {
+                self.0
+                    .wakers
+                    .borrow_mut()
+                    .write
+                    .insert(id, cx.waker().clone());
+                Poll::Pending
+            }
+            Err(WriteError::Stopped(c)) => Poll::Ready(Err(StreamError::Stopped(c.into_inner()))),
+            Err(WriteError::ClosedStream) => Poll::Ready(Err(StreamError::Closed)),
+        }
+    }
+
+    /// Gives the stream all of `data`, waiting for its credit.
+    pub async fn write_all_bytes(&self, id: StreamId, mut data: Bytes) -> Result<(), StreamError> {
+        while !data.is_empty() {
+            poll_fn(|cx| self.poll_write_bytes(cx, id, &mut data)).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Conn::poll_write_bytes`] without waiting.
+    pub fn write_bytes_now(&self, id: StreamId, data: &mut Bytes) -> Result<usize, StreamError> {
+        let waker = Waker::noop();
+        match self.poll_write_bytes(&mut Context::from_waker(waker), id, data) {
+            Poll::Ready(r) => r,
+            Poll::Pending => {
+                self.0.wakers.borrow_mut().write.remove(&id);
+                Ok(0)
+            }
+        }
+    }
+
     pub async fn write_all(&self, id: StreamId, mut data: &[u8]) -> Result<(), StreamError> {
         while !data.is_empty() {
             let n = poll_fn(|cx| self.poll_write(cx, id, data)).await?;

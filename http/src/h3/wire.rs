@@ -21,6 +21,11 @@ use crate::h2::client::FieldList;
 use crate::h2::wire::{lowercase, valid_value};
 use crate::message::{Framing, HeaderLine};
 
+thread_local! {
+    /// A response head's field section as it is encoded, reused.
+    static SECTION: std::cell::RefCell<BytesMut> = std::cell::RefCell::new(BytesMut::with_capacity(512));
+}
+
 /// Response fields never kept in the encoded-field cache.
 const CREDENTIALS: [&[u8]; 3] = [b"set-cookie", b"authorization", b"proxy-authorization"];
 
@@ -199,7 +204,10 @@ impl<'a> Wire<'a> {
         extra: &[(&[u8], &[u8])],
     ) {
         let enc = Encoder::new();
-        let mut section = BytesMut::with_capacity(256);
+        // The section is encoded in the core's scratch, then framed: its
+        // length goes before it.
+        let mut section = SECTION.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        section.clear();
         enc.begin_section(&mut section);
         enc.status(status, &mut section);
         let mut lower = [0u8; 64];
@@ -226,6 +234,7 @@ impl<'a> Wire<'a> {
             put(name, value);
         }
         frame::put_frame(&mut self.out, FrameKind::Headers, &section);
+        SECTION.with(|s| *s.borrow_mut() = section);
     }
 
     pub fn write_head<'h>(
@@ -240,6 +249,14 @@ impl<'a> Wire<'a> {
             return;
         }
         self.responded = true;
+        // Room for the head and a small body at once: the output is built
+        // up frame by frame, and growing it twice showed in the profile
+        // (6% of a small response's instructions, callgrind).
+        let small = match framing {
+            Framing::Length(n) if n <= 16 * 1024 && !self.is_head => n as usize,
+            _ => 0,
+        };
+        self.out.reserve(512 + small);
         let ends = match framing {
             Framing::Length(n) => {
                 self.left = Some(n);
@@ -301,26 +318,28 @@ impl<'a> Wire<'a> {
             return;
         }
         let quic = &self.conn.quic;
-        while !self.out.is_empty() {
-            match quic.write_now(self.id, &self.out) {
+        // Handed over as it is: the stream keeps the bytes, not a copy.
+        let mut rest = self.out.split().freeze();
+        while !rest.is_empty() {
+            match quic.write_bytes_now(self.id, &mut rest) {
                 Ok(0) => break,
-                Ok(n) => self.out.advance(n),
+                Ok(_) => {}
                 Err(_) => {
-                    self.out.clear();
                     self.ended = true;
                     return;
                 }
             }
         }
         if !end {
+            // What the stream did not take goes first next time.
+            self.out.extend_from_slice(&rest);
             return;
         }
         self.ended = true;
-        if self.out.is_empty() {
+        if rest.is_empty() {
             let _ = quic.finish(self.id);
             return;
         }
-        let mut rest = self.out.split().freeze();
         let (quic, id) = (quic.clone(), self.id);
         // The send timeout holds between writes here as in `flush`: a
         // client that never opens its window (a whole cached body waits
@@ -329,9 +348,9 @@ impl<'a> Wire<'a> {
         let t = self.conn.cfg.timeouts.send;
         ringside_runtime::task::spawn(async move {
             while !rest.is_empty() {
-                let w = std::future::poll_fn(|cx| quic.poll_write(cx, id, &rest));
+                let w = std::future::poll_fn(|cx| quic.poll_write_bytes(cx, id, &mut rest));
                 match ringside_runtime::task::timeout(t, w).await {
-                    Ok(Ok(n)) => rest.advance(n),
+                    Ok(Ok(_)) => {}
                     Ok(Err(_)) => return,
                     Err(_) => {
                         quic.reset(id, ErrorCode::InternalError.code());
@@ -349,8 +368,9 @@ impl<'a> Wire<'a> {
             return Err(gone(StreamError::Closed));
         }
         let t = self.conn.cfg.timeouts.send;
-        let out = self.out.split();
-        let w = ringside_runtime::task::timeout(t, self.conn.quic.write_all(self.id, &out)).await;
+        let out = self.out.split().freeze();
+        let w = self.conn.quic.write_all_bytes(self.id, out);
+        let w = ringside_runtime::task::timeout(t, w).await;
         match w {
             Err(_) => {
                 self.reset();
@@ -452,7 +472,8 @@ impl<'a> Wire<'a> {
         self.push_now(true);
     }
 
-    /// A file's bytes, a piece a DATA frame.
+    /// A file's bytes, a piece a DATA frame, read from the page cache
+    /// straight into the output behind the frame's header.
     pub async fn write_file(
         &mut self,
         file: &std::fs::File,
@@ -460,18 +481,20 @@ impl<'a> Wire<'a> {
         mut len: u64,
     ) -> Result<(), Error> {
         use std::os::unix::fs::FileExt;
-        let mut buf = vec![0u8; (len as usize).min(PIECE)];
         while len > 0 {
-            let n = (len as usize).min(buf.len());
-            let got = match file.read_at(&mut buf[..n], offset) {
-                Ok(0) => return Err(Error::internal("file shorter than its length")),
-                Ok(got) => got,
-                Err(e) => return Err(Error::internal("reading a file").because(e)),
-            };
-            offset += got as u64;
-            len -= got as u64;
-            let end = self.last(got as u64);
-            self.put_data(&buf[..got]);
+            let n = (len as usize).min(PIECE);
+            frame::put_header(&mut self.out, frame::DATA, n as u64);
+            let at = self.out.len();
+            self.out.resize(at + n, 0);
+            if let Err(e) = file.read_exact_at(&mut self.out[at..], offset) {
+                return Err(match e.kind() {
+                    io::ErrorKind::UnexpectedEof => Error::internal("file shorter than its length"),
+                    _ => Error::internal("reading a file").because(e),
+                });
+            }
+            offset += n as u64;
+            len -= n as u64;
+            let end = self.last(n as u64);
             self.flush(end).await?;
         }
         Ok(())
