@@ -34,6 +34,9 @@ pub struct Link {
     /// The client's address as a PROXY protocol header gave it, where
     /// the listener takes one (else the socket's peer is the client).
     client: Cell<Option<SocketAddr>>,
+    /// An `Alt-Svc` went out on this connection: a client keeps what one
+    /// says for its `ma`, so one per connection is enough.
+    pub alt_svc_sent: Cell<bool>,
 }
 
 /// A protocol layer's entry point: serves one accepted connection until it
@@ -104,6 +107,7 @@ impl Link {
             listener,
             sending: Cell::new(Meter::default()),
             client: Cell::new(None),
+            alt_svc_sent: Cell::new(false),
         })
     }
 
