@@ -217,11 +217,17 @@ pub async fn serve<F, Fut>(
             local,
             conns: RefCell::new(HashMap::new()),
             tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
-            segments: Cell::new(if cfg!(any(target_os = "linux", target_os = "android")) {
-                GSO_SEGMENTS
-            } else {
-                1
-            }),
+            // RINGSIDE_QUIC_GSO=off: one datagram a send, to measure what
+            // GSO saves.
+            segments: Cell::new(
+                if cfg!(any(target_os = "linux", target_os = "android"))
+                    && !std::env::var("RINGSIDE_QUIC_GSO").is_ok_and(|v| v == "off")
+                {
+                    GSO_SEGMENTS
+                } else {
+                    1
+                },
+            ),
             handshaking: Cell::new(0),
         }),
         setup,

@@ -44,6 +44,10 @@ pub(crate) fn setup(fd: RawFd, v6: bool) -> bool {
                 libc::IP_PMTUDISC_PROBE,
             );
         }
+        // RINGSIDE_QUIC_GRO=off: one datagram a read, to measure what GRO saves.
+        if std::env::var("RINGSIDE_QUIC_GRO").is_ok_and(|v| v == "off") {
+            return false;
+        }
         set(libc::SOL_UDP, libc::UDP_GRO, 1)
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
