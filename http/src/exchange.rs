@@ -343,7 +343,7 @@ impl<'a> Exchange<'a> {
             Wire::H2(w) => w.link,
             Wire::H3(_) => return None,
         };
-        if link.alt_svc_sent.get() || !link.stream.is_tls() || !link.cfg.http3_on(link.listener) {
+        if link.alt_svc_sent.get() || !link.stream.is_tls() || !link.cfg.http3_on(link.listener()) {
             return None;
         }
         link.alt_svc_sent.set(true);
@@ -354,13 +354,13 @@ impl<'a> Exchange<'a> {
         }
         let port = PORTS.with(|p| {
             let mut p = p.borrow_mut();
-            if p.len() <= link.listener {
-                p.resize(link.listener + 1, 0);
+            if p.len() <= link.listener() {
+                p.resize(link.listener() + 1, 0);
             }
-            if p[link.listener] == 0 {
-                p[link.listener] = link.local_addr().map_or(0, |a| a.port());
+            if p[link.listener()] == 0 {
+                p[link.listener()] = link.local_addr().map_or(0, |a| a.port());
             }
-            p[link.listener]
+            p[link.listener()]
         });
         if port == 0 {
             return None;

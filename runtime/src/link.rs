@@ -27,16 +27,18 @@ pub struct Link {
     pub stream: TcpStream,
     guard: ConnGuard,
     pub cfg: Rc<ConnConfig>,
-    /// Which of the server's listeners accepted it (its index in `listen`).
-    pub listener: usize,
+    /// Which of the server's listeners accepted it (its index in `listen`;
+    /// see [`Link::listener`]). A u32 beside `alt_svc_sent`, so that the
+    /// flag costs no room: every connection's future holds a Link.
+    listener: u32,
+    /// An `Alt-Svc` went out on this connection: a client keeps what one
+    /// says for its `ma`, so one per connection is enough.
+    pub alt_svc_sent: Cell<bool>,
     /// The pace of the response being written; reset for each request.
     pub sending: Cell<Meter>,
     /// The client's address as a PROXY protocol header gave it, where
     /// the listener takes one (else the socket's peer is the client).
     client: Cell<Option<SocketAddr>>,
-    /// An `Alt-Svc` went out on this connection: a client keeps what one
-    /// says for its `ma`, so one per connection is enough.
-    pub alt_svc_sent: Cell<bool>,
 }
 
 /// A protocol layer's entry point: serves one accepted connection until it
@@ -104,11 +106,16 @@ impl Link {
             stream,
             guard,
             cfg,
-            listener,
+            listener: listener as u32,
             sending: Cell::new(Meter::default()),
             client: Cell::new(None),
             alt_svc_sent: Cell::new(false),
         })
+    }
+
+    /// Which of the server's listeners accepted it (its index in `listen`).
+    pub fn listener(&self) -> usize {
+        self.listener as usize
     }
 
     /// The client's address: what a PROXY protocol header said, else the
@@ -129,7 +136,7 @@ impl Link {
     /// address (and the socket's own calls for one are not to be made).
     #[inline]
     pub fn is_unix(&self) -> bool {
-        self.listener >= self.cfg.tcp_listeners
+        self.listener() >= self.cfg.tcp_listeners
     }
 
     /// The address the client connected to; none on a unix socket.

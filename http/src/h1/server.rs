@@ -112,7 +112,7 @@ pub(crate) fn serve<H: Handler>(
 ) -> impl std::future::Future<Output = ()> {
     async move {
         let mut active: Option<Box<Active>> = None;
-        if let Some(trusted) = link.cfg.proxy_trusted(link.listener) {
+        if let Some(trusted) = link.cfg.proxy_trusted(link.listener()) {
             // Before TLS, whose handshake follows the header. Boxed: only
             // these listeners' connections carry it, and only until read.
             let mut a = acquire();
@@ -153,7 +153,7 @@ pub(crate) fn serve<H: Handler>(
         if link.stream.alpn_is(b"acme-tls/1") {
             return;
         }
-        let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener);
+        let h2c = !link.stream.is_tls() && link.cfg.http2_on(link.listener());
         let mut first = true;
         let next = loop {
             let buffered = active.as_ref().is_some_and(|a| !a.rbuf.is_empty());
