@@ -133,6 +133,43 @@ pub(crate) fn with_server_line<R>(f: impl FnOnce(&[u8]) -> R) -> R {
     f(server_line())
 }
 
+/// The fields an HTTP/2 or HTTP/3 head carries after the response's own,
+/// as one slice for `f`: a line the exchange added, Date (this second's,
+/// or the one given), Server (as `server_tokens` says) and Content-Length
+/// for a sized body. (HTTP/1's writer spells them as text instead.)
+pub(crate) fn with_framed_head_fields<R>(
+    added: Option<&crate::message::HeaderLine>,
+    given: Option<&[u8]>,
+    framing: crate::message::Framing,
+    f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
+) -> R {
+    let mut len = [0u8; 20];
+    let len = match framing {
+        crate::message::Framing::Length(n) => crate::grammar::decimal(n, &mut len),
+        _ => &[][..],
+    };
+    let server = server_line();
+    crate::date::with_date(|date| {
+        let mut extra: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
+        let mut n = 0;
+        if let Some(l) = added {
+            extra[n] = (&l.name, &l.value);
+            n += 1;
+        }
+        extra[n] = (b"date", given.unwrap_or(date));
+        n += 1;
+        if let Some(s) = server_value(server) {
+            extra[n] = (b"server", s);
+            n += 1;
+        }
+        if !len.is_empty() {
+            extra[n] = (b"content-length", len);
+            n += 1;
+        }
+        f(&extra[..n])
+    })
+}
+
 /// The `Server: ...\r\n` line.
 #[inline]
 pub(crate) fn server_line() -> &'static [u8] {

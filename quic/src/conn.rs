@@ -335,37 +335,8 @@ impl Conn {
     }
 
     /// Writes what the stream's flow control and the connection's send
-    /// buffer take of `data` now; returns how much.
-    pub fn poll_write(
-        &self,
-        cx: &mut Context<'_>,
-        id: StreamId,
-        data: &[u8],
-    ) -> Poll<Result<usize, StreamError>> {
-        if self.lost() {
-            return Poll::Ready(Err(StreamError::Lost));
-        }
-        let r = self.0.q.borrow_mut().send_stream(id).write(data);
-        match r {
-            Ok(n) => {
-                self.0.kick();
-                Poll::Ready(Ok(n))
-            }
-            Err(WriteError::Blocked) => {
-                self.0
-                    .wakers
-                    .borrow_mut()
-                    .write
-                    .insert(id, cx.waker().clone());
-                Poll::Pending
-            }
-            Err(WriteError::Stopped(c)) => Poll::Ready(Err(StreamError::Stopped(c.into_inner()))),
-            Err(WriteError::ClosedStream) => Poll::Ready(Err(StreamError::Closed)),
-        }
-    }
-
-    /// [`Conn::poll_write`] of bytes the stream keeps as they are, without
-    /// a copy: what it took is cut from the front of `data`.
+    /// buffer take of `data` now, as the bytes they are (no copy): what it
+    /// took is cut from the front of `data`; returns how much.
     pub fn poll_write_bytes(
         &self,
         cx: &mut Context<'_>,
@@ -418,14 +389,6 @@ impl Conn {
                 Ok(0)
             }
         }
-    }
-
-    pub async fn write_all(&self, id: StreamId, mut data: &[u8]) -> Result<(), StreamError> {
-        while !data.is_empty() {
-            let n = poll_fn(|cx| self.poll_write(cx, id, data)).await?;
-            data = &data[n..];
-        }
-        Ok(())
     }
 
     /// Appends what the stream has now to `buf`, at most `max` bytes, in
@@ -505,18 +468,6 @@ impl Conn {
             Poll::Pending => {
                 self.0.wakers.borrow_mut().read.remove(&id);
                 None
-            }
-        }
-    }
-
-    /// Writes what the stream takes of `data` now, without waiting.
-    pub fn write_now(&self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        let waker = Waker::noop();
-        match self.poll_write(&mut Context::from_waker(waker), id, data) {
-            Poll::Ready(r) => r,
-            Poll::Pending => {
-                self.0.wakers.borrow_mut().write.remove(&id);
-                Ok(0)
             }
         }
     }

@@ -126,7 +126,7 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
         ..Settings::default()
     }
     .put_frame(&mut out);
-    if quic.write_all(ctl, &out).await.is_err() {
+    if quic.write_all_bytes(ctl, out.freeze()).await.is_err() {
         return;
     }
     ringside_runtime::task::spawn(accept_uni(conn.clone()));
@@ -187,7 +187,7 @@ async fn goaway(conn: &H3Conn) {
     };
     let mut out = BytesMut::new();
     frame::put_varint_frame(&mut out, FrameKind::Goaway, conn.next_id.get());
-    let _ = conn.quic.write_all(ctl, &out).await;
+    let _ = conn.quic.write_all_bytes(ctl, out.freeze()).await;
 }
 
 /// The client's unidirectional streams, each read in a task of its own.

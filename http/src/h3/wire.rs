@@ -265,30 +265,8 @@ impl<'a> Wire<'a> {
             Framing::Stream => self.is_head,
             Framing::None => true,
         };
-        let mut len = [0u8; 20];
-        let len = match framing {
-            Framing::Length(n) => crate::grammar::decimal(n, &mut len),
-            _ => &[][..],
-        };
-        let server = crate::fields::server_line();
-        crate::date::with_date(|date| {
-            let mut extra: [(&[u8], &[u8]); 4] = [(b"", b""); 4];
-            let mut n = 0;
-            if let Some(l) = added {
-                extra[n] = (&l.name, &l.value);
-                n += 1;
-            }
-            extra[n] = (b"date", given.unwrap_or(date));
-            n += 1;
-            if let Some(s) = crate::fields::server_value(server) {
-                extra[n] = (b"server", s);
-                n += 1;
-            }
-            if !len.is_empty() {
-                extra[n] = (b"content-length", len);
-                n += 1;
-            }
-            self.encode_head(status, headers, &extra[..n]);
+        crate::fields::with_framed_head_fields(added, given, framing, |extra| {
+            self.encode_head(status, headers, extra)
         });
         if ends {
             self.push_now(true);
