@@ -137,6 +137,9 @@ pub(crate) fn with_server_line<R>(f: impl FnOnce(&[u8]) -> R) -> R {
 /// as one slice for `f`: a line the exchange added, Date (this second's,
 /// or the one given), Server (as `server_tokens` says) and Content-Length
 /// for a sized body. (HTTP/1's writer spells them as text instead.)
+/// Inlined: called as a function it cost h2c 1.7% more instructions per
+/// request (callgrind, h2load -c10 -m10).
+#[inline(always)]
 pub(crate) fn with_framed_head_fields<R>(
     added: Option<&crate::message::HeaderLine>,
     given: Option<&[u8]>,
