@@ -92,3 +92,14 @@ pub fn digits(status: u16) -> [u8; 3] {
         b'0' + (s % 10) as u8,
     ]
 }
+
+/// The short page a refused HTTP/2 or HTTP/3 stream gets ("431 Request
+/// Header Fields Too Large"), and its content type.
+pub(crate) fn refusal_page(status: u16) -> (bytes::BytesMut, (&'static [u8], &'static [u8])) {
+    let mut page = bytes::BytesMut::new();
+    page.extend_from_slice(crate::grammar::decimal(u64::from(status), &mut [0; 20]));
+    page.extend_from_slice(b" ");
+    page.extend_from_slice(reason(status).as_bytes());
+    page.extend_from_slice(b"\n");
+    (page, (b"content-type", b"text/plain; charset=utf-8"))
+}

@@ -571,13 +571,8 @@ impl<'a> Wire<'a> {
     /// A refused request: its status and a short page, then the stream
     /// ends (the connection goes on). Returns the body's length.
     pub fn write_refusal(&mut self, status: u16) -> u64 {
-        let mut page = BytesMut::new();
-        page.extend_from_slice(crate::grammar::decimal(u64::from(status), &mut [0; 20]));
-        page.extend_from_slice(b" ");
-        page.extend_from_slice(crate::status::reason(status).as_bytes());
-        page.extend_from_slice(b"\n");
+        let (page, ct) = crate::status::refusal_page(status);
         let len = page.len() as u64;
-        let ct: (&[u8], &[u8]) = (b"content-type", b"text/plain; charset=utf-8");
         self.write_head(
             status,
             std::iter::once(ct),
