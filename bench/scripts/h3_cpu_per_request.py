@@ -10,6 +10,10 @@ Medians over the rounds are printed at the end.
 usage: h3_cpu_per_request.py [--rounds 3] [--duration 5] [--file 26.txt]
                              [--servers ringside,ringside-h2,caddy]
                              [--proxy] [-c 100] [-m 10] [--baseline EXE]
+                             [--syscalls]
+
+--syscalls also counts the server's system calls per request over each
+measured run (perf stat -e raw_syscalls:sys_enter -p PID).
 
 HTTP/3 load is ringside-bench --h3 (target/release; no HTTP/3 client here
 has a load mode: Debian's h2load and curl are built without it);
@@ -88,16 +92,27 @@ def measure(name, root, args, cert, origin_port):
             h2.h2load(port, h2args, 1, args.c, args.m)
         else:
             h3load(port, args, 1)
+        perf = None
+        if args.syscalls:
+            # The server's system calls over the measured run only.
+            perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter",
+                                     "-p", str(proc.pid)], stderr=subprocess.PIPE, text=True)
         u0, s0 = base.cpu_ticks(proc.pid)
         if name.endswith("-h2"):
             reqs = h2.h2load(port, h2args, args.duration, args.c, args.m)[0]
         else:
             reqs = h3load(port, args, args.duration)
         u1, s1 = base.cpu_ticks(proc.pid)
+        calls = None
+        if perf:
+            perf.send_signal(2)
+            err = perf.communicate()[1]
+            calls = next(float(l.split(",")[0]) for l in err.splitlines() if "sys_enter" in l)
     finally:
         base.stop(proc, prefix)
     us = lambda t: t / base.TICK / reqs * 1e6
-    return reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0)
+    per = None if calls is None else calls / reqs
+    return reqs / args.duration, us(u1 - u0 + s1 - s0), us(u1 - u0), us(s1 - s0), per
 
 
 def main():
@@ -110,6 +125,8 @@ def main():
     p.add_argument("-c", type=int, default=100)
     p.add_argument("-m", type=int, default=10)
     p.add_argument("--baseline", default=None)
+    p.add_argument("--syscalls", action="store_true",
+                   help="count the server's system calls per request (perf stat)")
     args = p.parse_args()
     base.BASELINE = args.baseline
     root = h2.make_root()
@@ -120,7 +137,9 @@ def main():
     failed = False
     mode = f"{'proxy' if args.proxy else 'static'} /{args.file}, -c{args.c} streams {args.m}"
     print(f"# {mode}, {args.duration}s x {args.rounds} rounds; server CPU 0, load CPU 1")
-    print(f"{'round':>5} {'server':<14} {'req/s':>10} {'us/req':>8} {'user':>7} {'sys':>7}")
+    print(f"{'round':>5} {'server':<14} {'req/s':>10} {'us/req':>8} {'user':>7} {'sys':>7}"
+          + (f" {'calls/req':>9}" if args.syscalls else ""))
+    calls = lambda row: f" {row[4]:>9.3f}" if row[4] is not None else ""
     try:
         for r in range(args.rounds):
             for s in servers:
@@ -131,7 +150,8 @@ def main():
                     print(f"{r + 1:>5} {s:<14} failed: {e}")
                     continue
                 rows[s].append(row)
-                print(f"{r + 1:>5} {s:<14} {row[0]:>10.0f} {row[1]:>8.2f} {row[2]:>7.2f} {row[3]:>7.2f}", flush=True)
+                print(f"{r + 1:>5} {s:<14} {row[0]:>10.0f} {row[1]:>8.2f} {row[2]:>7.2f} {row[3]:>7.2f}"
+                      + calls(row), flush=True)
     finally:
         if origin:
             base.stop(origin[0], origin[2])
@@ -142,7 +162,9 @@ def main():
     for s in servers:
         if rows[s]:
             med = [statistics.median(x[i] for x in rows[s]) for i in range(4)]
-            print(f"{'med':>5} {s:<14} {med[0]:>10.0f} {med[1]:>8.2f} {med[2]:>7.2f} {med[3]:>7.2f}")
+            med.append(statistics.median(x[4] for x in rows[s]) if args.syscalls else None)
+            print(f"{'med':>5} {s:<14} {med[0]:>10.0f} {med[1]:>8.2f} {med[2]:>7.2f} {med[3]:>7.2f}"
+                  + calls(med))
     sys.exit(1 if failed else 0)
 
 

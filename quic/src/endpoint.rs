@@ -200,7 +200,10 @@ pub async fn serve<F, Fut>(
             return;
         }
     };
-    let gro = crate::udp::setup(sock.as_raw_fd(), local.is_ipv6());
+    // The datagram ring gives each datagram a buffer of its own, so GRO
+    // (which would hand it several at once) is on only without the ring.
+    let mut ring = sock.ring();
+    let gro = crate::udp::setup(sock.as_raw_fd(), local.is_ipv6(), ring.is_err());
     let mut ep_cfg = EndpointConfig::new(crate::keys::reset_key());
     let (worker, workers) = (setup.worker, setup.workers);
     ep_cfg.cid_generator(move || Box::new(WorkerCids { worker, workers }));
@@ -257,20 +260,89 @@ pub async fn serve<F, Fut>(
             Err(e) => tracing::warn!(error = %e, "no hand-over of QUIC packets to this worker"),
         }
     }
-    tracing::debug!(%local, worker, gro, "HTTP/3 endpoint serving");
-    // One read buffer, reused: each datagram is copied out of it at its own
-    // size, because quinn-proto keeps a datagram's buffer for as long as
-    // any stream data in it is unread. Measured against a fresh 64 KiB
-    // buffer per read (26-byte file, -c100 with 10 streams each): that
-    // spent 15% of the server's CPU in malloc and first-touch page faults.
-    let mut rx = vec![std::mem::MaybeUninit::<u8>::uninit(); crate::udp::MAX_READ];
-    let fd = ctx.shared.sock.as_raw_fd();
+    match &ring {
+        Ok(_) => {
+            tracing::debug!(%local, worker, "HTTP/3 endpoint serving; receives by multishot RECVMSG")
+        }
+        Err(why) => {
+            tracing::debug!(%local, worker, gro, %why, "HTTP/3 endpoint serving; receives by recvmsg")
+        }
+    }
+    let mut plain = Plain::new(&ctx);
     loop {
+        let Ok(r) = &ring else {
+            if plain.read(&ctx).await {
+                ringside_runtime::task::yield_now().await;
+            } else if let Err(e) = ctx.shared.sock.readable().await {
+                tracing::error!(error = %e, "HTTP/3 socket failed");
+                return;
+            }
+            continue;
+        };
+        let took = r.take(READS_PER_TURN, |d, from| {
+            stats::add(|c| &c.datagrams_in, 1);
+            datagram(&ctx, BytesMut::from(d), from);
+        });
+        match took {
+            Ok(READS_PER_TURN) => ringside_runtime::task::yield_now().await,
+            Ok(_) => {
+                // The ring ran dry under the receive: what waits in the
+                // socket is read the plain way before the ring is armed
+                // again, the turn given up between batches.
+                if !r.ready().await {
+                    while plain.read(&ctx).await {
+                        ringside_runtime::task::yield_now().await;
+                    }
+                }
+            }
+            // A kernel with buffer rings but no multishot RECVMSG (before
+            // 6.0): read the plain way from now on.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+                tracing::warn!(error = %e, "multishot RECVMSG refused; HTTP/3 reads by recvmsg");
+                ring = Err(e);
+            }
+            // An ICMP error queued on the socket, and the like.
+            Err(e) => tracing::trace!(error = %e, "UDP receive failed"),
+        }
+    }
+}
+
+/// Reading the socket with `recvmsg` (GRO where on): where there is no
+/// datagram ring, and where the ring ran dry.
+struct Plain {
+    /// One read buffer, reused: each datagram is copied out of it at its
+    /// own size, because quinn-proto keeps a datagram's buffer for as long
+    /// as any stream data in it is unread. Measured against a fresh 64 KiB
+    /// buffer per read (26-byte file, -c100 with 10 streams each): that
+    /// spent 15% of the server's CPU in malloc and first-touch page faults.
+    rx: Vec<std::mem::MaybeUninit<u8>>,
+    fd: std::os::fd::RawFd,
+}
+
+impl Plain {
+    fn new<F>(ctx: &Ctx<F>) -> Plain {
+        Plain {
+            rx: Vec::new(),
+            fd: ctx.shared.sock.as_raw_fd(),
+        }
+    }
+
+    /// Reads until the socket would block; true if it stopped short of
+    /// that to give the connections it woke a turn.
+    async fn read<F, Fut>(&mut self, ctx: &Ctx<F>) -> bool
+    where
+        F: Fn(Conn) -> Fut,
+        Fut: Future<Output = ()> + 'static,
+    {
+        if self.rx.is_empty() {
+            self.rx
+                .resize(crate::udp::MAX_READ, std::mem::MaybeUninit::uninit());
+        }
         let mut read = 0;
         while read < READS_PER_TURN {
-            let (n, from, stride) = match crate::udp::recv(fd, &mut rx) {
+            let (n, from, stride) = match crate::udp::recv(self.fd, &mut self.rx) {
                 Ok(r) => r,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // An ICMP error queued on the socket, and the like.
@@ -279,21 +351,15 @@ pub async fn serve<F, Fut>(
                 }
             };
             read += 1;
+            stats::add(|c| &c.recv_calls, 1);
             // SAFETY: the kernel wrote n bytes at the start of rx.
-            let got = unsafe { std::slice::from_raw_parts(rx.as_ptr().cast::<u8>(), n) };
+            let got = unsafe { std::slice::from_raw_parts(self.rx.as_ptr().cast::<u8>(), n) };
             for one in got.chunks(stride) {
                 stats::add(|c| &c.datagrams_in, 1);
-                datagram(&ctx, BytesMut::from(one), from);
+                datagram(ctx, BytesMut::from(one), from);
             }
         }
-        if read == READS_PER_TURN {
-            ringside_runtime::task::yield_now().await;
-            continue;
-        }
-        if let Err(e) = ctx.shared.sock.readable().await {
-            tracing::error!(error = %e, "HTTP/3 socket failed");
-            return;
-        }
+        true
     }
 }
 

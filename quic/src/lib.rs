@@ -6,12 +6,14 @@
 //! issues name it in their first byte ([`cid`]), and the group's BPF
 //! program (`ringside_runtime::udp_group`) steers every packet of a
 //! connection to the worker that holds it, across NAT rebindings and
-//! migrations. Datagrams are read and written with our own
-//! `recvmsg`/`sendmsg` so that the segment offloads (GRO, GSO) ride in
-//! their control messages ([`udp`]); the engine gives the readiness wait.
+//! migrations. On io_uring, datagrams arrive by one multishot RECVMSG into
+//! a ring of buffers (`ringside_runtime::udp::DatagramRing`); elsewhere,
+//! and when that ring runs dry, by our own `recvmsg` with GRO after the
+//! engine's readiness wait. They leave by our own `sendmsg`, so that GSO
+//! rides in its control message ([`udp`]).
 //!
 //! ```text
-//! socket ─▶ endpoint::serve: recvmsg (GRO) ─▶ quinn Endpoint::handle
+//! socket ─▶ endpoint::serve: RECVMSG ring | recvmsg (GRO) ─▶ quinn Endpoint::handle
 //!             ├─ new client: Retry under load, else accept ─▶ conn::drive task + the caller's task
 //!             └─ known: Connection::handle_event ─▶ kick its driver
 //! conn::drive: timers, events to the streams' wakers, poll_transmit ─▶ sendmsg (GSO)

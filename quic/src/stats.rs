@@ -16,6 +16,9 @@ pub struct QuicStats {
     /// HTTP/3 request streams accepted.
     pub streams: AtomicU64,
     pub datagrams_in: AtomicU64,
+    /// `recvmsg` calls: none while the io_uring datagram ring serves, bar
+    /// the times it ran dry.
+    pub recv_calls: AtomicU64,
     pub datagrams_out: AtomicU64,
     /// `sendmsg` calls (a GSO train is one).
     pub send_calls: AtomicU64,

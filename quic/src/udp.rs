@@ -13,8 +13,8 @@ pub(crate) const MAX_READ: usize = 64 * 1024;
 
 /// Socket options: GRO on where the kernel has it, the DF bit set so that
 /// path MTU discovery probes mean something, and buffers big enough for a
-/// window of packets. Returns whether GRO is on.
-pub(crate) fn setup(fd: RawFd, v6: bool) -> bool {
+/// window of packets. GRO only if `gro` asks it. Returns whether GRO is on.
+pub(crate) fn setup(fd: RawFd, v6: bool, gro: bool) -> bool {
     let set = |level, name, v: libc::c_int| {
         // SAFETY: an int option on a socket we own.
         unsafe {
@@ -45,14 +45,14 @@ pub(crate) fn setup(fd: RawFd, v6: bool) -> bool {
             );
         }
         // RINGSIDE_QUIC_GRO=off: one datagram a read, to measure what GRO saves.
-        if std::env::var("RINGSIDE_QUIC_GRO").is_ok_and(|v| v == "off") {
+        if !gro || std::env::var("RINGSIDE_QUIC_GRO").is_ok_and(|v| v == "off") {
             return false;
         }
         set(libc::SOL_UDP, libc::UDP_GRO, 1)
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
-        let _ = v6;
+        let _ = (v6, gro);
         false
     }
 }

@@ -1,7 +1,10 @@
-//! A worker's UDP socket as its engine waits on it: readiness only. QUIC
-//! reads and writes datagrams with its own `recvmsg`/`sendmsg` (segment
-//! offloads ride in their control messages, which the engines' own UDP
-//! operations do not carry), so all the engine gives is the wait.
+//! A worker's UDP socket as its engine gives it. On io_uring, datagrams
+//! arrive through one multishot RECVMSG into a ring of buffers
+//! ([`UdpSocket::ring`]), with no system call of the reader's. Elsewhere
+//! (epoll, or a kernel without buffer rings) the engine gives only the
+//! readiness wait, and QUIC reads with its own `recvmsg` (GRO rides in a
+//! control message, which the engines' own UDP operations do not carry).
+//! QUIC always sends with its own `sendmsg`, for GSO's control message.
 
 use std::io;
 use std::net::SocketAddr;
@@ -74,6 +77,125 @@ impl UdpSocket {
         return self.inner.writable(false).await;
         #[cfg(not(rt_monoio))]
         unreachable!("refused in from_std")
+    }
+}
+
+/// A socket's multishot RECVMSG (io_uring only).
+pub struct DatagramRing {
+    #[cfg(feature = "io-uring")]
+    inner: monoio::multishot_msg::RecvMsgMulti,
+}
+
+/// Buffers in a worker's datagram ring, and their size: one datagram of
+/// up to 2,004 bytes each (QUIC's are at most 1,452 here), 1 MiB a worker.
+const RING_ENTRIES: u16 = 512;
+#[cfg(feature = "io-uring")]
+const RING_BUFFER: u32 = 2048;
+
+impl UdpSocket {
+    /// The socket's datagram ring where the worker runs io_uring and the
+    /// kernel has buffer rings; the error says why not. Each datagram takes
+    /// a buffer of its own, so the socket must not coalesce them (no UDP
+    /// GRO). `RINGSIDE_QUIC_RING=off` reads the plain way (to measure what
+    /// the ring saves); `=N` (a power of two) makes a ring of N buffers
+    /// (tests run a tiny one dry).
+    pub fn ring(&self) -> io::Result<DatagramRing> {
+        let entries = match std::env::var("RINGSIDE_QUIC_RING") {
+            Ok(v) if v == "off" => return Err(io::Error::other("off (RINGSIDE_QUIC_RING=off)")),
+            Ok(v) => match v.parse::<u16>() {
+                Ok(n) if n.is_power_of_two() => n,
+                _ => {
+                    tracing::warn!(value = %v, "RINGSIDE_QUIC_RING: expected off or a power of two; using the default");
+                    RING_ENTRIES
+                }
+            },
+            Err(_) => RING_ENTRIES,
+        };
+        #[cfg(feature = "io-uring")]
+        {
+            monoio::multishot_msg::enable(monoio::multishot::Config {
+                entries,
+                size: RING_BUFFER,
+            });
+            let inner = monoio::multishot_msg::RecvMsgMulti::new(self.fd)?;
+            Ok(DatagramRing { inner })
+        }
+        #[cfg(not(feature = "io-uring"))]
+        {
+            let _ = entries;
+            Err(io::Error::new(io::ErrorKind::Unsupported, "not io_uring"))
+        }
+    }
+}
+
+impl DatagramRing {
+    /// Hands each queued datagram to `f` with its sender, at most `max`;
+    /// how many completions were taken. An error the receive ended with is
+    /// returned (the caller goes on).
+    pub fn take(&self, max: usize, mut f: impl FnMut(&[u8], SocketAddr)) -> io::Result<usize> {
+        #[cfg(feature = "io-uring")]
+        {
+            use monoio::multishot_msg::Next;
+            let mut n = 0;
+            while n < max {
+                let got = self.inner.next(|data, name| {
+                    if let Some(from) = sockaddr(name) {
+                        f(data, from);
+                    }
+                })?;
+                match got {
+                    Next::Empty => break,
+                    Next::Taken => n += 1,
+                }
+            }
+            Ok(n)
+        }
+        #[cfg(not(feature = "io-uring"))]
+        {
+            let _ = (max, &mut f);
+            Ok(0)
+        }
+    }
+
+    /// Waits for datagrams through the ring, arming it if it is not;
+    /// false when the caller must read the socket the plain way until it
+    /// would block first (the ring ran dry under the receive, which ended).
+    pub async fn ready(&self) -> bool {
+        #[cfg(feature = "io-uring")]
+        {
+            if self.inner.take_starved() {
+                return false;
+            }
+            self.inner.arm();
+            std::future::poll_fn(|cx| self.inner.poll_ready(cx)).await;
+            true
+        }
+        #[cfg(not(feature = "io-uring"))]
+        false
+    }
+}
+
+/// A `sockaddr_in` or `sockaddr_in6` as the kernel wrote it.
+#[cfg(feature = "io-uring")]
+fn sockaddr(b: &[u8]) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    let family = libc::sa_family_t::from_ne_bytes(b.get(..2)?.try_into().ok()?);
+    match family as libc::c_int {
+        libc::AF_INET if b.len() >= std::mem::size_of::<libc::sockaddr_in>() => {
+            let port = u16::from_be_bytes([b[2], b[3]]);
+            let ip = Ipv4Addr::new(b[4], b[5], b[6], b[7]);
+            Some(SocketAddrV4::new(ip, port).into())
+        }
+        libc::AF_INET6 if b.len() >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            let port = u16::from_be_bytes([b[2], b[3]]);
+            // As the plain path reads it (std does too): the same client
+            // must get the same address whichever way its datagram came.
+            let flow = u32::from_ne_bytes(b[4..8].try_into().ok()?);
+            let ip: [u8; 16] = b[8..24].try_into().ok()?;
+            let scope = u32::from_ne_bytes(b[24..28].try_into().ok()?);
+            Some(SocketAddrV6::new(Ipv6Addr::from(ip), port, flow, scope).into())
+        }
+        _ => None,
     }
 }
 

@@ -15,7 +15,7 @@ use super::CoreStats;
 /// A family: its name, its help, and its counter.
 type Family = (&'static str, &'static str, fn(&QuicStats) -> &AtomicU64);
 
-const FAMILIES: [Family; 12] = [
+const FAMILIES: [Family; 13] = [
     (
         "ringside_http3_connections_total",
         "QUIC connections accepted, per worker.",
@@ -35,6 +35,11 @@ const FAMILIES: [Family; 12] = [
         "ringside_http3_datagrams_received_total",
         "UDP datagrams read, per worker.",
         |s| &s.datagrams_in,
+    ),
+    (
+        "ringside_http3_recv_calls_total",
+        "recvmsg calls (none while io_uring's multishot RECVMSG serves), per worker.",
+        |s| &s.recv_calls,
     ),
     (
         "ringside_http3_datagrams_sent_total",

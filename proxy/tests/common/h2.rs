@@ -40,6 +40,11 @@ pub fn pattern(len: usize) -> Vec<u8> {
 impl Site {
     /// Starts it on `backend`, with `extra` appended to the config.
     pub fn start(tag: &str, backend: &str, extra: &str) -> Site {
+        Self::start_env(tag, backend, extra, &[])
+    }
+
+    /// [`Site::start`] with `env` set for the server.
+    pub fn start_env(tag: &str, backend: &str, extra: &str, env: &[(&str, &str)]) -> Site {
         let dir = TempDir::new(tag);
         let ca = Ca::new("ringside h2 CA");
         let ca_pem = dir.write("ca.pem", ca.pem().as_bytes());
@@ -89,7 +94,12 @@ strip_prefix = true
             port = origin.port()
         );
         let cfg = dir.write("ringside.toml", cfg.as_bytes());
-        let mut srv = Ringside::as_configured(backend, &cfg);
+        let mut srv = Ringside::start_with(
+            std::process::Command::new(super::BIN)
+                .args(["--workers", "1", "--backend", backend, "--config"])
+                .arg(&cfg)
+                .envs(env.iter().copied()),
+        );
         let h2c = srv.addr;
         let plain_h1 = srv.next_listener();
         let (tls, tls_h1) = if with_tls {

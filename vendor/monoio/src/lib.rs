@@ -47,6 +47,8 @@ pub use driver::IoUringDriver;
 pub use driver::coalesce;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
 pub use driver::multishot;
+#[cfg(all(target_os = "linux", feature = "iouring"))]
+pub use driver::multishot_msg;
 #[cfg(feature = "legacy")]
 pub use driver::LegacyDriver;
 #[cfg(feature = "macros")]

@@ -27,6 +27,7 @@ use crate::utils::slab::Slab;
 pub mod coalesce;
 mod lifecycle;
 pub mod multishot;
+pub mod multishot_msg;
 #[cfg(feature = "sync")]
 mod waker;
 #[cfg(feature = "sync")]
@@ -88,6 +89,8 @@ pub(crate) struct UringInner {
     /// ringside: the provided buffer ring of multishot receives, made at the
     /// first (see multishot.rs). After `uring`: dropped after the ring is.
     bufs: Option<multishot::BufRing>,
+    /// ringside: the datagram ring of multishot RECVMSG (multishot_msg.rs).
+    msg_bufs: Option<multishot::BufRing>,
     /// ringside: multishot receives to cancel once the completion queue is
     /// read.
     multi_cancels: Vec<usize>,
@@ -122,6 +125,7 @@ impl IoUringDriver {
             ext_arg: uring.params().is_feature_ext_arg(),
             uring,
             bufs: None,
+            msg_bufs: None,
             multi_cancels: Vec::new(),
         }));
 
@@ -158,6 +162,7 @@ impl IoUringDriver {
             ext_arg: uring.params().is_feature_ext_arg(),
             uring,
             bufs: None,
+            msg_bufs: None,
             multi_cancels: Vec::new(),
             shared_waker: std::sync::Arc::new(waker::EventWaker::new(waker)),
             eventfd_installed: false,
@@ -421,6 +426,7 @@ impl UringInner {
                     if !multishot::complete(
                         &mut self.ops,
                         &mut self.bufs,
+                        &mut self.msg_bufs,
                         &mut self.multi_cancels,
                         index as _,
                         cqe.result(),

@@ -38,6 +38,8 @@ use crate::driver::{Inner, CURRENT};
 
 /// The buffer group id of the thread's ring.
 const BGID: u16 = 0x5253;
+/// The buffer group id of the thread's datagram ring (`multishot_msg`).
+pub(crate) const MSG_BGID: u16 = 0x5254;
 /// Buffers a connection may hold unread before its receive is paused.
 pub const HOLD_MAX: usize = 4;
 
@@ -76,7 +78,7 @@ pub(crate) struct BufRing {
 }
 
 impl BufRing {
-    fn new(uring: &io_uring::IoUring, cfg: Config) -> io::Result<BufRing> {
+    pub(crate) fn new(uring: &io_uring::IoUring, cfg: Config, bgid: u16) -> io::Result<BufRing> {
         let entries = cfg.entries;
         if entries == 0 || !entries.is_power_of_two() || entries > 32768 {
             return Err(io::Error::new(
@@ -111,7 +113,7 @@ impl BufRing {
         unsafe {
             uring
                 .submitter()
-                .register_buf_ring(ring as u64, entries, BGID)?;
+                .register_buf_ring(ring as u64, entries, bgid)?;
         }
         for bid in 0..entries {
             r.put(bid);
@@ -146,7 +148,7 @@ impl BufRing {
         self.out -= 1;
     }
 
-    fn bytes(&self, bid: u16, len: usize) -> &[u8] {
+    pub(crate) fn bytes(&self, bid: u16, len: usize) -> &[u8] {
         let at = bid as usize * self.size;
         &self.bufs[at..at + len.min(self.size)]
     }
@@ -161,25 +163,45 @@ impl Drop for BufRing {
 
 /// One multishot receive's state, in the driver's op slab.
 pub(crate) struct MultiState {
-    queue: VecDeque<(i32, u32)>,
+    pub(crate) queue: VecDeque<(i32, u32)>,
     /// Bytes of the front completion's buffer already handed out.
     taken: usize,
-    waker: Option<Waker>,
+    pub(crate) waker: Option<Waker>,
     /// A RECV is in the kernel (its last completion, without MORE, has not
     /// come yet).
-    armed: bool,
+    pub(crate) armed: bool,
     /// A cancel is on its way (the owner holds too many buffers).
-    cancelling: bool,
+    pub(crate) cancelling: bool,
     /// The owner is gone: buffers go straight back, the entry goes at the
     /// last completion.
-    orphan: bool,
+    pub(crate) orphan: bool,
+    /// Its buffers come from the datagram ring, not the stream one.
+    pub(crate) datagrams: bool,
+    /// Completions it may hold unread before its receive is paused.
+    pub(crate) hold: usize,
+}
+
+impl MultiState {
+    pub(crate) fn new(datagrams: bool, hold: usize) -> MultiState {
+        MultiState {
+            queue: VecDeque::new(),
+            taken: 0,
+            waker: None,
+            armed: false,
+            cancelling: false,
+            orphan: false,
+            datagrams,
+            hold,
+        }
+    }
 }
 
 /// Handles a completion if `index` is a multishot receive's (true), and
 /// notes a cancel to send when its owner holds too many buffers.
 pub(crate) fn complete(
     ops: &mut super::Ops,
-    bufs: &mut Option<BufRing>,
+    stream_bufs: &mut Option<BufRing>,
+    msg_bufs: &mut Option<BufRing>,
     cancels: &mut Vec<usize>,
     index: usize,
     res: i32,
@@ -191,6 +213,7 @@ pub(crate) fn complete(
     let Lifecycle::Multi(st) = &mut *r else {
         return false;
     };
+    let bufs = if st.datagrams { msg_bufs } else { stream_bufs };
     let more = cqueue::more(flags);
     let bid = cqueue::buffer_select(flags);
     if let Some(b) = bufs.as_mut() {
@@ -211,7 +234,7 @@ pub(crate) fn complete(
         return true;
     }
     st.queue.push_back((res, flags));
-    if more && !st.cancelling && st.queue.len() >= HOLD_MAX {
+    if more && !st.cancelling && st.queue.len() >= st.hold {
         st.cancelling = true;
         cancels.push(index);
         if let Some(b) = bufs.as_mut() {
@@ -264,7 +287,7 @@ pub fn disable() {
 }
 
 /// This thread's io_uring driver, when it runs one.
-fn current_uring() -> Option<Rc<UnsafeCell<UringInner>>> {
+pub(crate) fn current_uring() -> Option<Rc<UnsafeCell<UringInner>>> {
     if !CURRENT.is_set() {
         return None;
     }
@@ -281,7 +304,7 @@ fn ensure_ring(this: &Rc<UnsafeCell<UringInner>>, cfg: Config) -> io::Result<()>
     // SAFETY: single-threaded; no other borrow of the driver is live.
     let inner = unsafe { &mut *this.get() };
     if inner.bufs.is_none() {
-        match BufRing::new(&inner.uring, cfg) {
+        match BufRing::new(&inner.uring, cfg, BGID) {
             Ok(b) => inner.bufs = Some(b),
             Err(e) => {
                 disable();
@@ -357,14 +380,7 @@ impl RecvMulti {
         let cfg = CONFIG.with(|c| c.get())?;
         let this = current_uring()?;
         ensure_ring(&this, cfg).ok()?;
-        let mut st = Box::new(MultiState {
-            queue: VecDeque::new(),
-            taken: 0,
-            waker: None,
-            armed: false,
-            cancelling: false,
-            orphan: false,
-        });
+        let mut st = Box::new(MultiState::new(false, HOLD_MAX));
         let ptr: *mut MultiState = &mut *st;
         // SAFETY: single-threaded; no other borrow of the driver is live.
         let index = unsafe { &mut *this.get() }
