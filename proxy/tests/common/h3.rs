@@ -22,21 +22,20 @@ pub fn aioquic(at: SocketAddr, ca: &Path, sni: &str, requests: &Value) -> Value 
 
 /// [`aioquic`] on a second connection that resumes the session of a first
 /// (a GET of `warmup`) and sends `requests` before its handshake ends, in
-/// 0-RTT where the ticket allows it (or anyway, with `force`); the report
-/// adds `ticket_allows_early_data`, `all_sent_in_0rtt` (every byte of the
+/// 0-RTT where the ticket allows it (`extra` may add the client's
+/// `--force-early-data`, or `--cert` and `--key`); the report adds
+/// `ticket_allows_early_data`, `all_sent_in_0rtt` (every byte of the
 /// requests left under 0-RTT keys), `early_data_accepted` and `resumed`.
 pub fn aioquic_0rtt(
     at: SocketAddr,
     ca: &Path,
     sni: &str,
     warmup: &str,
-    force: bool,
+    extra: &[&str],
     requests: &Value,
 ) -> Value {
     let mut args = vec!["--zero-rtt", "--warmup", warmup];
-    if force {
-        args.push("--force-early-data");
-    }
+    args.extend_from_slice(extra);
     aioquic_with(at, ca, sni, &args, requests)
 }
 
