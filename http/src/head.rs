@@ -40,6 +40,15 @@ impl Method {
         }
     }
 
+    /// RFC 9110 §9.2.1: a request that asks for no change on the server,
+    /// so may be served from early data, which can be replayed (RFC 8470).
+    pub fn safe(self) -> bool {
+        matches!(
+            self,
+            Method::Get | Method::Head | Method::Options | Method::Trace
+        )
+    }
+
     /// RFC 9110 §9.2.2: a request that may be sent twice with the effect of once.
     pub fn idempotent(self) -> bool {
         matches!(

@@ -586,6 +586,21 @@ impl Conn {
         self.0.connected.get()
     }
 
+    /// Whether the handshake is still under way: what the client's streams
+    /// hold now came in 0-RTT, which an attacker may have replayed. Asked
+    /// of quinn-proto's state, which knows the handshake's end before
+    /// [`Conn::connected`] hears of it.
+    pub fn is_handshaking(&self) -> bool {
+        self.0.q.borrow().is_handshaking()
+    }
+
+    /// Whether the client's 0-RTT was taken (`[http3] early_data` and a
+    /// resumed session): only then can a stream come before the handshake
+    /// ends.
+    pub fn early_data_accepted(&self) -> bool {
+        self.0.q.borrow().has_0rtt()
+    }
+
     /// Packets this connection judged lost so far.
     pub fn lost_packets(&self) -> u64 {
         self.0.q.borrow().stats().path.lost_packets

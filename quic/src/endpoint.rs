@@ -110,8 +110,8 @@ impl Shared {
     }
 }
 
-/// The QUIC side of a listener's rustls settings: ALPN `h3`, no early data
-/// (0-RTT is off), and our limits.
+/// The QUIC side of a listener's rustls settings: ALPN `h3`, early data
+/// only where `early_data` asks for it ([`crate::early`]), and our limits.
 fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     setup: &Setup,
@@ -119,6 +119,9 @@ fn server_config(
     let mut t = (**tls).clone();
     t.alpn_protocols = vec![b"h3".to_vec()];
     t.max_early_data_size = 0;
+    if setup.limits.early_data {
+        crate::early::accept(&mut t);
+    }
     let crypto = QuicServerConfig::try_from(Arc::new(t)).map_err(|e| e.to_string())?;
     let mut sc = ServerConfig::new(Arc::new(crypto), crate::keys::token_key());
     let l = &setup.limits;

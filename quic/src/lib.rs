@@ -22,6 +22,7 @@
 
 pub mod cid;
 mod conn;
+mod early;
 mod endpoint;
 mod keys;
 pub mod stats;

@@ -15,6 +15,9 @@ pub struct QuicStats {
     pub handshakes_failed: AtomicU64,
     /// HTTP/3 request streams accepted.
     pub streams: AtomicU64,
+    /// Of those, requests served from early data (0-RTT), before the
+    /// handshake ended.
+    pub early_requests: AtomicU64,
     pub datagrams_in: AtomicU64,
     /// `recvmsg` calls: none while the io_uring datagram ring serves, bar
     /// the times it ran dry.

@@ -108,6 +108,11 @@ pub struct Http3 {
     /// Handshakes a core holds at once at most; past it new ones are
     /// refused (CONNECTION_REFUSED) until one ends.
     pub max_handshakes: u32,
+    /// 0-RTT: a resuming client's requests may come in its first flight.
+    /// Early data can be replayed, so only safe methods are served from it
+    /// (the rest wait for the handshake) and a proxied one says so with
+    /// `Early-Data: 1` (RFC 8470).
+    pub early_data: bool,
 }
 
 impl Default for Http3 {
@@ -119,6 +124,7 @@ impl Default for Http3 {
             retry_above: 64,
             always_retry: false,
             max_handshakes: 1024,
+            early_data: false,
         }
     }
 }

@@ -206,6 +206,16 @@ impl<'a> Exchange<'a> {
             Wire::H2(w) => w.link.stream.is_tls(),
         }
     }
+    /// Whether the request came in TLS early data (0-RTT) and is served
+    /// before the handshake ended, so may be a replay (RFC 8470): only
+    /// HTTP/3 serves such, and only safe methods.
+    #[inline]
+    pub fn early_data(&self) -> bool {
+        match &self.wire {
+            Wire::H3(w) => w.early_data,
+            _ => false,
+        }
+    }
     /// The client certificate chain the connection's TLS handshake
     /// verified (leaf first), where the listener asks for one and the
     /// client sent one; the same for every request on the connection.

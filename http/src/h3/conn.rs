@@ -34,6 +34,8 @@ pub(crate) struct H3Conn {
     pub(crate) quic: Conn,
     pub(crate) cfg: Rc<ConnConfig>,
     pub(crate) certs: RefCell<Vec<CertificateDer<'static>>>,
+    /// The handshake ended and `certs` holds what it settled.
+    certs_final: Cell<bool>,
     /// Request streams being served.
     open: Cell<u32>,
     /// GOAWAY sent: no more requests are served.
@@ -57,6 +59,24 @@ impl H3Conn {
 
     pub(crate) fn max_section(&self) -> u64 {
         self.cfg.limits.max_head as u64
+    }
+
+    /// Takes the client's certificates, once the handshake ended: they
+    /// stand for the connection, so are asked for once. Before that (a
+    /// request in 0-RTT) only a resumed session's chain is known, the one
+    /// its first handshake verified; it is taken for now.
+    pub(crate) fn learn_certs(&self) {
+        if self.certs_final.get() {
+            return;
+        }
+        self.certs_final.set(!self.quic.is_handshaking());
+        // A resumed session's chain is the same after the handshake: no
+        // write then, where a handler may hold the chain across an await.
+        if let Some(c) = self.quic.peer_certificates() {
+            if *self.certs.borrow() != c {
+                *self.certs.borrow_mut() = c;
+            }
+        }
     }
 
     fn stream_ended(&self) {
@@ -106,6 +126,7 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
         quic: quic.clone(),
         cfg,
         certs: RefCell::new(Vec::new()),
+        certs_final: Cell::new(false),
         open: Cell::new(0),
         goaway: Cell::new(false),
         next_id: Cell::new(0),
@@ -131,27 +152,22 @@ async fn serve_conn<H: Handler>(quic: Conn, current: Rc<Current<H>>) {
     }
     ringside_runtime::task::spawn(accept_uni(conn.clone()));
     let mut drain = std::pin::pin!(ringside_runtime::shutdown::drain_begun());
-    // The client's certificates stand for the connection: asked for once.
-    let mut certs_taken = false;
     loop {
         let next = ringside_runtime::task::select(quic.accept(Dir::Bi), drain.as_mut()).await;
         match next {
             ringside_runtime::task::Either::Left(Some(id)) => {
                 // A stream can come before the driver has handed on the
                 // handshake's end (the same datagram): its request waits
-                // for it, as the client's certificate does.
-                if !quic.is_connected() {
+                // for it, as the client's certificate does. One of a
+                // connection that took 0-RTT goes on to its task, which
+                // lets only a safe request on before the handshake ends.
+                if !quic.is_connected() && !quic.early_data_accepted() {
                     quic.connected().await;
                     if quic.is_closed() {
                         return;
                     }
                 }
-                if !certs_taken {
-                    certs_taken = true;
-                    if let Some(c) = quic.peer_certificates() {
-                        *conn.certs.borrow_mut() = c;
-                    }
-                }
+                conn.learn_certs();
                 conn.next_id.set(id.index() * 4 + 4);
                 conn.open.set(conn.open.get() + 1);
                 ringside_quic::stats::add(|s| &s.streams, 1);

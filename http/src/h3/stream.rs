@@ -107,15 +107,33 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
         Ok(declared) => {
             rx.declared = declared;
             rx.done = end;
+            // Early data can be replayed: only a safe request is served
+            // from it; any other waits until the handshake proves the
+            // client live (RFC 8470 §3), and a replay never gets that far.
+            let (mut early, mut lost) = (conn.quic.is_handshaking(), false);
+            if early && !head.method.safe() {
+                conn.quic.connected().await;
+                early = false;
+                lost = conn.quic.is_closed();
+                if lost {
+                    tracing::debug!("HTTP/3 handshake never ended: a request in 0-RTT dropped");
+                }
+            }
+            conn.learn_certs();
             let raw = head.raw_path_span(buf);
             let is_path = head.method != Method::Connect && head.target(buf) != b"*";
             let (slash, params) = (handler.encoded_slash(), handler.path_parameters());
             let normal = paths.set(buf, raw, is_path, slash, params);
             let is_head = head.method == Method::Head;
-            let wire = H3Wire::new(conn, id, rx, is_head, head.expect_continue);
+            let mut wire = H3Wire::new(conn, id, rx, is_head, head.expect_continue);
+            wire.early_data = early;
             let mut ex = Exchange::new(Wire::H3(wire), head, buf, paths);
             match normal {
+                _ if lost => {}
                 Ok(()) => {
+                    if early {
+                        ringside_quic::stats::add(|s| &s.early_requests, 1);
+                    }
                     let started = ringside_runtime::clock::now();
                     let result = handler.handle(&mut ex).await;
                     settle(&mut ex, result);

@@ -58,6 +58,8 @@ pub(crate) struct Wire<'a> {
     rx: Incoming,
     expect_continue: bool,
     sent_continue: bool,
+    /// The request came in 0-RTT and is served before the handshake ended.
+    pub(crate) early_data: bool,
 }
 
 fn gone(e: StreamError) -> Error {
@@ -86,6 +88,7 @@ impl<'a> Wire<'a> {
             rx,
             expect_continue: expect,
             sent_continue: false,
+            early_data: false,
         }
     }
 

@@ -208,6 +208,7 @@ impl Config {
         writeln!(out, "retry_above = {}", h.retry_above)?;
         writeln!(out, "always_retry = {}", h.always_retry)?;
         writeln!(out, "max_handshakes = {}", h.max_handshakes)?;
+        writeln!(out, "early_data = {}", h.early_data)?;
 
         let st = &self.statics;
         writeln!(out, "\n[static]")?;

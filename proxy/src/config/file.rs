@@ -480,6 +480,7 @@ pub struct Http3Section {
     pub retry_above: Option<Spanned<i64>>,
     pub always_retry: Option<Spanned<bool>>,
     pub max_handshakes: Option<Spanned<i64>>,
+    pub early_data: Option<Spanned<bool>>,
 }
 
 /// One `[server] listen` entry as written: `"HOST:PORT"`, or

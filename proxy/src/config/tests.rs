@@ -652,6 +652,7 @@ connection_window = "16m"
 retry_above = 64
 always_retry = false
 max_handshakes = 1024
+early_data = false
 
 [static]
 index = ["index.html"]

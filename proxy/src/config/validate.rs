@@ -324,6 +324,7 @@ impl Cx<'_> {
                 d.max_handshakes,
                 |&n| int_in(n, 1, 1 << 20).map(|n| n as u32),
             )?,
+            early_data: h.early_data.as_ref().map_or(d.early_data, |v| *v.get_ref()),
         })
     }
 

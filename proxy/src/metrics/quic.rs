@@ -1,5 +1,5 @@
 //! The HTTP/3 families, per worker: QUIC connections and the streams on
-//! them, datagrams and send calls (their ratio is what GSO saves), Retry
+//! them (and the requests served from 0-RTT), datagrams and send calls (their ratio is what GSO saves), Retry
 //! sent, clients refused, packets that reached the wrong worker, and
 //! packets lost and sent again.
 
@@ -30,6 +30,11 @@ const FAMILIES: [Family; 13] = [
         "ringside_http3_streams_total",
         "HTTP/3 request streams accepted, per worker.",
         |s| &s.streams,
+    ),
+    (
+        "ringside_http3_early_requests_total",
+        "HTTP/3 requests served from early data (0-RTT), before the handshake ended, per worker.",
+        |s| &s.early_requests,
     ),
     (
         "ringside_http3_datagrams_received_total",

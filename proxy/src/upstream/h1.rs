@@ -135,6 +135,7 @@ impl H1<'_> {
             proto: if ex.is_tls() { "https" } else { "http" },
             body,
             upgrade: &offered[..upgrade],
+            early_data: ex.early_data(),
             settings: self.headers,
         };
         let received = ex.version().via_protocol();

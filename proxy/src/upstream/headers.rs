@@ -54,6 +54,8 @@
 //!    `Forwarded` (RFC 7239: a trusted client's values, then
 //!    `for=..;proto=..;host=..`); `Via` (RFC 9110 §7.6.3: the client's
 //!    values, then `1.1 <pseudonym>`).
+//! 7. `Early-Data: 1` for a request served from TLS early data (RFC 8470
+//!    §5.1), unless the client sent the field (it goes on as sent).
 //!
 //! # Path rewriting
 //!
@@ -117,6 +119,9 @@ pub struct Forward<'a> {
     /// [`upgrade_protocols`]); when there are any, `Connection: upgrade` and
     /// `Upgrade:` with them are sent.
     pub upgrade: &'a [&'a [u8]],
+    /// The request came in TLS early data, served before the handshake
+    /// ended: `Early-Data: 1` goes on (RFC 8470 §5.1).
+    pub early_data: bool,
     pub settings: &'a ForwardHeaders,
 }
 
@@ -248,6 +253,16 @@ pub fn write_request_head_from<'h>(
         out.put_slice(received);
         out.put_slice(pseudonym.as_bytes());
         out.put_slice(b"\r\n");
+    }
+    // The upstream may answer 425 Too Early, which goes back as it is. A
+    // client's own Early-Data went on above, untouched (§5.1: no proxy
+    // removes it), and is not written twice.
+    if f.early_data
+        && !client_headers
+            .clone()
+            .any(|(n, _)| n.eq_ignore_ascii_case(b"early-data"))
+    {
+        out.put_slice(b"Early-Data: 1\r\n");
     }
     out.put_slice(b"\r\n");
 }
@@ -497,6 +512,7 @@ mod tests {
             proto: "http",
             body: ReqBody::None,
             upgrade: &[],
+            early_data: false,
             settings,
         }
     }
@@ -797,6 +813,27 @@ mod tests {
             };
             let text = head(&base(&settings), headers);
             assert_eq!(field(&text, "via"), *want, "{via:?} {headers:?}");
+        }
+    }
+
+    /// RFC 8470 §5.1: ours for a request from early data, a client's as sent.
+    #[test]
+    fn early_data_table() {
+        #[rustfmt::skip]
+        let cases: &[(bool, Fields<'_>, Lines<'_>)] = &[
+            (false, &[], &[]),
+            (true, &[], &["Early-Data: 1"]),
+            (false, &[("Early-Data", "1")], &["Early-Data: 1"]),
+            (true, &[("early-data", "1")], &["early-data: 1"]),
+        ];
+        for (early, headers, want) in cases {
+            let mut f = base(&OFF_REF);
+            f.early_data = *early;
+            assert_eq!(
+                field(&head(&f, headers), "early-data"),
+                *want,
+                "{headers:?}"
+            );
         }
     }
 

@@ -17,6 +17,29 @@ const PYTHON: &str = "/opt/ringside-test/venv/bin/python3";
 /// `body_file`, `raw_fields`) on one QUIC connection to `at`, verified
 /// against `ca` for `sni`; the client's JSON report (`alpn`, `answers`).
 pub fn aioquic(at: SocketAddr, ca: &Path, sni: &str, requests: &Value) -> Value {
+    aioquic_with(at, ca, sni, &[], requests)
+}
+
+/// [`aioquic`] on a second connection that resumes the session of a first
+/// (a GET of `warmup`) and sends `requests` before its handshake ends, in
+/// 0-RTT where the ticket allows it (`extra` may add the client's
+/// `--force-early-data`, or `--cert` and `--key`); the report adds
+/// `ticket_allows_early_data`, `all_sent_in_0rtt` (every byte of the
+/// requests left under 0-RTT keys), `early_data_accepted` and `resumed`.
+pub fn aioquic_0rtt(
+    at: SocketAddr,
+    ca: &Path,
+    sni: &str,
+    warmup: &str,
+    extra: &[&str],
+    requests: &Value,
+) -> Value {
+    let mut args = vec!["--zero-rtt", "--warmup", warmup];
+    args.extend_from_slice(extra);
+    aioquic_with(at, ca, sni, &args, requests)
+}
+
+fn aioquic_with(at: SocketAddr, ca: &Path, sni: &str, args: &[&str], requests: &Value) -> Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/h3_client.py");
     let mut child = Command::new(PYTHON)
         .arg(script)
@@ -26,6 +49,7 @@ pub fn aioquic(at: SocketAddr, ca: &Path, sni: &str, requests: &Value) -> Value 
         .arg(ca)
         .arg("--sni")
         .arg(sni)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
