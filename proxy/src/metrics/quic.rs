@@ -15,7 +15,7 @@ use super::CoreStats;
 /// A family: its name, its help, and its counter.
 type Family = (&'static str, &'static str, fn(&QuicStats) -> &AtomicU64);
 
-const FAMILIES: [Family; 13] = [
+const FAMILIES: [Family; 14] = [
     (
         "ringside_http3_connections_total",
         "QUIC connections accepted, per worker.",
