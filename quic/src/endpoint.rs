@@ -131,7 +131,7 @@ fn server_config(
         .max_concurrent_uni_streams(VarInt::from_u32(4))
         .stream_receive_window(VarInt::from_u32(l.stream_window))
         .receive_window(VarInt::from_u32(l.connection_window))
-        .send_window(u64::from(l.connection_window))
+        .send_window(u64::from(l.send_window))
         .max_idle_timeout(Some(
             VarInt::from_u64(setup.idle_timeout.as_millis() as u64)
                 .unwrap_or(VarInt::MAX)

@@ -99,6 +99,11 @@ pub struct Http3 {
     pub stream_window: u32,
     /// The connection's flow-control window, all streams together.
     pub connection_window: u32,
+    /// Response bytes a connection may hold unacknowledged or unsent, all
+    /// streams together (quinn-proto's send window): enough for the path's
+    /// bandwidth times its round trip, and no more, since quinn-proto walks
+    /// what it holds to find each packet's bytes.
+    pub send_window: u32,
     /// Handshakes a core holds at once before it answers new clients with
     /// Retry (address validation) instead: a flood of Initials from
     /// spoofed addresses then costs one stateless packet each.
@@ -121,6 +126,7 @@ impl Default for Http3 {
             max_concurrent_streams: 100,
             stream_window: 1 << 20,
             connection_window: 16 << 20,
+            send_window: 4 << 20,
             retry_above: 64,
             always_retry: false,
             max_handshakes: 1024,

@@ -31,6 +31,52 @@ const CREDENTIALS: [&[u8]; 3] = [b"set-cookie", b"authorization", b"proxy-author
 
 /// The most read from a file or an upstream for one DATA frame.
 const PIECE: usize = 64 * 1024;
+/// What a file is read in: bigger than [`PIECE`] because quinn-proto keeps
+/// each write as one segment until it is acknowledged and looks a packet's
+/// bytes up by walking those segments, so fewer, larger ones cost less per
+/// packet on a long download (100 MiB: see the commit).
+const FILE_PIECE: usize = 256 * 1024;
+
+/// Reads `n` bytes of `file` at `offset` onto the end of `out` (which has
+/// the room), straight into its spare capacity: zeroing it first cost 3%
+/// of a long download's CPU.
+fn read_exact_at(
+    file: &std::fs::File,
+    out: &mut BytesMut,
+    n: usize,
+    offset: u64,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0;
+    while done < n {
+        let spare = out.spare_capacity_mut();
+        // SAFETY: pread writes at most n - done bytes into the spare room,
+        // which reserve made at least n long.
+        let r = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                n - done,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        match r {
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            r if r < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            r => {
+                // SAFETY: the kernel initialised r more bytes.
+                unsafe { out.set_len(out.len() + r as usize) };
+                done += r as usize;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// What is left to read of a request: its frames not yet taken.
 pub(crate) struct Incoming {
@@ -461,13 +507,11 @@ impl<'a> Wire<'a> {
         mut offset: u64,
         mut len: u64,
     ) -> Result<(), Error> {
-        use std::os::unix::fs::FileExt;
         while len > 0 {
-            let n = (len as usize).min(PIECE);
+            let n = (len as usize).min(FILE_PIECE);
             frame::put_header(&mut self.out, frame::DATA, n as u64);
-            let at = self.out.len();
-            self.out.resize(at + n, 0);
-            if let Err(e) = file.read_exact_at(&mut self.out[at..], offset) {
+            self.out.reserve(n);
+            if let Err(e) = read_exact_at(file, &mut self.out, n, offset) {
                 return Err(match e.kind() {
                     io::ErrorKind::UnexpectedEof => Error::internal("file shorter than its length"),
                     _ => Error::internal("reading a file").because(e),

@@ -205,6 +205,7 @@ impl Config {
             "connection_window = {}",
             size(u64::from(h.connection_window))
         )?;
+        writeln!(out, "send_window = {}", size(u64::from(h.send_window)))?;
         writeln!(out, "retry_above = {}", h.retry_above)?;
         writeln!(out, "always_retry = {}", h.always_retry)?;
         writeln!(out, "max_handshakes = {}", h.max_handshakes)?;

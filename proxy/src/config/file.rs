@@ -477,6 +477,7 @@ pub struct Http3Section {
     pub max_concurrent_streams: Option<Spanned<i64>>,
     pub stream_window: Option<Spanned<SizeValue>>,
     pub connection_window: Option<Spanned<SizeValue>>,
+    pub send_window: Option<Spanned<SizeValue>>,
     pub retry_above: Option<Spanned<i64>>,
     pub always_retry: Option<Spanned<bool>>,
     pub max_handshakes: Option<Spanned<i64>>,

@@ -649,6 +649,7 @@ flood_budget = 1000
 max_concurrent_streams = 100
 stream_window = "1m"
 connection_window = "16m"
+send_window = "4m"
 retry_above = 64
 always_retry = false
 max_handshakes = 1024

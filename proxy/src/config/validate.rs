@@ -311,6 +311,7 @@ impl Cx<'_> {
                 d.connection_window,
                 window,
             )?,
+            send_window: self.or(&h.send_window, "[http3] send_window", d.send_window, window)?,
             retry_above: self.or(&h.retry_above, "[http3] retry_above", d.retry_above, |&n| {
                 int_in(n, 0, 1 << 20).map(|n| n as u32)
             })?,
