@@ -4,7 +4,8 @@
 //! the state held for them bounded (and dropped once idle) and a real
 //! client served after; a stream flood held to `max_concurrent_streams`
 //! (and a client that ignores the limit closed with STREAM_LIMIT_ERROR);
-//! QPACK references to the dynamic table we never allowed
+//! connection-ID floods (200 issued at once: CONNECTION_ID_LIMIT_ERROR;
+//! 50 never-issued IDs retired: PROTOCOL_VIOLATION); QPACK references to the dynamic table we never allowed
 //! (QPACK_DECOMPRESSION_FAILED, QPACK_ENCODER_STREAM_ERROR,
 //! QPACK_DECODER_STREAM_ERROR); oversized, truncated and misplaced frames,
 //! a second or closed control stream, each the error RFC 9114 names, none
@@ -183,6 +184,24 @@ fn a_stream_flood_is_held_to_max_concurrent_streams() {
         "{after} requests of the flood reached the upstream"
     );
     assert_eq!(served(&site, at, "/small.txt"), 200);
+}
+
+#[test]
+fn connection_id_floods_close_the_connection_and_cost_nothing_after() {
+    let mut site = Site::start("h3-cids", "io-uring", "");
+    let at = site.tls.unwrap();
+    // 200 connection IDs issued at once, past the limit the server
+    // advertised: CONNECTION_ID_LIMIT_ERROR (0x9), the connection ends.
+    let r = abuse(&site, at, "cid_flood", "200");
+    assert_eq!(r["terminated"], 0x9, "{r}");
+    assert!(r["issued"].as_u64().unwrap() >= 200, "{r}");
+    // Retiring 50 IDs the server never issued: PROTOCOL_VIOLATION (0xa).
+    let r = abuse(&site, at, "retire_flood", "50");
+    assert_eq!(r["terminated"], 0xa, "{r}");
+    // Both connections are gone (none left in a handshake or open), and
+    // the server goes on serving.
+    assert_eq!(served(&site, at, "/small.txt"), 200);
+    assert_eq!(total(&mut site, "ringside_http3_connections_total"), 3.0);
 }
 
 #[test]

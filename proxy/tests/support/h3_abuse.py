@@ -9,6 +9,11 @@ Modes (one JSON report on stdout):
   {"CASE": {"terminated": code, "reason": ..., "reset": code, "after": status}}.
 - over_limit N: a client that takes the server's stream limit to be 1000
   and opens N request streams at once: how the connection ended.
+- cid_flood N: once connected, issues N connection IDs of its own at once
+  (NEW_CONNECTION_ID), far past the server's active_connection_id_limit:
+  how the connection ended, and how many it had issued.
+- retire_flood N: retires N connection IDs the server never issued
+  (RETIRE_CONNECTION_ID): how the connection ended.
 - stall PATH: asks for PATH with a 16 KiB stream window (64 KiB for the
   connection) that it never raises and never reads; waits for the server
   to give the stream up: {"reset": code, "after_s": s, "received": bytes}.
@@ -211,6 +216,41 @@ async def over_limit(args, n):
         return out
 
 
+async def cid_flood(args, n):
+    from aioquic.quic.connection import QuicConnectionId
+    import os
+    async with connect(args.host, args.port, configuration=config(args), create_protocol=Client) as c:
+        q = c._quic
+        # aioquic issues min(8, the server's limit); these go past both.
+        for _ in range(n):
+            q._host_cids.append(
+                QuicConnectionId(cid=os.urandom(8), sequence_number=q._host_cid_seq,
+                                 stateless_reset_token=os.urandom(16)))
+            q._host_cid_seq += 1
+        c.transmit()
+        try:
+            await asyncio.wait_for(asyncio.shield(c.ended), WAIT)
+        except asyncio.TimeoutError:
+            pass
+        out = terminated(c) or {}
+        out["issued"] = q._host_cid_seq
+        out["server_limit"] = q._remote_active_connection_id_limit
+        return out
+
+
+async def retire_flood(args, n):
+    async with connect(args.host, args.port, configuration=config(args), create_protocol=Client) as c:
+        # Sequence numbers far beyond any the server issued (RFC 9000
+        # 19.16: a PROTOCOL_VIOLATION), sent as aioquic sends its own.
+        c._quic._retire_connection_ids.extend(range(1000, 1000 + n))
+        c.get("/small.txt")
+        try:
+            await asyncio.wait_for(asyncio.shield(c.ended), WAIT)
+        except asyncio.TimeoutError:
+            pass
+        return terminated(c) or {}
+
+
 async def stall(args, path):
     # Credit given once, in the transport parameters, and never again:
     # aioquic raises its windows as data arrives, not as it is read.
@@ -281,6 +321,10 @@ async def main():
             out[case] = await one_case(a, case)
     elif a.mode == "over_limit":
         out = await over_limit(a, int(a.arg))
+    elif a.mode == "cid_flood":
+        out = await cid_flood(a, int(a.arg))
+    elif a.mode == "retire_flood":
+        out = await retire_flood(a, int(a.arg))
     elif a.mode == "stall":
         out = await stall(a, a.arg)
     else:
