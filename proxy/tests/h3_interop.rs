@@ -69,6 +69,15 @@ fn aioquic_gets_static_and_proxied_on_one_connection() {
         );
         assert!(dgrams > 700.0, "{backend}: {metrics}");
         eprintln!("{backend}, ring {ring}: {dgrams} datagrams, {calls} recvmsg calls");
+        // io_uring sends through its ring; epoll by sendmsg.
+        let (sends, ring_sends) = (
+            sum(&metrics, "ringside_http3_send_calls_total"),
+            sum(&metrics, "ringside_http3_ring_sends_total"),
+        );
+        match backend {
+            "io-uring" => assert!(ring_sends * 2.0 > sends, "{backend}: {metrics}"),
+            _ => assert_eq!(ring_sends, 0.0, "{backend}: {metrics}"),
+        }
         match (backend, ring) {
             ("io-uring", "512") => assert!(calls * 10.0 < dgrams, "{backend}: {metrics}"),
             _ => assert!(calls > 0.0, "{backend}, ring {ring}: {metrics}"),

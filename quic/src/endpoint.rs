@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub(crate) local: SocketAddr,
     conns: RefCell<HashMap<ConnectionHandle, Rc<Inner>>>,
     tx: RefCell<Vec<u8>>,
+    /// Sends through the ring, where the worker runs io_uring.
+    sender: RefCell<Option<ringside_runtime::udp::DatagramSender>>,
     /// Datagrams a `sendmsg` may carry: more than one while GSO works.
     segments: Cell<usize>,
     /// Connections whose handshake has not finished.
@@ -52,14 +54,37 @@ pub(crate) struct Shared {
 
 /// GSO trains at most this many datagrams (the kernel allows 64).
 const GSO_SEGMENTS: usize = 16;
+/// Trains in flight through the ring at once (each buffer up to
+/// `GSO_SEGMENTS` datagrams, so 1.5 MiB a worker once all were used);
+/// past it, trains go by `sendmsg`.
+const SEND_SLOTS: usize = 64;
 /// Datagrams read in one go before the connections they woke get a turn.
 const READS_PER_TURN: usize = 64;
 
 impl Shared {
     /// Sends what `q` has due, at most `batches` sends; whether more is due.
+    /// On io_uring each train is built in a send buffer of the ring and
+    /// goes with the loop's next `io_uring_enter`; with every such buffer
+    /// in flight (or elsewhere), by `sendmsg` from the one reused buffer.
     pub(crate) fn transmit(&self, q: &mut Connection, now: Instant, batches: usize) -> bool {
+        let mut sender = self.sender.borrow_mut();
         let mut tx = self.tx.borrow_mut();
         for _ in 0..batches {
+            if let Some((s, (i, err))) = sender.as_mut().and_then(|s| s.free().map(|f| (s, f))) {
+                if let Some(e) = err {
+                    self.send_failed(e);
+                }
+                let Some(t) = q.poll_transmit(now, self.segments.get(), s.buf(i)) else {
+                    return false;
+                };
+                if s.submit(i, t.destination, t.segment_size) {
+                    self.sent(t.size, t.segment_size);
+                    stats::add(|c| &c.ring_sends, 1);
+                } else {
+                    self.send(&s.buf(i)[..t.size], t.destination, t.segment_size);
+                }
+                continue;
+            }
             tx.clear();
             let Some(t) = q.poll_transmit(now, self.segments.get(), &mut tx) else {
                 return false;
@@ -69,14 +94,31 @@ impl Shared {
         true
     }
 
+    fn sent(&self, len: usize, segment: Option<usize>) {
+        stats::add(|c| &c.send_calls, 1);
+        stats::add(
+            |c| &c.datagrams_out,
+            segment.map_or(1, |s| len.div_ceil(s)) as u64,
+        );
+    }
+
+    /// A send through the ring failed (found when its buffer is next used).
+    fn send_failed(&self, e: std::io::Error) {
+        // The kernel or the device has no GSO after all: one datagram a
+        // send from now on (what that train carried, QUIC resends).
+        if e.raw_os_error() == Some(libc::EIO) && self.segments.get() > 1 {
+            tracing::info!("UDP GSO refused by the kernel; sending one datagram a call");
+            self.segments.set(1);
+        } else {
+            tracing::trace!(error = %e, "UDP send failed");
+        }
+        stats::add(|c| &c.send_errors, 1);
+    }
+
     fn send(&self, data: &[u8], to: SocketAddr, segment: Option<usize>) {
         let fd = self.sock.as_raw_fd();
-        let dgrams = segment.map_or(1, |s| data.len().div_ceil(s)) as u64;
         match crate::udp::send(fd, to, data, segment) {
-            Ok(()) => {
-                stats::add(|c| &c.send_calls, 1);
-                stats::add(|c| &c.datagrams_out, dgrams);
-            }
+            Ok(()) => self.sent(data.len(), segment),
             // The kernel or the device has no GSO after all: one datagram
             // a send from now on, and this train sent that way.
             Err(e) if segment.is_some() && e.raw_os_error() == Some(libc::EIO) => {
@@ -206,6 +248,13 @@ pub async fn serve<F, Fut>(
     // The datagram ring gives each datagram a buffer of its own, so GRO
     // (which would hand it several at once) is on only without the ring.
     let mut ring = sock.ring();
+    let sender = match sock.sender(SEND_SLOTS, GSO_SEGMENTS * 1500) {
+        Ok(s) => Some(s),
+        Err(why) => {
+            tracing::debug!(%why, "HTTP/3 sends by sendmsg");
+            None
+        }
+    };
     let gro = crate::udp::setup(sock.as_raw_fd(), local.is_ipv6(), ring.is_err());
     let mut ep_cfg = EndpointConfig::new(crate::keys::reset_key());
     let (worker, workers) = (setup.worker, setup.workers);
@@ -223,6 +272,7 @@ pub async fn serve<F, Fut>(
             local,
             conns: RefCell::new(HashMap::new()),
             tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
+            sender: RefCell::new(sender),
             // RINGSIDE_QUIC_GSO=off: one datagram a send, to measure what
             // GSO saves.
             segments: Cell::new(

@@ -9,14 +9,17 @@
 //! migrations. On io_uring, datagrams arrive by one multishot RECVMSG into
 //! a ring of buffers (`ringside_runtime::udp::DatagramRing`); elsewhere,
 //! and when that ring runs dry, by our own `recvmsg` with GRO after the
-//! engine's readiness wait. They leave by our own `sendmsg`, so that GSO
-//! rides in its control message ([`udp`]).
+//! engine's readiness wait. They leave as GSO trains: on io_uring by
+//! SENDMSG from the ring's send buffers (`ringside_runtime::udp::
+//! DatagramSender`), submitted with the loop's one `io_uring_enter`;
+//! elsewhere, and with every such buffer in flight, by our own `sendmsg`
+//! ([`udp`]).
 //!
 //! ```text
 //! socket ─▶ endpoint::serve: RECVMSG ring | recvmsg (GRO) ─▶ quinn Endpoint::handle
 //!             ├─ new client: Retry under load, else accept ─▶ conn::drive task + the caller's task
 //!             └─ known: Connection::handle_event ─▶ kick its driver
-//! conn::drive: timers, events to the streams' wakers, poll_transmit ─▶ sendmsg (GSO)
+//! conn::drive: timers, events to the streams' wakers, poll_transmit ─▶ SENDMSG ring | sendmsg (GSO)
 //! Conn (the caller's handle): accept, read, write, finish, reset streams
 //! ```
 

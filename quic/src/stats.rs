@@ -23,8 +23,10 @@ pub struct QuicStats {
     /// the times it ran dry.
     pub recv_calls: AtomicU64,
     pub datagrams_out: AtomicU64,
-    /// `sendmsg` calls (a GSO train is one).
+    /// Sends (a GSO train is one), by `sendmsg` or through the ring ...
     pub send_calls: AtomicU64,
+    /// ... and of those, the ones through io_uring's ring.
+    pub ring_sends: AtomicU64,
     pub retries_sent: AtomicU64,
     /// New clients refused (handshakes at `max_handshakes`, no TLS).
     pub refused: AtomicU64,

@@ -175,6 +175,97 @@ impl DatagramRing {
     }
 }
 
+/// A socket's sends through the ring (io_uring only): a fixed set of
+/// buffers, each in flight from its submission to its completion, sent
+/// with the loop's one `io_uring_enter`.
+pub struct DatagramSender {
+    #[cfg(feature = "io-uring")]
+    inner: monoio::send_msg::SendMsgRing,
+}
+
+impl UdpSocket {
+    /// Sends through the ring, at most `slots` at once of up to `capacity`
+    /// bytes each, where the worker runs io_uring, unless
+    /// `RINGSIDE_QUIC_SEND=direct` (each train by its own `sendmsg`, to
+    /// measure what the ring saves); the error says why not.
+    pub fn sender(&self, slots: usize, capacity: usize) -> io::Result<DatagramSender> {
+        if std::env::var("RINGSIDE_QUIC_SEND").is_ok_and(|v| v == "direct") {
+            return Err(io::Error::other("off (RINGSIDE_QUIC_SEND=direct)"));
+        }
+        #[cfg(feature = "io-uring")]
+        {
+            let inner = monoio::send_msg::SendMsgRing::new(self.fd, slots, capacity)?;
+            Ok(DatagramSender { inner })
+        }
+        #[cfg(not(feature = "io-uring"))]
+        {
+            let _ = (slots, capacity);
+            Err(io::Error::new(io::ErrorKind::Unsupported, "not io_uring"))
+        }
+    }
+}
+
+impl DatagramSender {
+    /// A free buffer (cleared) and the error its last send ended with, if
+    /// any; `None` when every buffer is in flight.
+    pub fn free(&mut self) -> Option<(usize, Option<io::Error>)> {
+        #[cfg(feature = "io-uring")]
+        return self.inner.free().map(|(i, e)| {
+            self.inner.buf(i).clear();
+            (i, e)
+        });
+        #[cfg(not(feature = "io-uring"))]
+        None
+    }
+
+    /// Buffer `i`, to fill.
+    pub fn buf(&mut self, i: usize) -> &mut Vec<u8> {
+        #[cfg(feature = "io-uring")]
+        return self.inner.buf(i);
+        #[cfg(not(feature = "io-uring"))]
+        unreachable!("no buffers without io_uring ({i})")
+    }
+
+    /// Sends buffer `i` to `to`, cut into datagrams of `segment` bytes
+    /// (GSO) where given; false if it could not be submitted (send it the
+    /// plain way).
+    pub fn submit(&mut self, i: usize, to: SocketAddr, segment: Option<usize>) -> bool {
+        #[cfg(feature = "io-uring")]
+        {
+            let mut name = [0u8; 28];
+            let len = encode_sockaddr(to, &mut name);
+            let segment = segment.and_then(|s| u16::try_from(s).ok());
+            self.inner.submit(i, &name[..len], segment)
+        }
+        #[cfg(not(feature = "io-uring"))]
+        {
+            let _ = (i, to, segment);
+            false
+        }
+    }
+}
+
+/// `to` as a `sockaddr_in` or `sockaddr_in6`, written into `out`; its length.
+#[cfg(feature = "io-uring")]
+fn encode_sockaddr(to: SocketAddr, out: &mut [u8; 28]) -> usize {
+    match to {
+        SocketAddr::V4(a) => {
+            out[..2].copy_from_slice(&(libc::AF_INET as libc::sa_family_t).to_ne_bytes());
+            out[2..4].copy_from_slice(&a.port().to_be_bytes());
+            out[4..8].copy_from_slice(&a.ip().octets());
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            out[..2].copy_from_slice(&(libc::AF_INET6 as libc::sa_family_t).to_ne_bytes());
+            out[2..4].copy_from_slice(&a.port().to_be_bytes());
+            out[4..8].copy_from_slice(&a.flowinfo().to_ne_bytes());
+            out[8..24].copy_from_slice(&a.ip().octets());
+            out[24..28].copy_from_slice(&a.scope_id().to_ne_bytes());
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    }
+}
+
 /// A `sockaddr_in` or `sockaddr_in6` as the kernel wrote it.
 #[cfg(feature = "io-uring")]
 fn sockaddr(b: &[u8]) -> Option<SocketAddr> {

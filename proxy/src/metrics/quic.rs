@@ -15,7 +15,7 @@ use super::CoreStats;
 /// A family: its name, its help, and its counter.
 type Family = (&'static str, &'static str, fn(&QuicStats) -> &AtomicU64);
 
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 15] = [
     (
         "ringside_http3_connections_total",
         "QUIC connections accepted, per worker.",
@@ -53,8 +53,13 @@ const FAMILIES: [Family; 14] = [
     ),
     (
         "ringside_http3_send_calls_total",
-        "sendmsg calls (a GSO train of datagrams is one), per worker.",
+        "Sends (a GSO train of datagrams is one), by sendmsg or io_uring's SENDMSG, per worker.",
         |s| &s.send_calls,
+    ),
+    (
+        "ringside_http3_ring_sends_total",
+        "Of those, the sends through io_uring's ring (no system call of their own), per worker.",
+        |s| &s.ring_sends,
     ),
     (
         "ringside_http3_retries_total",

@@ -49,6 +49,8 @@ pub use driver::coalesce;
 pub use driver::multishot;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
 pub use driver::multishot_msg;
+#[cfg(all(target_os = "linux", feature = "iouring"))]
+pub use driver::send_msg;
 #[cfg(feature = "legacy")]
 pub use driver::LegacyDriver;
 #[cfg(feature = "macros")]

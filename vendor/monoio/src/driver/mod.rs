@@ -40,6 +40,8 @@ pub use self::uring::multishot;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
 pub use self::uring::multishot_msg;
 #[cfg(all(target_os = "linux", feature = "iouring"))]
+pub use self::uring::send_msg;
+#[cfg(all(target_os = "linux", feature = "iouring"))]
 use self::uring::UringInner;
 
 /// Unpark a runtime of another thread.

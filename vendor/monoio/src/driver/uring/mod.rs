@@ -28,6 +28,7 @@ pub mod coalesce;
 mod lifecycle;
 pub mod multishot;
 pub mod multishot_msg;
+pub mod send_msg;
 #[cfg(feature = "sync")]
 mod waker;
 #[cfg(feature = "sync")]
