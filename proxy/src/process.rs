@@ -536,6 +536,17 @@ fn keep_restart_only(live: &Config, new: &mut Config) {
         kept.push("[server] backlog");
         new.server.backlog = live.server.backlog;
     }
+    // Each worker's QUIC endpoint is set up once, with its UDP socket: its
+    // limits, 0-RTT and send window, and which listeners have one at all
+    // (so which offer HTTP/3 in Alt-Svc), stay as they started.
+    if new.server.h3 != live.server.h3 {
+        kept.push("[http3]");
+        new.server.h3 = live.server.h3;
+    }
+    if new.server.http3 != live.server.http3 {
+        kept.push("[server] listen http3");
+        new.server.http3 = live.server.http3.clone();
+    }
     let (l, n) = (&live.ops, &mut new.ops);
     for (name, changed) in [
         ("[admin] listen", n.admin.addr() != l.admin.addr()),

@@ -225,7 +225,10 @@ fn restart_only_settings_are_named_and_kept() {
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(
         &cfg,
-        text.replace("[server]", "[runtime]\nring_entries = 512\n\n[server]"),
+        text.replace(
+            "[server]",
+            "[runtime]\nring_entries = 512\n\n[http3]\nsend_window = \"1m\"\n\n[server]",
+        ),
     )
     .unwrap();
     r.signal(libc::SIGHUP);
@@ -233,7 +236,9 @@ fn restart_only_settings_are_named_and_kept() {
     assert_eq!(r.get("/api/ok").0, 200);
     let log = r.stop();
     assert!(
-        log.contains("take effect only at restart") && log.contains("[runtime]"),
+        log.contains("take effect only at restart")
+            && log.contains("[runtime]")
+            && log.contains("[http3]"),
         "{log}"
     );
 }
