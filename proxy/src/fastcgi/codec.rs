@@ -173,6 +173,7 @@ impl FastCgi<'_> {
             content_type: ex.header("content-type"),
             content_length,
             server_software: b"ringside",
+            early_data: ex.early_data(),
         };
         encode_params(&mut params, &req, ex.upstream_headers());
         crate::upstream::client_cert::add_fastcgi_params(ex, &mut params);

@@ -31,6 +31,10 @@
 //!   outgoing proxy).
 //! - Nor `HTTP_CLIENT_CERT` or `HTTP_CLIENT_CERT_CHAIN`: RFC 9440's fields
 //!   are the proxy's alone (`upstream::client_cert`).
+//! - A request served from TLS early data (HTTP/3's 0-RTT) gets
+//!   `HTTP_EARLY_DATA=1`, as if it carried `Early-Data: 1`, as an HTTP
+//!   upstream is told (RFC 8470 §5.1): the script may refuse it with 425.
+//!   A client's own `Early-Data` field goes on as any other.
 //!
 //! Encoding allocates nothing beyond `out` growing: names are built in a
 //! stack buffer, joined values are written piece by piece after their total
@@ -79,6 +83,8 @@ pub struct CgiRequest<'a> {
     pub content_type: Option<&'a [u8]>,
     pub content_length: Option<u64>,
     pub server_software: &'a [u8],
+    /// Served from TLS early data, before the handshake ended.
+    pub early_data: bool,
 }
 
 /// Encodes all params of `req` and its request `headers` (name as sent,
@@ -148,6 +154,13 @@ pub fn encode_params<'h>(
     }
     if let Some(len) = req.content_length {
         nv(out, "CONTENT_LENGTH", decimal(len, &mut num));
+    }
+    if req.early_data
+        && !headers
+            .clone()
+            .any(|(n, _)| n.eq_ignore_ascii_case(b"early-data"))
+    {
+        nv(out, "HTTP_EARLY_DATA", b"1");
     }
     encode_headers(out, headers);
 }
@@ -252,6 +265,7 @@ mod tests {
             content_type: None,
             content_length: None,
             server_software: b"ringside/0.1.0",
+            early_data: false,
         }
     }
 
@@ -404,6 +418,25 @@ mod tests {
             ("HTTP_COOKIE", "c=1"),
         ];
         assert_eq!(http, want);
+    }
+
+    #[test]
+    fn early_data_is_said_once() {
+        let early = CgiRequest {
+            early_data: true,
+            ..base()
+        };
+        let count =
+            |p: &[(String, String)]| p.iter().filter(|(n, _)| n == "HTTP_EARLY_DATA").count();
+        let params = encode(&early, &[("Host", "h")]);
+        assert_eq!(get(&params, "HTTP_EARLY_DATA"), Some("1"));
+        assert_eq!(count(&params), 1);
+        // The client's own field goes on, once, as it came.
+        let params = encode(&early, &[("Early-Data", "1")]);
+        assert_eq!(count(&params), 1);
+        // Not early: nothing added.
+        let params = encode(&base(), &[("Host", "h")]);
+        assert_eq!(get(&params, "HTTP_EARLY_DATA"), None);
     }
 
     #[test]
