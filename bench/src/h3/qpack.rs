@@ -105,7 +105,8 @@ pub fn request_fields(
 /// Encodes `fields` as a field section (§4.5): the prefix (Required
 /// Insert Count 0, Base 0), then each field as a static index when the
 /// table holds it whole, else a literal with the table's name when it
-/// holds the name, else a literal name; strings are not Huffman-coded.
+/// holds the name, else a literal name; a string is Huffman-coded where
+/// that is shorter, as browsers, curl and nghttp3 code them.
 pub fn encode(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
     let mut w = vec![0x00, 0x00];
     for (name, value) in fields {
@@ -114,16 +115,28 @@ pub fn encode(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
             put_int(&mut w, 6, 0xc0, i); // 1 T=1 index
         } else if let Some(i) = found.name {
             put_int(&mut w, 4, 0x50, i); // 01 N=0 T=1 index
-            put_int(&mut w, 7, 0x00, value.len());
-            w.extend_from_slice(value);
+            put_str(&mut w, 7, 0x00, value);
         } else {
-            put_int(&mut w, 3, 0x20, name.len()); // 001 N=0 H=0 length
-            w.extend_from_slice(name);
-            put_int(&mut w, 7, 0x00, value.len());
-            w.extend_from_slice(value);
+            put_str(&mut w, 3, 0x20, name); // 001 N=0 H length
+            put_str(&mut w, 7, 0x00, value);
         }
     }
     w
+}
+
+/// A string literal after `flags`, its length in an `n`-bit prefix and its
+/// Huffman flag the bit above it (§4.1.2).
+fn put_str(w: &mut Vec<u8>, n: u32, flags: u8, s: &[u8]) {
+    let coded = huffman::encoded_len(s);
+    if coded < s.len() {
+        put_int(w, n, flags | (1 << n), coded);
+        let mut huff = bytes::BytesMut::with_capacity(coded);
+        huffman::encode(s, &mut huff);
+        w.extend_from_slice(&huff);
+    } else {
+        put_int(w, n, flags, s.len());
+        w.extend_from_slice(s);
+    }
 }
 
 /// Reads an integer with an `n`-bit prefix at `b[*at]` (RFC 7541 §5.1).
@@ -249,12 +262,19 @@ mod tests {
             ("x-custom", "1"),
         ]);
         let b = encode(&f);
-        let mut want = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0x50, 14];
-        want.extend_from_slice(b"127.0.0.1:8443");
+        let huff = |s: &[u8]| {
+            let mut h = bytes::BytesMut::new();
+            huffman::encode(s, &mut h);
+            h.to_vec()
+        };
+        // The authority Huffman-coded (10 bytes, not 14), with H set.
+        let mut want = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0x50, 0x80 | 10];
+        want.extend_from_slice(&huff(b"127.0.0.1:8443"));
         want.push(0xc0 | 1);
-        // A literal name of 8 bytes: 7 in the 3-bit prefix, then 1.
-        want.extend_from_slice(&[0x27, 0x01]);
-        want.extend_from_slice(b"x-custom");
+        // A literal name coded in 6 bytes (H is 0x08 above the 3-bit
+        // prefix); the value "1" is shorter as it is.
+        want.push(0x20 | 0x08 | 6);
+        want.extend_from_slice(&huff(b"x-custom"));
         want.extend_from_slice(&[1, b'1']);
         assert_eq!(b, want);
         let back: Vec<(String, String)> = decoded(&b);

@@ -270,11 +270,10 @@ impl<'a> Wire<'a> {
                 }
             };
             // A credential is never kept encoded (see `field_cache`).
-            if CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
-                line(&mut section);
-            } else {
-                super::qpack::field_cache::put(name, value, &mut section, line);
-            }
+            super::qpack::field_cache::put(name, value, &mut section, |dst| {
+                line(dst);
+                !CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c))
+            });
         };
         for (name, value) in headers {
             put(name, value);

@@ -224,7 +224,6 @@ fn string<'a>(
     if !huff {
         return Ok(raw);
     }
-    buf.clear();
-    huffman::decode(raw, buf).map_err(|_| Failure::BadHuffman)?;
+    super::decoded_cache::decode(raw, buf, huffman::decode).map_err(|_| Failure::BadHuffman)?;
     Ok(buf)
 }

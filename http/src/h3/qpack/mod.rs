@@ -5,6 +5,7 @@
 //! stays empty. A field section is then decoded and encoded on its own,
 //! with no state shared between streams and no stream ever blocked.
 
+mod decoded_cache;
 mod decoder;
 mod encoder;
 pub(crate) mod field_cache;
