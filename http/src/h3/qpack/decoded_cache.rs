@@ -7,21 +7,37 @@
 //!
 //! Direct-mapped, one string a slot, the newest in a slot wins. The key is
 //! the exact coded bytes, which decode to one string only, so a hit is that
-//! string whoever sent it; what fails to decode is never kept.
+//! string whoever sent it; what fails to decode is never kept. The slots
+//! hold their bytes inline, made once per core (32 KiB), so that decoding a
+//! request head allocates nothing (`tests/qpack_allocations.rs`).
 
 use std::cell::RefCell;
 
-const SLOTS: usize = 256;
-/// Longer coded strings are decoded each time (and not kept).
-pub(crate) const MAX_CODED: usize = 128;
+const SLOTS: usize = 128;
+/// Longer coded strings are decoded each time (and not kept): room for a
+/// browser's `user-agent`.
+pub(crate) const MAX_CODED: usize = 96;
+/// The most a coded string of [`MAX_CODED`] bytes decodes to (the
+/// shortest code is 5 bits).
+const MAX_DECODED: usize = MAX_CODED * 8 / 5;
 
+#[derive(Clone, Copy)]
 struct Entry {
-    coded: Box<[u8]>,
-    decoded: Box<[u8]>,
+    coded_len: u8,
+    decoded_len: u8,
+    coded: [u8; MAX_CODED],
+    decoded: [u8; MAX_DECODED],
 }
 
+const EMPTY: Entry = Entry {
+    coded_len: 0,
+    decoded_len: 0,
+    coded: [0; MAX_CODED],
+    decoded: [0; MAX_DECODED],
+};
+
 thread_local! {
-    static ENTRIES: RefCell<Vec<Option<Entry>>> = const { RefCell::new(Vec::new()) };
+    static ENTRIES: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
 }
 
 fn slot(coded: &[u8]) -> usize {
@@ -48,26 +64,29 @@ pub(crate) fn decode<E>(
     decode: impl FnOnce(&[u8], &mut Vec<u8>) -> Result<(), E>,
 ) -> Result<(), E> {
     out.clear();
-    if coded.len() > MAX_CODED {
+    // An empty string is never kept: an empty slot must not match it.
+    if coded.is_empty() || coded.len() > MAX_CODED {
         return decode(coded, out);
     }
     let i = slot(coded);
     ENTRIES.with(|e| {
         let mut e = e.borrow_mut();
         if e.is_empty() {
-            e.resize_with(SLOTS, || None);
+            e.resize(SLOTS, EMPTY);
         }
-        if let Some(hit) = &e[i] {
-            if *hit.coded == *coded {
-                out.extend_from_slice(&hit.decoded);
-                return Ok(());
-            }
+        let hit = &e[i];
+        if hit.coded[..usize::from(hit.coded_len)] == *coded {
+            out.extend_from_slice(&hit.decoded[..usize::from(hit.decoded_len)]);
+            return Ok(());
         }
         decode(coded, out)?;
-        e[i] = Some(Entry {
-            coded: coded.into(),
-            decoded: out.as_slice().into(),
-        });
+        if out.len() <= MAX_DECODED {
+            let slot = &mut e[i];
+            slot.coded_len = coded.len() as u8;
+            slot.coded[..coded.len()].copy_from_slice(coded);
+            slot.decoded_len = out.len() as u8;
+            slot.decoded[..out.len()].copy_from_slice(out);
+        }
         Ok(())
     })
 }
