@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 
 /// Sessions the process keeps for QUIC resumption, every core's together
 /// (a client's next connection may land on any core). Each connection is
@@ -37,26 +37,7 @@ fn sessions() -> Arc<dyn StoresServerSessions> {
 pub(crate) fn accept(t: &mut rustls::ServerConfig) {
     t.max_early_data_size = u32::MAX;
     if t.ticketer.enabled() {
-        t.ticketer = Arc::new(Stateful);
+        t.ticketer = Arc::new(ringside_runtime::tls::StatefulTickets);
         t.session_storage = sessions();
-    }
-}
-
-/// No stateless tickets: rustls then issues stateful ones from the store.
-#[derive(Debug)]
-struct Stateful;
-
-impl ProducesTickets for Stateful {
-    fn enabled(&self) -> bool {
-        false
-    }
-    fn lifetime(&self) -> u32 {
-        0
-    }
-    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
-    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
-        None
     }
 }

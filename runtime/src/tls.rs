@@ -434,3 +434,24 @@ mod tests {
         assert!(got[..] == body[..]);
     }
 }
+
+/// No stateless tickets: rustls then issues TLS 1.3 tickets from the
+/// config's session store, each taken when used (stateful resumption).
+/// Listeners that need that (client certificates, 0-RTT) install it.
+#[derive(Debug)]
+pub struct StatefulTickets;
+
+impl rustls::server::ProducesTickets for StatefulTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+}

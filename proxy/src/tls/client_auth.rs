@@ -35,9 +35,7 @@ use std::sync::{Arc, Mutex, Weak};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateRevocationListDer;
 use rustls::server::danger::ClientCertVerifier;
-use rustls::server::{
-    ProducesTickets, ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier,
-};
+use rustls::server::{ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier};
 use rustls::ServerConfig;
 
 use super::certs::{load_roots, read_certs};
@@ -151,7 +149,7 @@ pub fn none() -> Arc<dyn ClientCertVerifier> {
 /// own verification context: stateful tickets and session IDs in that
 /// context's cache, never the process's tickets.
 pub fn own_sessions(config: &mut ServerConfig, v: &Verifier) {
-    config.ticketer = Arc::new(NoTickets);
+    config.ticketer = Arc::new(ringside_runtime::tls::StatefulTickets);
     config.session_storage = session_cache(&v.context);
 }
 
@@ -171,24 +169,4 @@ fn session_cache(context: &[u8]) -> Arc<dyn StoresServerSessions> {
     let cache = ServerSessionMemoryCache::new(super::SESSION_CACHE_SIZE);
     caches.push((context.to_vec(), Arc::downgrade(&cache)));
     cache
-}
-
-/// No stateless tickets: TLS 1.3 tickets then go through the session
-/// cache (rustls issues stateful ones when the ticketer is off).
-#[derive(Debug)]
-struct NoTickets;
-
-impl ProducesTickets for NoTickets {
-    fn enabled(&self) -> bool {
-        false
-    }
-    fn lifetime(&self) -> u32 {
-        0
-    }
-    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
-    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
 }
