@@ -14,7 +14,7 @@
 mod common;
 
 use common::h2::Site;
-use common::h3::aioquic_0rtt;
+use common::h3::{aioquic_0rtt, sum};
 use serde_json::{json, Value};
 
 const QUIC_BACKENDS: [&str; 2] = ["io-uring", "epoll"];
@@ -53,15 +53,6 @@ fn answers(report: &Value) -> &Vec<Value> {
     assert_eq!(report["alpn"], "h3", "{report}");
     assert_eq!(report["resumed"], true, "the session resumed: {report}");
     report["answers"].as_array().expect("answers")
-}
-
-/// A metric's samples summed over the workers.
-fn sum(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 #[test]

@@ -15,7 +15,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::h2::{fetched, header, pattern, Site};
-use common::h3::{aioquic, field, ngtcp2, sha256};
+use common::h3::{aioquic, field, ngtcp2, sha256, sum};
 use common::{Ringside, TempDir};
 use serde_json::{json, Value};
 
@@ -261,15 +261,6 @@ fn without_steering_a_packet_on_the_wrong_worker_is_handed_to_its_owner() {
         stray,
         "every stray packet handed over: {metrics}"
     );
-}
-
-/// A metric's samples summed over the workers.
-fn sum(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(name))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 /// `runs` downloads by ngtcp2's client, each across a NAT rebinding, from

@@ -112,3 +112,12 @@ pub fn ngtcp2(at: SocketAddr, args: &[&str], urls: &[String]) -> Output {
         .output()
         .expect("gtlsclient (ngtcp2-client) must be installed: run scripts/test.sh")
 }
+
+/// A metric's samples summed over the workers.
+pub fn sum(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
