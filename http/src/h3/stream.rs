@@ -110,7 +110,10 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
             // Early data can be replayed: only a safe request is served
             // from it; any other waits until the handshake proves the
             // client live (RFC 8470 §3), and a replay never gets that far.
-            let (mut early, mut lost) = (conn.quic.is_handshaking(), false);
+            // The driver's flag, not quinn-proto's state: no borrow of the
+            // connection per request; a head read just before the driver
+            // hands on the handshake's end is taken as early, the safe way.
+            let (mut early, mut lost) = (!conn.quic.is_connected(), false);
             if early && !head.method.safe() {
                 conn.quic.connected().await;
                 early = false;
