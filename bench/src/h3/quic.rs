@@ -18,7 +18,8 @@ use quinn_proto::{
 
 use super::udp::{Sent, Udp, GSO_SEGMENTS};
 
-/// One datagram a receive (no GRO): the largest a UDP payload can be.
+/// One receive: a GRO batch or one datagram, at most the largest a UDP
+/// payload can be.
 const RECV_BUF: usize = 65_536;
 
 /// A core's buffers, shared by its connections, and whether the kernel
@@ -104,26 +105,42 @@ impl Wire {
                 self.blocked = Some((buf, seg));
             }
         }
-        while let Some(n) = self.udp.recv(&mut io.rbuf)? {
+        while let Some((n, stride)) = self.udp.recv(&mut io.rbuf)? {
             *received += n as u64;
-            let data = BytesMut::from(&io.rbuf[..n]);
-            io.tbuf.clear();
-            match self
-                .endpoint
-                .handle(now, self.addr, None, None, data, &mut io.tbuf)
-            {
-                Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
-                    conn.handle_event(ev)
-                }
-                Some(DatagramEvent::Response(t)) => {
-                    let _ = self
-                        .udp
-                        .send(&io.tbuf[..t.size], t.segment_size, &mut io.gso);
-                }
-                _ => {}
+            let mut at = 0;
+            while at < n {
+                let end = (at + stride).min(n);
+                self.datagram(conn, io, now, at..end);
+                at = end;
             }
         }
         Ok(())
+    }
+
+    /// Hands `conn` one datagram of `io.rbuf`.
+    fn datagram(
+        &mut self,
+        conn: &mut Connection,
+        io: &mut Io,
+        now: Instant,
+        range: std::ops::Range<usize>,
+    ) {
+        let data = BytesMut::from(&io.rbuf[range]);
+        io.tbuf.clear();
+        match self
+            .endpoint
+            .handle(now, self.addr, None, None, data, &mut io.tbuf)
+        {
+            Some(DatagramEvent::ConnectionEvent(h, ev)) if h == self.handle => {
+                conn.handle_event(ev)
+            }
+            Some(DatagramEvent::Response(t)) => {
+                let _ = self
+                    .udp
+                    .send(&io.tbuf[..t.size], t.segment_size, &mut io.gso);
+            }
+            _ => {}
+        }
     }
 
     /// Passes the connection's news to its endpoint (new connection ids,
