@@ -7,8 +7,8 @@
 //! that may have something to send kicks the driver, which runs once the
 //! tasks of this turn have, so a turn's writes leave in one batch.
 
+use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -51,9 +51,9 @@ impl std::error::Error for StreamError {}
 
 #[derive(Default)]
 struct Wakers {
-    read: HashMap<StreamId, Waker>,
-    write: HashMap<StreamId, Waker>,
-    stopped: HashMap<StreamId, Waker>,
+    read: FxHashMap<StreamId, Waker>,
+    write: FxHashMap<StreamId, Waker>,
+    stopped: FxHashMap<StreamId, Waker>,
     accept: [Option<Waker>; 2],
     /// Waiting to open a stream of ours in one direction.
     open: [Option<Waker>; 2],

@@ -3,8 +3,8 @@
 //! prove their address with Retry when the core is busy with handshakes),
 //! and each connection's driver kicked with what arrived for it.
 
+use rustc_hash::FxHashMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -42,7 +42,7 @@ pub(crate) struct Shared {
     pub(crate) quinn: RefCell<quinn_proto::Endpoint>,
     sock: UdpSocket,
     pub(crate) local: SocketAddr,
-    conns: RefCell<HashMap<ConnectionHandle, Rc<Inner>>>,
+    conns: RefCell<FxHashMap<ConnectionHandle, Rc<Inner>>>,
     tx: RefCell<Vec<u8>>,
     /// Sends through the ring, where the worker runs io_uring.
     sender: RefCell<Option<ringside_runtime::udp::DatagramSender>>,
@@ -270,7 +270,7 @@ pub async fn serve<F, Fut>(
             )),
             sock,
             local,
-            conns: RefCell::new(HashMap::new()),
+            conns: RefCell::new(FxHashMap::default()),
             tx: RefCell::new(Vec::with_capacity(GSO_SEGMENTS * 1500)),
             sender: RefCell::new(sender),
             // RINGSIDE_QUIC_GSO=off: one datagram a send, to measure what
