@@ -20,6 +20,7 @@
 
 pub(crate) mod conn;
 pub mod error;
+mod file_pieces;
 pub mod frame;
 pub mod qpack;
 pub mod request;

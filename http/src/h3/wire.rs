@@ -40,12 +40,7 @@ const FILE_PIECE: usize = 256 * 1024;
 /// Reads `n` bytes of `file` at `offset` onto the end of `out` (which has
 /// the room), straight into its spare capacity: zeroing it first cost 3%
 /// of a long download's CPU.
-fn read_exact_at(
-    file: &std::fs::File,
-    out: &mut BytesMut,
-    n: usize,
-    offset: u64,
-) -> io::Result<()> {
+fn read_exact_at(file: &std::fs::File, out: &mut Vec<u8>, n: usize, offset: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let mut done = 0;
     while done < n {
@@ -390,11 +385,17 @@ impl<'a> Wire<'a> {
 
     /// Writes the output whole, waiting for credit; `end` ends the stream.
     async fn flush(&mut self, end: bool) -> Result<(), Error> {
+        let out = self.out.split().freeze();
+        self.send(out, end).await
+    }
+
+    /// Gives the stream `out` whole, waiting for its credit (within the
+    /// send timeout), and ends the stream after it where `end`.
+    async fn send(&mut self, out: Bytes, end: bool) -> Result<(), Error> {
         if self.ended {
             return Err(gone(StreamError::Closed));
         }
         let t = self.conn.cfg.timeouts.send;
-        let out = self.out.split().freeze();
         let w = self.conn.quic.write_all_bytes(self.id, out);
         let w = ringside_runtime::task::timeout(t, w).await;
         match w {
@@ -506,11 +507,17 @@ impl<'a> Wire<'a> {
         mut offset: u64,
         mut len: u64,
     ) -> Result<(), Error> {
+        if len > 0 && !self.out.is_empty() {
+            self.flush(false).await?;
+        }
+        let mut header = BytesMut::with_capacity(16);
         while len > 0 {
             let n = (len as usize).min(FILE_PIECE);
-            frame::put_header(&mut self.out, frame::DATA, n as u64);
-            self.out.reserve(n);
-            if let Err(e) = read_exact_at(file, &mut self.out, n, offset) {
+            header.clear();
+            frame::put_header(&mut header, frame::DATA, n as u64);
+            let mut piece = super::file_pieces::take(FILE_PIECE + header.len());
+            piece.extend_from_slice(&header);
+            if let Err(e) = read_exact_at(file, &mut piece, n, offset) {
                 return Err(match e.kind() {
                     io::ErrorKind::UnexpectedEof => Error::internal("file shorter than its length"),
                     _ => Error::internal("reading a file").because(e),
@@ -519,7 +526,7 @@ impl<'a> Wire<'a> {
             offset += n as u64;
             len -= n as u64;
             let end = self.last(n as u64);
-            self.flush(end).await?;
+            self.send(super::file_pieces::freeze(piece), end).await?;
         }
         Ok(())
     }
