@@ -18,11 +18,19 @@ thread_local! {
     static FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// An empty buffer of at least `capacity` bytes: a kept one where there is.
+/// The size of a kept buffer: a 256 KiB piece, its frame header and a
+/// response head before it, so that one fits any piece.
+const SIZE: usize = 257 * 1024;
+
+/// An empty buffer of at least `capacity` bytes: a kept one where there is
+/// and it is big enough. A small file's only piece is made to measure
+/// (and not kept) when none is free: a kept size each would be a 257 KiB
+/// allocation for a few bytes.
 pub(crate) fn take(capacity: usize) -> Vec<u8> {
     let kept = FREE.with(|f| f.borrow_mut().pop());
     match kept {
         Some(v) if v.capacity() >= capacity => v,
+        _ if capacity > SIZE / 4 => Vec::with_capacity(capacity.max(SIZE)),
         _ => Vec::with_capacity(capacity),
     }
 }
@@ -48,7 +56,7 @@ impl Drop for Piece {
         // A thread being torn down has no list left: the buffer is freed.
         let _ = FREE.try_with(|f| {
             let mut f = f.borrow_mut();
-            if f.len() < KEEP {
+            if f.len() < KEEP && v.capacity() >= SIZE {
                 f.push(v);
             }
         });
@@ -61,7 +69,7 @@ mod tests {
 
     #[test]
     fn a_dropped_piece_is_the_next_one_taken() {
-        let mut v = take(4096);
+        let mut v = take(SIZE);
         v.extend_from_slice(b"piece one");
         let at = v.as_ptr();
         let b = freeze(v);
@@ -69,17 +77,29 @@ mod tests {
         drop(b);
         assert_eq!(&part[..], b"one", "still held by what is left of it");
         drop(part);
-        let again = take(4096);
-        assert_eq!(again.as_ptr(), at, "the buffer came back");
+        let again = take(100);
+        assert_eq!(
+            again.as_ptr(),
+            at,
+            "the buffer came back, for a small piece too"
+        );
         assert!(again.is_empty());
         // A kept buffer too small for what is asked is not used.
         drop(freeze(again));
-        assert!(take(8192).capacity() >= 8192);
+        assert!(take(SIZE + 1).capacity() > SIZE);
     }
 
     #[test]
-    fn at_most_keep_buffers_are_kept() {
-        let pieces: Vec<Bytes> = (0..KEEP + 3).map(|_| freeze(take(64))).collect();
+    fn at_most_keep_buffers_are_kept_and_small_ones_never() {
+        let small = freeze(take(64));
+        assert!(FREE.with(|f| f.borrow_mut().pop()).is_none());
+        drop(small);
+        assert_eq!(
+            FREE.with(|f| f.borrow().len()),
+            0,
+            "made to measure, not kept"
+        );
+        let pieces: Vec<Bytes> = (0..KEEP + 3).map(|_| freeze(take(SIZE))).collect();
         drop(pieces);
         assert_eq!(FREE.with(|f| f.borrow().len()), KEEP);
     }

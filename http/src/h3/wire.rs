@@ -507,15 +507,16 @@ impl<'a> Wire<'a> {
         mut offset: u64,
         mut len: u64,
     ) -> Result<(), Error> {
-        if len > 0 && !self.out.is_empty() {
-            self.flush(false).await?;
-        }
         let mut header = BytesMut::with_capacity(16);
         while len > 0 {
             let n = (len as usize).min(FILE_PIECE);
             header.clear();
             frame::put_header(&mut header, frame::DATA, n as u64);
-            let mut piece = super::file_pieces::take(FILE_PIECE + header.len());
+            // The first piece carries what waits in `out` (the head) before
+            // its frame: one write to the stream, as before the pieces.
+            let mut piece = super::file_pieces::take(self.out.len() + header.len() + n);
+            piece.extend_from_slice(&self.out);
+            self.out.clear();
             piece.extend_from_slice(&header);
             if let Err(e) = read_exact_at(file, &mut piece, n, offset) {
                 return Err(match e.kind() {
