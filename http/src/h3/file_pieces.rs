@@ -18,21 +18,45 @@ thread_local! {
     static FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The size of a kept buffer: a 256 KiB piece, its frame header and a
-/// response head before it, so that one fits any piece.
-const SIZE: usize = 257 * 1024;
+/// What a file is read in: bigger than a DATA frame of a body in memory,
+/// because quinn-proto keeps each write as one segment until it is
+/// acknowledged and looks a packet's bytes up by walking those segments,
+/// so fewer, larger ones cost less per packet on a long download.
+pub(crate) const PIECE: usize = 256 * 1024;
 
-/// An empty buffer of at least `capacity` bytes: a kept one where there is
-/// and it is big enough. A small file's only piece is made to measure
-/// (and not kept) when none is free: a kept size each would be a 257 KiB
-/// allocation for a few bytes.
+/// The size of a kept buffer: a whole piece, its frame header and a
+/// response head before it.
+const SIZE: usize = PIECE + 1024;
+
+/// An empty buffer of at least `capacity` bytes. Only a whole piece's
+/// buffer comes from (and goes back to) the kept ones: a file's last,
+/// shorter piece, or a file smaller than a piece, is made to measure, as
+/// a kept size for each of many mid-sized files at once would be a
+/// 257 KiB allocation apiece where they need tens of KiB.
 pub(crate) fn take(capacity: usize) -> Vec<u8> {
-    let kept = FREE.with(|f| f.borrow_mut().pop());
-    match kept {
-        Some(v) if v.capacity() >= capacity => v,
-        _ if capacity > SIZE / 4 => Vec::with_capacity(capacity.max(SIZE)),
-        _ => Vec::with_capacity(capacity),
+    if capacity < PIECE {
+        return Vec::with_capacity(capacity);
     }
+    match FREE.with(|f| f.borrow_mut().pop()) {
+        Some(v) if v.capacity() >= capacity => v,
+        // A head too big for a kept buffer: that one stays kept.
+        Some(v) => {
+            keep(v);
+            Vec::with_capacity(capacity)
+        }
+        None => Vec::with_capacity(capacity.max(SIZE)),
+    }
+}
+
+/// Puts `v` on the free list if it is a kept size and there is room.
+fn keep(v: Vec<u8>) {
+    // A thread being torn down has no list left: the buffer is freed.
+    let _ = FREE.try_with(|f| {
+        let mut f = f.borrow_mut();
+        if f.len() < KEEP && v.capacity() >= SIZE {
+            f.push(v);
+        }
+    });
 }
 
 /// `piece` as bytes for a stream; its buffer comes back here when the last
@@ -53,13 +77,7 @@ impl Drop for Piece {
     fn drop(&mut self) {
         let mut v = std::mem::take(&mut self.0);
         v.clear();
-        // A thread being torn down has no list left: the buffer is freed.
-        let _ = FREE.try_with(|f| {
-            let mut f = f.borrow_mut();
-            if f.len() < KEEP && v.capacity() >= SIZE {
-                f.push(v);
-            }
-        });
+        keep(v);
     }
 }
 
@@ -77,28 +95,24 @@ mod tests {
         drop(b);
         assert_eq!(&part[..], b"one", "still held by what is left of it");
         drop(part);
-        let again = take(100);
-        assert_eq!(
-            again.as_ptr(),
-            at,
-            "the buffer came back, for a small piece too"
-        );
+        let again = take(PIECE + 40);
+        assert_eq!(again.as_ptr(), at, "the buffer came back");
         assert!(again.is_empty());
-        // A kept buffer too small for what is asked is not used.
+        // A head too big for a kept buffer: a new one, the kept one stays.
         drop(freeze(again));
         assert!(take(SIZE + 1).capacity() > SIZE);
+        let kept = take(PIECE);
+        assert_eq!(kept.as_ptr(), at);
     }
 
     #[test]
-    fn at_most_keep_buffers_are_kept_and_small_ones_never() {
-        let small = freeze(take(64));
-        assert!(FREE.with(|f| f.borrow_mut().pop()).is_none());
-        drop(small);
-        assert_eq!(
-            FREE.with(|f| f.borrow().len()),
-            0,
-            "made to measure, not kept"
-        );
+    fn at_most_keep_buffers_are_kept_and_short_pieces_never() {
+        drop(freeze(take(SIZE)));
+        let short = take(100 * 1024);
+        assert_eq!(short.capacity(), 100 * 1024, "made to measure");
+        assert_eq!(FREE.with(|f| f.borrow().len()), 1, "the kept one not taken");
+        drop(freeze(short));
+        assert_eq!(FREE.with(|f| f.borrow().len()), 1, "and not kept");
         let pieces: Vec<Bytes> = (0..KEEP + 3).map(|_| freeze(take(SIZE))).collect();
         drop(pieces);
         assert_eq!(FREE.with(|f| f.borrow().len()), KEEP);

@@ -29,13 +29,9 @@ thread_local! {
 /// Response fields never kept in the encoded-field cache.
 const CREDENTIALS: [&[u8]; 3] = [b"set-cookie", b"authorization", b"proxy-authorization"];
 
-/// The most read from a file or an upstream for one DATA frame.
+/// The most read from an upstream for one DATA frame (a file goes in
+/// larger pieces: `file_pieces::PIECE`).
 const PIECE: usize = 64 * 1024;
-/// What a file is read in: bigger than [`PIECE`] because quinn-proto keeps
-/// each write as one segment until it is acknowledged and looks a packet's
-/// bytes up by walking those segments, so fewer, larger ones cost less per
-/// packet on a long download (100 MiB: see the commit).
-const FILE_PIECE: usize = 256 * 1024;
 
 /// Reads `n` bytes of `file` at `offset` onto the end of `out` (which has
 /// the room), straight into its spare capacity: zeroing it first cost 3%
@@ -509,7 +505,7 @@ impl<'a> Wire<'a> {
     ) -> Result<(), Error> {
         let mut header = BytesMut::with_capacity(16);
         while len > 0 {
-            let n = (len as usize).min(FILE_PIECE);
+            let n = (len as usize).min(super::file_pieces::PIECE);
             header.clear();
             frame::put_header(&mut header, frame::DATA, n as u64);
             // The first piece carries what waits in `out` (the head) before
