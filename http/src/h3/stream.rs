@@ -22,9 +22,19 @@ use crate::h2::stream::{acquire, release, settle, Slot};
 use crate::head::Method;
 use crate::Handler;
 
+/// Where a request's HEADERS lies in `rx.pending`.
+struct Section {
+    /// The frame's payload.
+    payload: std::ops::Range<usize>,
+    /// The frame, header and all: consumed once the payload is decoded.
+    frame: usize,
+    /// The stream ended with it.
+    end: bool,
+}
+
 /// Reads a request stream's bytes until its HEADERS frame is whole;
 /// `None` when the stream ended or failed first (handled here).
-async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<(BytesMut, bool)> {
+async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<Section> {
     let quic = &conn.quic;
     loop {
         let step = match rx.parser.next(&rx.pending) {
@@ -51,13 +61,15 @@ async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<
                 kind: FrameKind::Headers,
                 payload,
             } => {
-                let mut section = rx.pending.split_to(step.consumed);
-                section.advance(payload.start);
-                // The stream's end came with the HEADERS where it was read
-                // with them (`read_into` takes both): a request without a
-                // body then reads as one.
-                let end = rx.fin && rx.pending.is_empty();
-                return Some((section, end));
+                // Decoded where it lies (a split would share the buffer,
+                // an allocation a request). The stream's end came with the
+                // HEADERS where it was read with them (`read_into` takes
+                // both): a request without a body then reads as one.
+                return Some(Section {
+                    payload,
+                    frame: step.consumed,
+                    end: rx.fin && rx.pending.len() == step.consumed,
+                });
             }
             Item::Frame { kind, .. } if kind.allowed_on(StreamRole::Request) => {
                 rx.pending.advance(step.consumed)
@@ -83,7 +95,7 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
         trailers: None,
     };
     let t = cfg.timeouts.header_read;
-    let Ok(Some((section, end))) =
+    let Ok(Some(section)) =
         ringside_runtime::task::timeout(t, read_headers(conn, id, &mut rx)).await
     else {
         conn.quic.reset(id, ErrorCode::RequestIncomplete.code());
@@ -96,8 +108,18 @@ pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>
     }
     let mut slot = acquire();
     let Slot { buf, head, paths } = &mut *slot;
-    let mut decoder = Decoder::new(conn.max_section());
-    let laid = lay_out(&mut decoder, &section, end, head, buf, &cfg.limits);
+    // Dropped before the handler runs: its buffers go back for the next
+    // request's decoder.
+    let end = section.end;
+    let laid = lay_out(
+        &mut Decoder::new(conn.max_section()),
+        &rx.pending[section.payload],
+        end,
+        head,
+        buf,
+        &cfg.limits,
+    );
+    rx.pending.advance(section.frame);
     match laid {
         Ok(declared) if !end && short_of(conn, id, &mut rx, declared) => {
             tracing::debug!("HTTP/3 request body against its content-length");

@@ -15,7 +15,7 @@ use ringside_runtime::net::TcpStream;
 use super::conn::H3Conn;
 use super::frame::{self, FrameKind, FrameParser, Item, StreamRole};
 use super::qpack::Encoder;
-use super::ErrorCode;
+use super::{varint, ErrorCode};
 use crate::error::{Error, Kind};
 use crate::h2::client::FieldList;
 use crate::h2::wire::{lowercase, valid_value};
@@ -137,7 +137,7 @@ impl<'a> Wire<'a> {
     pub async fn read_body(&mut self, responded: bool) -> Result<Option<Bytes>, Error> {
         if self.expects_continue() && !responded {
             self.sent_continue = true;
-            self.encode_head(100, std::iter::empty(), &[]);
+            self.encode_head(100, std::iter::empty(), &[], 0);
             self.push_now(false);
         }
         let t = self.conn.cfg.timeouts.body_read;
@@ -236,12 +236,14 @@ impl<'a> Wire<'a> {
         self.rx.trailers.take()
     }
 
-    /// QPACK-encodes a head as a HEADERS frame into the output.
+    /// QPACK-encodes a head as a HEADERS frame into the output, with
+    /// `room` more bytes to follow it.
     fn encode_head<'h>(
         &mut self,
         status: u16,
         headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
         extra: &[(&[u8], &[u8])],
+        room: usize,
     ) {
         let enc = Encoder::new();
         // The section is encoded in the core's scratch, then framed: its
@@ -272,6 +274,16 @@ impl<'a> Wire<'a> {
         for (name, value) in extra {
             put(name, value);
         }
+        let ty = FrameKind::Headers.ty();
+        let need = varint::len(ty) + varint::len(section.len() as u64) + section.len() + room;
+        if self.out.capacity() == 0 {
+            // Made to measure: a buffer frozen whole becomes `Bytes`
+            // without the shared header a spare tail needs (an allocation
+            // and a free a response, callgrind).
+            self.out = BytesMut::with_capacity(need);
+        } else {
+            self.out.reserve(need);
+        }
         frame::put_frame(&mut self.out, FrameKind::Headers, &section);
         SECTION.with(|s| *s.borrow_mut() = section);
     }
@@ -291,11 +303,12 @@ impl<'a> Wire<'a> {
         // Room for the head and a small body at once: the output is built
         // up frame by frame, and growing it twice showed in the profile
         // (6% of a small response's instructions, callgrind).
-        let small = match framing {
-            Framing::Length(n) if n <= 16 * 1024 && !self.is_head => n as usize,
+        let room = match framing {
+            Framing::Length(n) if n <= 16 * 1024 && !self.is_head && n > 0 => {
+                varint::len(frame::DATA) + varint::len(n) + n as usize
+            }
             _ => 0,
         };
-        self.out.reserve(512 + small);
         let ends = match framing {
             Framing::Length(n) => {
                 self.left = Some(n);
@@ -305,7 +318,7 @@ impl<'a> Wire<'a> {
             Framing::None => true,
         };
         crate::fields::with_framed_head_fields(added, given, framing, |extra| {
-            self.encode_head(status, headers, extra)
+            self.encode_head(status, headers, extra, room)
         });
         if ends {
             self.push_now(true);
@@ -323,7 +336,7 @@ impl<'a> Wire<'a> {
             }
             self.sent_continue = true;
         }
-        self.encode_head(status, headers, &[]);
+        self.encode_head(status, headers, &[], 0);
         self.flush(false).await
     }
 
@@ -335,8 +348,10 @@ impl<'a> Wire<'a> {
             return;
         }
         let quic = &self.conn.quic;
-        // Handed over as it is: the stream keeps the bytes, not a copy.
-        let mut rest = self.out.split().freeze();
+        // Handed over as it is: the stream keeps the bytes, not a copy. The
+        // buffer whole, not split off: a split shares it, an allocation a
+        // response.
+        let mut rest = std::mem::take(&mut self.out).freeze();
         while !rest.is_empty() {
             match quic.write_bytes_now(self.id, &mut rest) {
                 Ok(0) => break,
