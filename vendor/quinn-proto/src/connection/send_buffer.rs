@@ -33,6 +33,19 @@ impl SendBuffer {
         Self::default()
     }
 
+    /// ringside: an empty buffer keeping this one's segment queue (not a
+    /// large one), for a stream reusing a freed one's state.
+    pub(super) fn emptied(mut self) -> Self {
+        self.unacked_segments.clear();
+        if self.unacked_segments.capacity() > 32 {
+            self.unacked_segments = VecDeque::new();
+        }
+        Self {
+            unacked_segments: self.unacked_segments,
+            ..Self::default()
+        }
+    }
+
     /// Append application data to the end of the stream
     pub(super) fn write(&mut self, data: Bytes) {
         self.unacked_len += data.len();
