@@ -85,6 +85,9 @@ pub(crate) struct Inner {
     pub(crate) handle: ConnectionHandle,
     ep: Rc<Shared>,
     driver: RefCell<Option<Waker>>,
+    /// A turn is due: the driver's wake-up is deferred until the tasks
+    /// ready now have run (`kick`).
+    due: Cell<bool>,
     wakers: RefCell<Wakers>,
     pub(crate) connected: Cell<bool>,
     lost: RefCell<Option<ConnectionError>>,
@@ -101,16 +104,35 @@ impl Inner {
             handle,
             ep,
             driver: RefCell::new(None),
+            due: Cell::new(false),
             wakers: RefCell::new(Wakers::default()),
             connected: Cell::new(false),
             lost: RefCell::new(None),
         })
     }
 
-    /// Something may be due to send, or an event to hand on.
+    /// Something may be due to send, or an event to hand on. The turn
+    /// waits until the tasks ready now have run (the streams a datagram
+    /// woke, each writing its response), so that it sends them together:
+    /// woken at each write, half the turns sent nothing and packets went
+    /// out a third full (HTTP/3 26 B, -c 100 --streams 10).
     pub(crate) fn kick(&self) {
-        if let Some(w) = self.driver.borrow().as_ref() {
-            w.wake_by_ref();
+        if self.due.replace(true) {
+            return;
+        }
+        match self.driver.borrow().as_ref() {
+            Some(w) => ringside_runtime::task::wake_after_ready(w),
+            None => self.due.set(false),
+        }
+    }
+
+    /// Hands on what a datagram brought (new streams, data to read) at
+    /// once, so the streams it wakes run before the turn that sends
+    /// their answers.
+    pub(crate) fn hand_on(&self) {
+        let mut q = self.q.borrow_mut();
+        while let Some(ev) = q.poll() {
+            self.dispatch(ev);
         }
     }
 
@@ -212,6 +234,7 @@ pub(crate) async fn drive(inner: Rc<Inner>) {
     let mut sleep = Box::pin(ringside_runtime::task::sleep_until(far()));
     let mut armed: Option<Instant> = None;
     poll_fn(|cx| {
+        inner.due.set(false);
         {
             let mut d = inner.driver.borrow_mut();
             if !d.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {

@@ -449,6 +449,7 @@ where
             let c = shared.conns.borrow().get(&h).cloned();
             if let Some(c) = c {
                 c.q.borrow_mut().handle_event(ev);
+                c.hand_on();
                 c.kick();
             }
         }

@@ -163,6 +163,17 @@ pub async fn select<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Ou
     .await
 }
 
+/// Wakes `waker` once the tasks ready on this core now, and those they
+/// wake, have run: for a task that gathers what they produce (a QUIC
+/// connection's sends) and should run once for all of it. On glommio, at
+/// once.
+pub fn wake_after_ready(waker: &std::task::Waker) {
+    on_engine!(
+        monoio => monoio::task::deferred::wake_after_ready(waker),
+        glommio => waker.wake_by_ref(),
+    )
+}
+
 /// Gives other tasks on this core a turn.
 pub async fn yield_now() {
     let mut yielded = false;
@@ -181,6 +192,43 @@ pub async fn yield_now() {
 #[cfg(all(test, feature = "io-uring"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deferred_wake_comes_after_the_ready_tasks() {
+        crate::backend::set_current(crate::backend::Backend::IoUring);
+        let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+            .enable_timer()
+            .build()
+            .unwrap();
+        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        rt.block_on(async {
+            let o = order.clone();
+            let deferred = monoio::spawn(async move {
+                let mut deferred = false;
+                std::future::poll_fn(|cx| {
+                    if deferred {
+                        return Poll::Ready(());
+                    }
+                    deferred = true;
+                    wake_after_ready(cx.waker());
+                    Poll::Pending
+                })
+                .await;
+                o.borrow_mut().push("deferred");
+            });
+            for name in ["a", "b"] {
+                let o = order.clone();
+                spawn(async move {
+                    // Each gives the others a turn first: still ahead.
+                    yield_now().await;
+                    yield_now().await;
+                    o.borrow_mut().push(name);
+                });
+            }
+            deferred.await;
+        });
+        assert_eq!(*order.borrow(), ["a", "b", "deferred"]);
+    }
 
     #[test]
     fn a_kept_timer_fires_then_moves_to_the_next_deadline() {

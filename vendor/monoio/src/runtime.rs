@@ -122,6 +122,10 @@ pub struct Runtime<D> {
     pub(crate) driver: D,
 }
 
+/// (ringside) Rounds of deferred wake-ups run before the ring is entered
+/// again (`task::deferred`): each is a burst of sends that should go out.
+const QUIET_ROUNDS: u32 = 4;
+
 impl<D> Runtime<D> {
     pub(crate) fn new(context: Context, driver: D) -> Self {
         Self { context, driver }
@@ -151,6 +155,7 @@ impl<D> Runtime<D> {
                 let mut join = std::pin::pin!(join);
                 set_poll();
                 loop {
+                    let mut quiet_rounds = 0;
                     loop {
                         // Consume all tasks(with max round to prevent io starvation)
                         let mut max_round = self.context.tasks.len() * 2;
@@ -173,9 +178,22 @@ impl<D> Runtime<D> {
                         }
 
                         if self.context.tasks.is_empty() {
-                            // No task to execute, we should wait for io blockingly
-                            // Hot path
-                            break;
+                            // ringside: what waited for the ready tasks
+                            // runs now, in this round (a few times at most
+                            // before the ring is entered again).
+                            if !crate::task::deferred::wake_all() {
+                                // No task to execute, we should wait for io blockingly
+                                // Hot path
+                                break;
+                            }
+                            quiet_rounds += 1;
+                            if quiet_rounds <= QUIET_ROUNDS {
+                                continue;
+                            }
+                        } else {
+                            // ringside: a round cut short still lets the
+                            // deferred run, after the tasks ahead of them.
+                            crate::task::deferred::wake_all();
                         }
 
                         // Cold path (ringside: another round, another time)

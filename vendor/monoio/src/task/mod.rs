@@ -17,6 +17,8 @@ pub use self::join::JoinHandle;
 
 mod raw;
 mod recycle;
+/// (ringside) Wake-ups deferred until the ready tasks have run.
+pub mod deferred;
 use self::raw::RawTask;
 
 mod state;
