@@ -7,7 +7,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::Buf;
 use ringside_quic::StreamId;
 use ringside_runtime::reload::Current;
 
@@ -85,15 +85,7 @@ async fn read_headers(conn: &H3Conn, id: StreamId, rx: &mut Incoming) -> Option<
 
 pub(crate) async fn serve<H: Handler>(conn: &Rc<H3Conn>, current: Rc<Current<H>>, id: StreamId) {
     let (handler, cfg) = current.get();
-    let mut rx = Incoming {
-        pending: BytesMut::new(),
-        parser: FrameParser::new(headers_frame_bound(conn.max_section())),
-        fin: false,
-        done: false,
-        declared: None,
-        received: 0,
-        trailers: None,
-    };
+    let mut rx = Incoming::new(FrameParser::new(headers_frame_bound(conn.max_section())));
     let t = cfg.timeouts.header_read;
     let Ok(Some(section)) =
         ringside_runtime::task::timeout(t, read_headers(conn, id, &mut rx)).await
