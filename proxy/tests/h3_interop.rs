@@ -37,6 +37,10 @@ fn aioquic_gets_static_and_proxied_on_one_connection() {
         let at = site.tls.expect("a TLS listener");
         let upload = pattern(1 << 20);
         let file = site.dir.write("upload.bin", &upload);
+        // Kept whole in the core's file cache, its bytes go to the stream
+        // as they are, not copied beside the head (`send_shared`).
+        let mid = pattern((11 << 10) + 7);
+        site.dir.write("root/mid.bin", &mid);
         let report = aioquic(
             at,
             &site.ca_pem,
@@ -47,6 +51,9 @@ fn aioquic_gets_static_and_proxied_on_one_connection() {
                 {"path": "/big.bin", "headers": [["range", "bytes=1000-1999"]]},
                 {"path": "/app/echo", "method": "POST", "body_file": file,
                  "headers": [["content-type", "application/octet-stream"]]},
+                {"path": "/mid.bin"},
+                {"path": "/mid.bin"},
+                {"path": "/mid.bin", "headers": [["range", "bytes=2000-9999"]]},
             ]),
         );
         let a = answers(&report);
@@ -60,6 +67,14 @@ fn aioquic_gets_static_and_proxied_on_one_connection() {
         assert_eq!(a[2]["sha256"], sha256(&pattern(10 << 20)[1000..2000]));
         assert_eq!(a[3]["status"], 200, "{backend}: {}", a[3]);
         assert_eq!(a[3]["sha256"], sha256(&upload), "1 MiB echoed, {backend}");
+        // Read from the file, then from the cache: the same bytes.
+        for got in &a[4..6] {
+            assert_eq!(got["status"], 200, "{backend}: {got}");
+            assert_eq!(got["length"], mid.len(), "{backend}");
+            assert_eq!(got["sha256"], sha256(&mid), "{backend}");
+        }
+        assert_eq!(a[6]["status"], 206, "{}", a[6]);
+        assert_eq!(a[6]["sha256"], sha256(&mid[2000..10000]), "{backend}");
         // io_uring reads the datagrams by multishot RECVMSG, with no
         // recvmsg(2) bar where its ring ran dry; epoll reads each by one.
         let (_, metrics) = site.srv.admin_get("/metrics");

@@ -240,11 +240,12 @@ fn body(
 ) -> Result<Option<Job>, Error> {
     match src {
         Source::Bytes(bytes) => {
-            ex.send(
-                status,
-                h.as_slice(),
-                &bytes[offset as usize..(offset + len) as usize],
-            )?;
+            let (from, to) = (offset as usize, (offset + len) as usize);
+            if (from, to) == (0, bytes.len()) {
+                ex.send_shared(status, h.as_slice(), &bytes)?;
+            } else {
+                ex.send_shared(status, h.as_slice(), &bytes.slice(from..to))?;
+            }
             Ok(None)
         }
         Source::File(file) => {
