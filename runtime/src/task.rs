@@ -193,15 +193,20 @@ pub async fn yield_now() {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_deferred_wake_comes_after_the_ready_tasks() {
+    /// Runs `f` to its end on an io_uring engine with timers.
+    fn on_uring<F: Future>(f: F) -> F::Output {
         crate::backend::set_current(crate::backend::Backend::IoUring);
-        let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+        monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
             .enable_timer()
             .build()
-            .unwrap();
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn a_deferred_wake_comes_after_the_ready_tasks() {
         let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        rt.block_on(async {
+        on_uring(async {
             let o = order.clone();
             let deferred = monoio::spawn(async move {
                 let mut deferred = false;
@@ -232,12 +237,7 @@ mod tests {
 
     #[test]
     fn a_kept_timer_fires_then_moves_to_the_next_deadline() {
-        crate::backend::set_current(crate::backend::Backend::IoUring);
-        let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-            .enable_timer()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        on_uring(async {
             let timer = std::cell::Cell::new(None);
             let soon = Instant::now() + Duration::from_millis(10);
             let r = timeout_at_with(&timer, soon, std::future::pending::<()>()).await;
