@@ -23,6 +23,20 @@ pub fn read_at(file: &std::fs::File, buf: &mut BytesMut, pos: u64) -> io::Result
     Ok(n)
 }
 
+/// How many bytes into a buffer at `dst` a read of a file from `pos`
+/// should start (0 to 63) so that the kernel's copy out of the page cache
+/// runs at full speed: with the destination on the source's offset within
+/// a cache line. The kernel copies with `rep movsb`, which on this AMD
+/// EPYC ran 3.4 times slower when the destination's offset in its page
+/// lay 1 to 31 bytes past the source's: 0.50 against 0.15 ms/MiB for
+/// 256 KiB preads of a cached file (C, one core). A malloc'd buffer of
+/// that size starts 16 bytes into a page, so a piece of a file read
+/// behind a 5-byte frame header landed there every time: 27% of the
+/// server's CPU on a 100 MiB HTTP/3 download.
+pub fn read_pad(dst: *const u8, pos: u64) -> usize {
+    (pos as usize).wrapping_sub(dst as usize) % 64
+}
+
 const CHUNK: u64 = 64 * 1024;
 
 /// Largest piece handed to one sendfile or file-to-pipe splice: a whole
@@ -382,10 +396,11 @@ async fn copy_fallback(
     while pos < end {
         buf.clear();
         let want = (end - pos).min(CHUNK) as usize;
-        buf.reserve(want);
+        buf.reserve(want + 64);
         let mut limited = buf.split_off(0);
+        let pad = read_pad(limited.as_ptr(), pos);
         let n = {
-            let spare = &mut limited.spare_capacity_mut()[..want];
+            let spare = &mut limited.spare_capacity_mut()[pad..pad + want];
             // SAFETY: read_at only writes into the slice.
             let s =
                 unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), want) };
@@ -397,8 +412,10 @@ async fn copy_fallback(
                 "file shorter than the range sent",
             ));
         }
-        // SAFETY: n bytes were written.
-        unsafe { limited.set_len(n) };
+        // SAFETY: n bytes were written, after pad bytes left as they were
+        // (u8 has no invalid values, and the pad is cut off unread).
+        unsafe { limited.set_len(pad + n) };
+        bytes::Buf::advance(&mut limited, pad);
         let (r, back) = stream.write_all(limited).await;
         r?;
         buf = back;
@@ -632,6 +649,23 @@ pub async fn create_dir(path: &std::path::Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_starts_on_its_sources_offset_in_a_cache_line() {
+        let buf = vec![0u8; 256];
+        for at in 0..64 {
+            for pos in [0u64, 5, 63, 64, 4096 + 17, (1 << 40) + 31] {
+                let dst = buf.as_ptr().wrapping_add(at);
+                let pad = read_pad(dst, pos);
+                assert!(pad < 64);
+                assert_eq!(
+                    (dst as usize + pad) % 64,
+                    (pos % 64) as usize,
+                    "at {at} pos {pos}"
+                );
+            }
+        }
+    }
 
     /// The file calls on each backend built in that runs here.
     #[test]

@@ -609,7 +609,11 @@ impl<'a> Wire<'a> {
             frame::put_header(&mut header, frame::DATA, n as u64);
             // The first piece carries what waits in `out` (the head) before
             // its frame: one write to the stream, as before the pieces.
-            let mut piece = super::file_pieces::take(self.out.len() + header.len() + n);
+            let lead = self.out.len() + header.len();
+            // The file's bytes go where the kernel copies them fastest.
+            let mut piece = super::file_pieces::take(64 + lead + n);
+            let pad = ringside_runtime::fs::read_pad(piece.as_ptr().wrapping_add(lead), offset);
+            piece.extend_from_slice(&[0; 64][..pad]);
             piece.extend_from_slice(&self.out);
             self.out.clear();
             piece.extend_from_slice(&header);
@@ -622,7 +626,9 @@ impl<'a> Wire<'a> {
             offset += n as u64;
             len -= n as u64;
             let end = self.last(n as u64);
-            self.send(super::file_pieces::freeze(piece), end).await?;
+            let mut piece = super::file_pieces::freeze(piece);
+            piece.advance(pad);
+            self.send(piece, end).await?;
         }
         Ok(())
     }
