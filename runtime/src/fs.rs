@@ -398,9 +398,12 @@ async fn copy_fallback(
         let want = (end - pos).min(CHUNK) as usize;
         buf.reserve(want + 64);
         let mut limited = buf.split_off(0);
-        let pad = read_pad(limited.as_ptr(), pos);
+        // The pad is written (and cut off unsent) so that every byte up to
+        // the read's end is initialised.
+        limited.extend_from_slice(&[0; 64][..read_pad(limited.as_ptr(), pos)]);
+        let pad = limited.len();
         let n = {
-            let spare = &mut limited.spare_capacity_mut()[pad..pad + want];
+            let spare = &mut limited.spare_capacity_mut()[..want];
             // SAFETY: read_at only writes into the slice.
             let s =
                 unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), want) };
@@ -412,8 +415,7 @@ async fn copy_fallback(
                 "file shorter than the range sent",
             ));
         }
-        // SAFETY: n bytes were written, after pad bytes left as they were
-        // (u8 has no invalid values, and the pad is cut off unread).
+        // SAFETY: n bytes were written after the pad.
         unsafe { limited.set_len(pad + n) };
         bytes::Buf::advance(&mut limited, pad);
         let (r, back) = stream.write_all(limited).await;
