@@ -393,6 +393,12 @@ fn find_crlf(b: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The workspace builds rustls with two providers, so none is the
+    /// process default: each config names its own.
+    fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+        Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    }
+
     #[test]
     fn chunked_whole_partial_and_bad() {
         let wire = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-T: 1\r\n\r\nNEXT";
@@ -423,7 +429,9 @@ mod tests {
             .signed_by(&key, &ca_cert, &ca_key)
             .unwrap();
         let server = Arc::new(
-            rustls::ServerConfig::builder()
+            rustls::ServerConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
                 .with_no_client_auth()
                 .with_single_cert(
                     vec![cert.der().clone()],
@@ -434,7 +442,9 @@ mod tests {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(ca_cert.der().clone()).unwrap();
         let client = Arc::new(
-            ClientConfig::builder()
+            ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
                 .with_root_certificates(roots)
                 .with_no_client_auth(),
         );

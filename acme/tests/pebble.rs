@@ -29,13 +29,21 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
+/// The workspace builds rustls with two providers, so none is the
+/// process default: each config names its own.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}
+
 fn client_tls(pebble: &Pebble) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(&pebble.ca_pem).unwrap() {
         roots.add(cert.unwrap()).unwrap();
     }
     Arc::new(
-        rustls::ClientConfig::builder()
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )
@@ -129,7 +137,9 @@ struct TlsAlpnServer {
 impl TlsAlpnServer {
     fn start(listener: TcpListener) -> TlsAlpnServer {
         let resolver = Arc::new(AlpnResolver::default());
-        let mut config = rustls::ServerConfig::builder()
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
             .with_no_client_auth()
             .with_cert_resolver(resolver.clone());
         config.alpn_protocols = vec![b"acme-tls/1".to_vec()];
@@ -255,9 +265,10 @@ fn verify_chain(pebble: &Pebble, chain: &[CertificateDer<'static>], name: &str) 
     for root in CertificateDer::pem_slice_iter(pebble.issuing_roots_pem().as_bytes()) {
         roots.add(root.unwrap()).unwrap();
     }
-    let verifier = rustls::client::WebPkiServerVerifier::builder(Arc::new(roots))
-        .build()
-        .unwrap();
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .unwrap();
     verifier
         .verify_server_cert(
             &chain[0],
@@ -579,7 +590,9 @@ fn base64_url_decode(s: &str) -> Vec<u8> {
 fn unreachable_ca_is_a_transport_error() {
     let port = Pebble::free_port();
     let tls = Arc::new(
-        rustls::ClientConfig::builder()
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth(),
     );

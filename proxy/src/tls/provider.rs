@@ -1,5 +1,6 @@
 //! The crypto provider every rustls config is built on, listeners and
-//! upstreams alike: aws-lc-rs, for its hybrid post-quantum key exchange.
+//! upstreams alike: aws-lc-rs, for its hybrid post-quantum key exchange,
+//! with ring's cipher suites.
 //!
 //! # Key exchange
 //!
@@ -19,6 +20,18 @@
 //! its C library with the cc crate alone on Linux (no cmake, no NASM), so
 //! `cargo build` still needs nothing installed by hand.
 //!
+//! # Record and packet ciphers
+//!
+//! The cipher suites, and with them every TLS record's and every QUIC
+//! packet's AEAD and header protection, are ring's. Its AES-GCM has a
+//! VAES/VPCLMULQDQ AVX2 path (BoringSSL's `aes-gcm-avx2-x86_64`), which
+//! aws-lc 0.47 has only for AVX-512; AMD's Zen 3 and Intel's client parts
+//! have the one and not the other. On a Zen 3 EPYC, sealing one 11 KiB
+//! record took ring 1.5 µs against aws-lc-rs's 2.9, and a 1,350-byte QUIC
+//! packet with its header mask 0.32–0.39 µs against 0.49. The suites are
+//! the same, in the same order. Session tickets, key exchange, signatures
+//! and randomness stay on aws-lc-rs.
+//!
 //! # Certificate compression (RFC 8879)
 //!
 //! rustls' `brotli` and `zlib` features give every config both compressors
@@ -35,6 +48,7 @@ use std::sync::Arc;
 
 use rustls::compress::CompressionCache;
 use rustls::crypto::aws_lc_rs::{self, kx_group};
+use rustls::crypto::ring;
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 
 /// The key-exchange groups offered and accepted, most preferred first.
@@ -45,9 +59,11 @@ pub static KX_GROUPS: [&dyn SupportedKxGroup; 4] = [
     kx_group::SECP384R1,
 ];
 
-/// aws-lc-rs' suites and signature algorithms, with [`KX_GROUPS`].
+/// ring's cipher suites and aws-lc-rs' signature algorithms, with
+/// [`KX_GROUPS`].
 pub fn make() -> CryptoProvider {
     CryptoProvider {
+        cipher_suites: ring::DEFAULT_CIPHER_SUITES.to_vec(),
         kx_groups: KX_GROUPS.to_vec(),
         ..aws_lc_rs::default_provider()
     }
@@ -79,6 +95,17 @@ mod tests {
                 NamedGroup::secp384r1,
             ]
         );
+    }
+
+    #[test]
+    fn the_suites_are_aws_lc_rs_own_list_in_its_order() {
+        let ours: Vec<_> = make().cipher_suites.iter().map(|s| s.suite()).collect();
+        let theirs: Vec<_> = aws_lc_rs::default_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        assert_eq!(ours, theirs);
     }
 
     #[test]
