@@ -190,6 +190,9 @@ pub struct Connection {
     accepted_0rtt: bool,
     /// Whether the idle timer should be reset the next time an ack-eliciting packet is transmitted.
     permit_idle_reset: bool,
+    /// ringside: a packet went out in this `poll_transmit` call and the
+    /// loss-detection timer has not been set for it yet.
+    loss_timer_stale: bool,
     /// Negotiated idle timeout
     idle_timeout: Option<Duration>,
     /// The time we send next bundled ACK
@@ -322,6 +325,7 @@ impl Connection {
             next_crypto: None,
             accepted_0rtt: false,
             permit_idle_reset: true,
+            loss_timer_stale: false,
             idle_timeout: match config.max_idle_timeout {
                 None | Some(VarInt(0)) => None,
                 Some(dur) => Some(Duration::from_millis(dur.0)),
@@ -460,6 +464,24 @@ impl Connection {
     /// single Transmit using GSO. This must be at least 1.
     #[must_use]
     pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        max_datagrams: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        let transmit = self.poll_transmit_inner(now, max_datagrams, buf);
+        // ringside: the loss-detection timer is set once a call, for the
+        // last packet sent, not after every packet of a GSO batch: each
+        // setting reads every space's loss time and PTO, and `now` is the
+        // same for all of them.
+        if self.loss_timer_stale {
+            self.loss_timer_stale = false;
+            self.set_loss_detection_timer(now);
+        }
+        transmit
+    }
+
+    fn poll_transmit_inner(
         &mut self,
         now: Instant,
         max_datagrams: usize,

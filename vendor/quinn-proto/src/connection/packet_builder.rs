@@ -245,7 +245,8 @@ impl PacketBuilder {
                 }
                 conn.permit_idle_reset = false;
             }
-            conn.set_loss_detection_timer(now);
+            // ringside: set once at the end of `poll_transmit`.
+            conn.loss_timer_stale = true;
             conn.path.pacing.on_transmit(size);
         }
     }
