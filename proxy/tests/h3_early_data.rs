@@ -2,7 +2,9 @@
 //! session and sending its requests before the handshake ends: with it on,
 //! a safe request is served from early data and goes upstream with
 //! `Early-Data: 1` (RFC 8470 §5.1), a POST waits for the handshake and goes
-//! without it, an upstream's 425 reaches the client as it is, and a
+//! without it, an upstream's 425 sends the request again once the
+//! handshake has ended (§5.2) and reaches the client only when the second
+//! answer is 425 too or the client sent `Early-Data` itself, and a
 //! client's own `Early-Data` goes on once, untouched; a `client_auth`
 //! listener's resumed session brings its certificate to requests served
 //! from early data. Off (the default),
@@ -27,6 +29,8 @@ fn requests() -> Value {
          "headers": [["content-type", "application/x-www-form-urlencoded"]]},
         {"path": "/app/status/425"},
         {"path": "/app/headers?own", "headers": [["early-data", "1"]]},
+        {"path": "/app/early-425"},
+        {"path": "/app/early-425?own", "headers": [["early-data", "1"]]},
     ])
 }
 
@@ -74,20 +78,93 @@ fn with_early_data_safe_requests_are_served_from_0rtt_and_others_wait() {
         // POST: held until the handshake ended, then sent as any request.
         assert_eq!(a[1]["status"], 200, "{backend}: {}", a[1]);
         assert!(early_data_lines(&a[1]).is_empty(), "{backend}: {}", a[1]);
-        // The upstream's 425 Too Early, passed back.
+        // An upstream that answers 425 Too Early to anything: the request
+        // went again after the handshake, and the second 425 came back.
         assert_eq!(a[2]["status"], 425, "{backend}: {}", a[2]);
         // The client's own field, once and as sent.
         assert_eq!(a[3]["status"], 200, "{backend}: {}", a[3]);
         assert_eq!(early_data_lines(&a[3]), ["early-data: 1"], "{backend}");
+        // 425 to early data only: answered, by the try after the handshake,
+        // which went without Early-Data (§5.2).
+        assert_eq!(a[4]["status"], 200, "{backend}: {}", a[4]);
+        assert!(early_data_lines(&a[4]).is_empty(), "{backend}: {}", a[4]);
+        // The client's own Early-Data: its 425 is the client's (§5.2: an
+        // intermediary MUST forward it), after one try.
+        assert_eq!(a[5]["status"], 425, "{backend}: {}", a[5]);
         let heads = site.origin.heads();
+        let tries = |p: &str| {
+            heads
+                .iter()
+                .filter(|h| h.starts_with(p))
+                .collect::<Vec<_>>()
+        };
+        let ours = tries("GET /early-425 ");
+        assert_eq!(ours.len(), 2, "{backend}: {heads:?}");
+        assert!(ours[0].contains("\r\nEarly-Data: 1\r\n"), "{}", ours[0]);
+        assert!(
+            !ours[1].to_ascii_lowercase().contains("early-data"),
+            "{}",
+            ours[1]
+        );
+        assert_eq!(
+            tries("GET /early-425?own ").len(),
+            1,
+            "{backend}: {heads:?}"
+        );
+        assert_eq!(tries("GET /status/425 ").len(), 2, "{backend}: {heads:?}");
         let post = heads.iter().find(|h| h.starts_with("POST /headers"));
         let post = post.unwrap_or_else(|| panic!("{backend}: no POST upstream: {heads:?}"));
         assert!(!post.to_ascii_lowercase().contains("early-data"), "{post}");
         let (_, metrics) = site.srv.admin_get("/metrics");
         assert_eq!(
             sum(&metrics, "ringside_http3_early_requests_total"),
-            3.0,
-            "{backend}: the three GETs, not the POST: {metrics}"
+            5.0,
+            "{backend}: the five GETs, not the POST: {metrics}"
+        );
+    }
+}
+
+/// The same over an HTTP/2 upstream (the python3-h2 origin): its 425 to
+/// early data sends the request again after the handshake, and a
+/// client's own `Early-Data` gets the 425.
+#[test]
+fn an_h2_upstreams_425_to_early_data_sends_the_request_again_after_the_handshake() {
+    use common::script;
+    let (_origin, port) = script::start("/usr/bin/python3", "h2_origin.py", &[]);
+    let extra = format!(
+        r#"
+[http3]
+early_data = true
+
+[upstream.h2o]
+protocol = "h2"
+servers = ["127.0.0.1:{port}"]
+
+[[route]]
+prefix = "/h2/"
+upstream = "h2o"
+strip_prefix = true
+"#
+    );
+    for backend in QUIC_BACKENDS {
+        let mut site = Site::start("h3-0rtt-h2", backend, &extra);
+        let at = site.tls.expect("a TLS listener");
+        let asked = json!([
+            {"path": "/h2/early-425"},
+            {"path": "/h2/early-425", "headers": [["early-data", "1"]]},
+        ]);
+        let report = aioquic_0rtt(at, &site.ca_pem, "h2.test", "/small.txt", &[], &asked);
+        assert_eq!(report["early_data_accepted"], true, "{backend}: {report}");
+        let a = answers(&report);
+        assert_eq!(a[0]["status"], 200, "{backend}: {}", a[0]);
+        // The origin's 200 comes only to a request without Early-Data.
+        assert_eq!(echoed_head(&a[0]), "not early", "{backend}");
+        assert_eq!(a[1]["status"], 425, "{backend}: {}", a[1]);
+        let (_, metrics) = site.srv.admin_get("/metrics");
+        assert_eq!(
+            sum(&metrics, "ringside_http3_early_requests_total"),
+            2.0,
+            "{backend}: both from early data: {metrics}"
         );
     }
 }
@@ -134,6 +211,9 @@ fn without_early_data_0rtt_is_refused_and_requests_are_served_after_the_handshak
                 ["early-data: 1"],
                 "{backend} {force}"
             );
+            // Nothing early, so nothing goes twice.
+            assert_eq!(a[4]["status"], 200, "{backend} {force}: {}", a[4]);
+            assert_eq!(a[5]["status"], 425, "{backend} {force}: {}", a[5]);
         }
         let (_, metrics) = site.srv.admin_get("/metrics");
         assert_eq!(

@@ -216,6 +216,16 @@ impl<'a> Exchange<'a> {
             _ => false,
         }
     }
+    /// Waits until the client's handshake ended, for a request served from
+    /// early data, which from then on counts as not early: a try again
+    /// after an upstream's 425 Too Early (RFC 8470 §5.2). Whether the
+    /// connection is still there; at once for any other request.
+    pub async fn handshake_done(&mut self) -> bool {
+        match &mut self.wire {
+            Wire::H3(w) if w.early_data => w.handshake_done().await,
+            _ => true,
+        }
+    }
     /// The client certificate chain the connection's TLS handshake
     /// verified (leaf first), where the listener asks for one and the
     /// client sent one; the same for every request on the connection.

@@ -156,6 +156,14 @@ fn gone(e: StreamError) -> Error {
 }
 
 impl<'a> Wire<'a> {
+    /// Waits for the connection's handshake to end; from then on the
+    /// request is not early. Whether the connection is still there.
+    pub(crate) async fn handshake_done(&mut self) -> bool {
+        self.conn.quic.connected().await;
+        self.early_data = false;
+        !self.conn.quic.is_closed()
+    }
+
     pub(crate) fn new(
         conn: &'a Rc<H3Conn>,
         id: StreamId,

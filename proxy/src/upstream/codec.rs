@@ -19,6 +19,10 @@ pub enum Tried {
     /// A 502/503/504 that the retry policy sends to another server; nothing
     /// was sent to the client.
     RetryStatus(u16),
+    /// A 425 Too Early to a request from early data, to send again once
+    /// the client's handshake ends (`super::too_early`); nothing was sent
+    /// to the client.
+    TooEarly,
 }
 
 #[allow(async_fn_in_trait)] // workers are single-threaded: no Send bound wanted

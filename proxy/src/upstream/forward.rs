@@ -23,6 +23,10 @@
 //! (connect failures), since the body is read only once a connection
 //! exists. What is answered when every try failed is the last error's
 //! status, decided by the error type (502, 503 or 504).
+//!
+//! A 425 Too Early to a request served from HTTP/3 early data goes round
+//! once more after the client's handshake, outside the retry policy
+//! (`super::too_early`).
 
 use std::cell::RefCell;
 
@@ -138,6 +142,19 @@ async fn tries<C: Codec>(
                     kind,
                     format!("{} answered {status}", chosen.addr),
                 ));
+                continue;
+            }
+            Ok(Tried::TooEarly) => {
+                // Its body unread, the connection is not kept.
+                up.borrow_mut().release(&chosen, None, None);
+                tracing::debug!(server = %chosen.addr, "425 Too Early: again once the client's handshake ends");
+                outcome.went_on(None);
+                if !ex.handshake_done().await {
+                    let gone = std::io::Error::from(std::io::ErrorKind::ConnectionAborted);
+                    return Err(Error::client_gone("finishing the handshake", gone));
+                }
+                // Not early now, so a second 425 goes to the client; the
+                // same server may be picked, and no retry is used up.
                 continue;
             }
             Err(e) => e,

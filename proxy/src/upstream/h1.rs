@@ -22,6 +22,7 @@ use super::headers::{
 use super::io::{Buf, Pooled, UpSock};
 use super::local::{Chosen, Local};
 use super::settings::{ForwardHeaders, ForwardPath, HostHeader, ProxyRoute};
+use super::too_early;
 use super::tunnel::tunnel;
 
 crate::poolable!(ResponseHead, ResponseHead::empty());
@@ -239,6 +240,9 @@ impl H1<'_> {
         let status = head.status;
         if retry.on.status(status) && may_retry && !ex.responded() {
             return Ok(Tried::RetryStatus(status));
+        }
+        if too_early::again_after_handshake(ex, status, self.replayable(ex)) {
+            return Ok(Tried::TooEarly);
         }
 
         if status == 101 {

@@ -22,6 +22,7 @@ use super::h1::H1;
 use super::headers::{skip_response_header, ReqBody};
 use super::io::{Buf, UpSock};
 use super::local::{Chosen, Local};
+use super::too_early;
 
 /// Tries on other connections of the same server when one refuses the
 /// stream unprocessed (a GOAWAY raced it), before the request fails.
@@ -156,6 +157,7 @@ impl H2<'_> {
             via: self.via,
             wants_trailers,
             retry_status: may_retry,
+            replayable: self.h1.replayable(ex),
             retry,
             timer: std::cell::Cell::new(None),
         };
@@ -495,6 +497,8 @@ struct Relay<'a> {
     via: Option<&'a [u8]>,
     wants_trailers: bool,
     retry_status: bool,
+    /// The request may reach a server twice (`super::too_early`).
+    replayable: bool,
     retry: super::settings::RetryPolicy,
     /// The deadline's timer, kept across the waits of this exchange.
     timer: std::cell::Cell<Option<task::Sleep>>,
@@ -557,6 +561,9 @@ impl Relay<'_> {
                 let status = r.status;
                 if self.retry.on.status(status) && self.retry_status && !ex.responded() {
                     return Ok(Some(Tried::RetryStatus(status)));
+                }
+                if too_early::again_after_handshake(ex, status, self.replayable) {
+                    return Ok(Some(Tried::TooEarly));
                 }
                 let length = r
                     .fields

@@ -21,4 +21,5 @@ pub mod pool;
 pub mod probe_h2;
 pub mod settings;
 pub mod shared;
+pub mod too_early;
 pub mod tunnel;

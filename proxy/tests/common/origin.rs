@@ -40,6 +40,8 @@ impl Origin {
     /// Paths:
     /// - `/ok` (default): 200 with a small body naming the origin;
     /// - `…/headers`: the request head as received, as the body;
+    /// - `…/early-425`: 425 Too Early to a request with `Early-Data`,
+    ///   else as `…/headers`;
     /// - `/echo`: the request body back;
     /// - `/big/N`: N bytes of body;
     /// - `/chunked`: a chunked body in three chunks;
@@ -201,6 +203,13 @@ fn serve(c: TcpStream, n: usize, st: &State) {
         let raw = |w: &mut TcpStream, bytes: &str| w.write_all(bytes.as_bytes()).is_ok();
         let path = req.path.split('?').next().unwrap_or("").to_owned();
         let go_on = match path.as_str() {
+            p if p.ends_with("/early-425") => {
+                if req.head.to_ascii_lowercase().contains("\r\nearly-data:") {
+                    ok(&mut w, 425, "", b"too early")
+                } else {
+                    ok(&mut w, 200, "", req.head.as_bytes())
+                }
+            }
             p if p.ends_with("/headers") => ok(&mut w, 200, "", req.head.as_bytes()),
             "/echo" => ok(&mut w, 200, "", &req.body),
             "/upload" => {

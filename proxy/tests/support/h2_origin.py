@@ -10,6 +10,8 @@ tests, on python3-h2:
   GET  /conns         how many connections were accepted so far
   GET  /authority     the request's :authority
   GET  /header/NAME   the request's field NAME (lower case), or "-"
+  GET  /early-425     425 Too Early to a request with early-data, else
+                      200 "not early"
 
     /usr/bin/python3 h2_origin.py [GOAWAY_EVERY] [unix:PATH]
 
@@ -107,6 +109,11 @@ def serve(sock, goaway_every):
             respond(sid, 200, h.get(":authority", "").encode())
         elif path.startswith("/header/"):
             respond(sid, 200, h.get(path[len("/header/"):], "-").encode())
+        elif path == "/early-425":
+            if "early-data" in h:
+                respond(sid, 425, b"too early")
+            else:
+                respond(sid, 200, b"not early")
         elif path == "/conns":
             respond(sid, 200, str(ACCEPTED).encode())
         elif path == "/slow":
