@@ -17,7 +17,9 @@ measured run (perf stat -e raw_syscalls:sys_enter -p PID).
 
 HTTP/3 load is ringside-bench --h3 (target/release; no HTTP/3 client here
 has a load mode: Debian's h2load and curl are built without it);
-"ringside-h2" is the same ringside measured with h2load over TLS (ALPN h2).
+"ringside-h2" is the same ringside measured with h2load over TLS (ALPN h2),
+and "caddy-h2" the same for Caddy: each server's own HTTP/3 against its
+own HTTP/2 on the same files.
 --proxy puts the nginx origin (18 bytes on every path) on CPU 1 and
 measures the servers proxying to it over HTTP/1.1. The document root is
 the HTTP/2 script's: 26.txt, 11k.txt, 1m.bin.
@@ -54,7 +56,7 @@ def start(name, root, args, cert, origin_port):
         with open(path, "w") as f:
             f.write(conf)
         cmd = [exe, "--workers", "1", "--config", path] + extra
-    elif name == "caddy":
+    elif name in ("caddy", "caddy-h2"):
         serve = f"reverse_proxy 127.0.0.1:{origin_port}" if origin_port else f"root * {root}\n  file_server"
         conf = (f"{{\n  admin off\n  auto_https off\n  default_sni 127.0.0.1\n  storage file_system {prefix}\n}}\n"
                 f"https://127.0.0.1:{port} {{\n  bind 127.0.0.1\n  tls {cert[0]} {cert[1]}\n  {serve}\n}}\n")
