@@ -241,7 +241,7 @@ impl H1<'_> {
         if retry.on.status(status) && may_retry && !ex.responded() {
             return Ok(Tried::RetryStatus(status));
         }
-        if too_early::again_after_handshake(ex, status, self.replayable(ex)) {
+        if too_early::again_after_handshake(ex, status, || self.replayable(ex)) {
             return Ok(Tried::TooEarly);
         }
 

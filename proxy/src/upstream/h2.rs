@@ -562,7 +562,7 @@ impl Relay<'_> {
                 if self.retry.on.status(status) && self.retry_status && !ex.responded() {
                     return Ok(Some(Tried::RetryStatus(status)));
                 }
-                if too_early::again_after_handshake(ex, status, self.replayable) {
+                if too_early::again_after_handshake(ex, status, || self.replayable) {
                     return Ok(Some(Tried::TooEarly));
                 }
                 let length = r

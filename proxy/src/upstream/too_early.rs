@@ -12,11 +12,15 @@ use ringside_http::Exchange;
 /// Whether `status`, the upstream's answer to `ex`, sends the request
 /// round again after the handshake rather than to the client.
 /// `replayable`: the codec's word that the request may reach a server
-/// twice.
-pub(crate) fn again_after_handshake(ex: &Exchange<'_>, status: u16, replayable: bool) -> bool {
+/// twice, asked only of a 425 to early data (every response passes here).
+pub(crate) fn again_after_handshake(
+    ex: &Exchange<'_>,
+    status: u16,
+    replayable: impl FnOnce() -> bool,
+) -> bool {
     status == 425
-        && replayable
         && ex.early_data()
+        && replayable()
         && !ex.responded()
         && !ex
             .headers()
