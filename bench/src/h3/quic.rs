@@ -22,6 +22,13 @@ use super::udp::{Sent, Udp, GSO_SEGMENTS};
 /// payload can be.
 const RECV_BUF: usize = 65_536;
 
+/// Datagrams read in one turn of a connection before it sends. Draining
+/// the socket first acknowledged a download once per several MiB (the
+/// server, its send window full, then waited while this client caught
+/// up); quinn's own endpoint reads for at most 50 µs before its
+/// connections send, and browsers acknowledge every few packets.
+const RECV_PER_TURN: usize = 64;
+
 /// A core's buffers, shared by its connections, and whether the kernel
 /// takes GSO sends.
 pub struct Io {
@@ -91,8 +98,10 @@ impl Wire {
         }
     }
 
-    /// Sends what waited for room, then hands `conn` every datagram
-    /// waiting; their bytes are added to `received`.
+    /// Sends what waited for room, then hands `conn` the datagrams
+    /// waiting, up to [`RECV_PER_TURN`]; their bytes are added to
+    /// `received`. The rest wait for the next turn, after this one's
+    /// acknowledgements have gone out.
     pub fn receive(
         &mut self,
         conn: &mut Connection,
@@ -105,13 +114,18 @@ impl Wire {
                 self.blocked = Some((buf, seg));
             }
         }
-        while let Some((n, stride)) = self.udp.recv(&mut io.rbuf)? {
+        let mut taken = 0;
+        while taken < RECV_PER_TURN {
+            let Some((n, stride)) = self.udp.recv(&mut io.rbuf)? else {
+                break;
+            };
             *received += n as u64;
             let mut at = 0;
             while at < n {
                 let end = (at + stride).min(n);
                 self.datagram(conn, io, now, at..end);
                 at = end;
+                taken += 1;
             }
         }
         Ok(())
@@ -167,5 +181,55 @@ impl Wire {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    /// A turn reads at most `RECV_PER_TURN` datagrams (give or take one
+    /// GRO batch) and leaves the rest in the socket for the next turn, so
+    /// that a download's acknowledgements go out while it arrives.
+    #[test]
+    fn a_turn_reads_a_bounded_number_of_datagrams() {
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let opts = crate::tls::TlsOptions {
+            insecure: true,
+            alpn: vec![b"h3".to_vec()],
+            ..Default::default()
+        };
+        let roots = crate::tls::roots(&opts).unwrap();
+        let tls = crate::tls::client_config(&opts, &roots);
+        let client = crate::h3::client_config(tls, Duration::from_secs(5)).unwrap();
+        let now = Instant::now();
+        let at = (peer.local_addr().unwrap(), "localhost");
+        let endpoint = Arc::new(EndpointConfig::default());
+        let (mut wire, mut conn) =
+            Wire::connect(now, endpoint, client, at, None, Some(4 << 20)).unwrap();
+        let mut io = Io::default();
+        // The Initial tells the peer where the client is.
+        wire.transmit(&mut conn, &mut io, now).unwrap();
+        let mut initial = [0u8; 2048];
+        let (_, client_addr) = peer.recv_from(&mut initial).unwrap();
+
+        const SENT: usize = 4 * RECV_PER_TURN;
+        const SIZE: usize = 100;
+        for i in 0..SENT {
+            peer.send_to(&[i as u8; SIZE], client_addr).unwrap();
+        }
+        let mut received = 0;
+        wire.receive(&mut conn, &mut io, now, &mut received)
+            .unwrap();
+        let first = received as usize / SIZE;
+        assert!(
+            (RECV_PER_TURN..2 * RECV_PER_TURN).contains(&first),
+            "one turn read {first} of {SENT} datagrams"
+        );
+        wire.receive(&mut conn, &mut io, now, &mut received)
+            .unwrap();
+        assert!(received as usize / SIZE > first, "the next turn reads on");
     }
 }
