@@ -23,7 +23,7 @@ use super::udp::{Sent, Udp, GSO_SEGMENTS};
 const RECV_BUF: usize = 65_536;
 
 /// Datagrams read in one turn of a connection before it sends. Draining
-/// the socket first acknowledged a download once per several MiB (the
+/// the socket first acknowledged a download about once per 1.5 MiB (the
 /// server, its send window full, then waited while this client caught
 /// up); quinn's own endpoint reads for at most 50 µs before its
 /// connections send, and browsers acknowledge every few packets.
