@@ -61,14 +61,16 @@ const SEND_SLOTS: usize = 64;
 /// Datagrams read by `recvmsg` in one go before the connections they
 /// woke get a turn.
 const READS_PER_TURN: usize = 64;
-/// Datagrams taken from the receive ring before the streams they woke
-/// run: one, so that a request's stream reads it while its datagram and
-/// its connection's state are still in the cache. Taking up to 64 first,
-/// as `recvmsg` reads do, cost 3-4% more server CPU per 11 KiB HTTP/3
-/// request at -c100 with 10 streams, and two a time 2.6% more than one
-/// (bench/scripts/ab_concurrent.py, every round of five to seven). The
-/// connections' turns still come once the ready streams have run
-/// (`task::wake_after_ready`), so their sends stay gathered.
+/// Datagrams taken from the receive ring before the streams they woke and
+/// then their connection's turn run: one, so that both find the datagram
+/// and the connection's state still in the cache. The loop waits for the
+/// turn (`yield_after_ready`: the turn is deferred until the woken streams
+/// have answered, so their sends still leave together). Server CPU per
+/// HTTP/3 request at -c100 with 10 streams (bench/scripts/ab_concurrent.py):
+/// up to 64 datagrams a batch, as `recvmsg` reads take, cost 3-4% more
+/// than one at 11 KiB; waiting only for the streams (`yield_now`), with
+/// every connection's turn after all the datagrams, 4% more at 11 KiB and
+/// 16% more at 26 B than waiting for the turn as well.
 const RING_READS_PER_TURN: usize = 1;
 
 impl Shared {
@@ -353,7 +355,7 @@ pub async fn serve<F, Fut>(
             datagram(&ctx, BytesMut::from(d), from);
         });
         match took {
-            Ok(RING_READS_PER_TURN) => ringside_runtime::task::yield_now().await,
+            Ok(RING_READS_PER_TURN) => ringside_runtime::task::yield_after_ready().await,
             Ok(_) => {
                 // The ring ran dry under the receive: what waits in the
                 // socket is read the plain way before the ring is armed

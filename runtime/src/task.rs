@@ -174,6 +174,22 @@ pub fn wake_after_ready(waker: &std::task::Waker) {
     )
 }
 
+/// Gives the tasks ready on this core, and what waits for them
+/// (`wake_after_ready`), a turn before this one goes on.
+pub async fn yield_after_ready() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            wake_after_ready(cx.waker());
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 /// Gives other tasks on this core a turn.
 pub async fn yield_now() {
     let mut yielded = false;
@@ -233,6 +249,45 @@ mod tests {
             deferred.await;
         });
         assert_eq!(*order.borrow(), ["a", "b", "deferred"]);
+    }
+
+    #[test]
+    fn yield_after_ready_resumes_after_the_ready_and_the_deferred() {
+        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        on_uring(async {
+            let o = order.clone();
+            // A connection's turn, deferred while a datagram is handled.
+            let turn = monoio::spawn(async move {
+                let mut deferred = false;
+                std::future::poll_fn(|cx| {
+                    if deferred {
+                        return Poll::Ready(());
+                    }
+                    deferred = true;
+                    wake_after_ready(cx.waker());
+                    Poll::Pending
+                })
+                .await;
+                o.borrow_mut().push("turn");
+            });
+            // A stream the datagram woke.
+            let o = order.clone();
+            spawn(async move {
+                yield_now().await;
+                o.borrow_mut().push("stream");
+            });
+            // The endpoint's loop, going on to the next datagram.
+            let o = order.clone();
+            let endpoint = monoio::spawn(async move {
+                // Let the two above defer and queue themselves first.
+                yield_now().await;
+                yield_after_ready().await;
+                o.borrow_mut().push("next datagram");
+            });
+            turn.await;
+            endpoint.await;
+        });
+        assert_eq!(*order.borrow(), ["stream", "turn", "next datagram"]);
     }
 
     #[test]
