@@ -66,11 +66,14 @@ const READS_PER_TURN: usize = 64;
 /// and the connection's state still in the cache. The loop waits for the
 /// turn (`yield_after_ready`: the turn is deferred until the woken streams
 /// have answered, so their sends still leave together). Server CPU per
-/// HTTP/3 request at -c100 with 10 streams (bench/scripts/ab_concurrent.py):
-/// up to 64 datagrams a batch, as `recvmsg` reads take, cost 3-4% more
-/// than one at 11 KiB; waiting only for the streams (`yield_now`), with
-/// every connection's turn after all the datagrams, 4% more at 11 KiB and
-/// 16% more at 26 B than waiting for the turn as well.
+/// HTTP/3 request at -c100 with 10 streams, two builds serving at once
+/// (bench/scripts/ab_concurrent.py): up to 64 datagrams a batch, as
+/// `recvmsg` reads take, cost 3-4% more than one at 11 KiB; waiting only
+/// for the streams (`yield_now`), with every connection's turn after all
+/// the datagrams, 1-4% more at 11 KiB and 16% more at 26 B than waiting
+/// for the turn as well. Measured alone, with the servers taken in turn,
+/// both changes together cost 0.93 of the old at 11 KiB (5 rounds) and
+/// 0.97 at 26 B (9 rounds, within the noise).
 const RING_READS_PER_TURN: usize = 1;
 
 impl Shared {
