@@ -288,14 +288,14 @@ def main():
         state = {}
 
         def fds_back():
-            m = metrics(admin)
-            state.update(fd=fds(pid), pools=pools(m))
+            state["fd"] = fds(pid)
+            state["pools"] = pools(metrics(admin))
             return verdict.fd_check(fd_before, state["fd"], pools_before, state["pools"], True)[0]
         _, waited_fds = wait_until("the fd count to come back", fds_back, 15)
-        # A sample asks /metrics before it counts fds, and ringside may not
-        # have closed that admin connection yet: a lone extra socket that
-        # the next look no longer sees. A leak stays, so a few looks apart
-        # tell the two apart.
+        # A sample counts fds before it asks /metrics, but the admin
+        # connection of the look before may not be closed yet: a lone extra
+        # socket that the next look no longer sees. A leak stays, so a few
+        # looks apart tell the two apart.
         for look in range(5):
             end_row, end_m = sampler.sample(time.monotonic() - t0, "after")
             fd_after = {k: end_row[f"fd_{k}"] for k in ("socket", "pipe", "file", "other")}

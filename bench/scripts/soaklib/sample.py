@@ -182,8 +182,13 @@ class Sampler:
         self.last_cpu = None
 
     def sample(self, t, phase, quiet=False):
-        m = metrics(self.admin_port)
+        # Descriptors first: asking /metrics opens an admin connection that
+        # ringside closes only once it has read the client's end, which a
+        # core shared with other work may not have done yet. Counted after,
+        # each look saw its own connection as one socket too many (the
+        # light soak failed so with `yes` on CPU 1, every look alike).
         k = fds(self.pid)
+        m = metrics(self.admin_port)
         cpu = (t, cpu_seconds(self.pid))
         busy = ""
         if self.last_cpu and t > self.last_cpu[0]:
