@@ -256,18 +256,10 @@ mod tests {
         let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         on_uring(async {
             let o = order.clone();
-            // A connection's turn, deferred while a datagram is handled.
+            // A connection's turn, deferred while a datagram is handled
+            // (its first poll asks wake_after_ready, as `Inner::kick` does).
             let turn = monoio::spawn(async move {
-                let mut deferred = false;
-                std::future::poll_fn(|cx| {
-                    if deferred {
-                        return Poll::Ready(());
-                    }
-                    deferred = true;
-                    wake_after_ready(cx.waker());
-                    Poll::Pending
-                })
-                .await;
+                yield_after_ready().await;
                 o.borrow_mut().push("turn");
             });
             // A stream the datagram woke.
