@@ -224,17 +224,9 @@ mod tests {
         let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         on_uring(async {
             let o = order.clone();
+            // Its one wait asks wake_after_ready.
             let deferred = monoio::spawn(async move {
-                let mut deferred = false;
-                std::future::poll_fn(|cx| {
-                    if deferred {
-                        return Poll::Ready(());
-                    }
-                    deferred = true;
-                    wake_after_ready(cx.waker());
-                    Poll::Pending
-                })
-                .await;
+                yield_after_ready().await;
                 o.borrow_mut().push("deferred");
             });
             for name in ["a", "b"] {
