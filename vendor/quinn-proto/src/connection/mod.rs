@@ -627,7 +627,11 @@ impl Connection {
 
                 // Congestion control and pacing checks
                 // Tail loss probes must not be blocked by congestion, or a deadlock could arise
-                if ack_eliciting && self.spaces[space_id].loss_probes == 0 {
+                // ringside: nor a CONNECTION_CLOSE: a closing endpoint sends that frame alone,
+                // which RFC 9002 §7 leaves outside congestion control. Stream data written
+                // before the close made the packet count as ack-eliciting, and a full window
+                // then kept the close from ever leaving.
+                if ack_eliciting && !close && self.spaces[space_id].loss_probes == 0 {
                     // Assume the current packet will get padded to fill the segment
                     let untracked_bytes = if let Some(builder) = &builder_storage {
                         buf_capacity - builder.partial_encode.start
@@ -973,10 +977,18 @@ impl Connection {
         // Send MTU probe if necessary
         if buf.is_empty() && self.state.is_established() {
             let space_id = SpaceId::Data;
-            let probe_size = self
-                .path
-                .mtud
-                .poll_transmit(now, self.packet_number_filter.peek(&self.spaces[space_id]))?;
+            // ringside: only a probe the congestion window can take (`MtuDiscovery::
+            // poll_transmit`). One toward a large path MTU (tens of KB over loopback or jumbo
+            // frames) can be larger than the whole initial window, and once sent it held every
+            // other packet back until acknowledged.
+            let window = self.path.congestion.window();
+            let room = window.saturating_sub(self.path.in_flight.bytes);
+            let probe_size = self.path.mtud.poll_transmit(
+                now,
+                self.packet_number_filter.peek(&self.spaces[space_id]),
+                window,
+                room,
+            )?;
 
             let buf_capacity = probe_size as usize;
             buf.reserve(buf_capacity);

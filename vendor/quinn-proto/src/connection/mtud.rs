@@ -71,10 +71,22 @@ impl MtuDiscovery {
     }
 
     /// Returns the amount of bytes that should be sent as an MTU probe, if any
-    pub(crate) fn poll_transmit(&mut self, now: Instant, next_pn: u64) -> Option<u16> {
+    ///
+    /// ringside: `window` is the congestion window and `room` what it has left. A probe
+    /// goes if it fits the room, or if it is at most a quarter of the window (so that a
+    /// probe of Ethernet's size goes as before, and a large one once the window is large);
+    /// otherwise it waits, and the search does not move on.
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        next_pn: u64,
+        window: u64,
+        room: u64,
+    ) -> Option<u16> {
+        let fits = |size: u16| u64::from(size) <= room || u64::from(size) <= window / 4;
         self.state
             .as_mut()
-            .and_then(|state| state.poll_transmit(now, self.current_mtu, next_pn))
+            .and_then(|state| state.poll_transmit(now, self.current_mtu, next_pn, fits))
     }
 
     /// Notifies the [`MtuDiscovery`] that the peer's `max_udp_payload_size` transport parameter has
@@ -185,7 +197,13 @@ impl EnabledMtuDiscovery {
     }
 
     /// Returns the amount of bytes that should be sent as an MTU probe, if any
-    fn poll_transmit(&mut self, now: Instant, current_mtu: u16, next_pn: u64) -> Option<u16> {
+    fn poll_transmit(
+        &mut self,
+        now: Instant,
+        current_mtu: u16,
+        next_pn: u64,
+        fits: impl Fn(u16) -> bool,
+    ) -> Option<u16> {
         if let Phase::Initial = &self.phase {
             // Start the first search
             self.phase = Phase::Searching(SearchState::new(
@@ -206,18 +224,24 @@ impl EnabledMtuDiscovery {
             ));
         }
 
-        if let Phase::Searching(state) = &mut self.phase {
+        if let Phase::Searching(searching) = &mut self.phase {
             // Nothing to do while there is a probe in flight
-            if state.in_flight_probe.is_some() {
+            if searching.in_flight_probe.is_some() {
                 return None;
             }
 
             // Retransmit lost probes, if any
-            if 0 < state.lost_probe_count && state.lost_probe_count < MAX_PROBE_RETRANSMITS {
-                state.in_flight_probe = Some(next_pn);
-                return Some(state.last_probed_mtu);
+            if 0 < searching.lost_probe_count && searching.lost_probe_count < MAX_PROBE_RETRANSMITS
+            {
+                if !fits(searching.last_probed_mtu) {
+                    return None;
+                }
+                searching.in_flight_probe = Some(next_pn);
+                return Some(searching.last_probed_mtu);
             }
 
+            // ringside: worked out on a copy, kept only if the probe fits.
+            let mut state = *searching;
             let last_probe_succeeded = state.lost_probe_count == 0;
 
             // The probe is definitely lost (we reached the MAX_PROBE_RETRANSMITS threshold)
@@ -227,8 +251,12 @@ impl EnabledMtuDiscovery {
             }
 
             if let Some(probe_udp_payload_size) = state.next_mtu_to_probe(last_probe_succeeded) {
+                if !fits(probe_udp_payload_size) {
+                    return None;
+                }
                 state.in_flight_probe = Some(next_pn);
                 state.last_probed_mtu = probe_udp_payload_size;
+                *searching = state;
                 return Some(probe_udp_payload_size);
             } else {
                 let next_mtud_activation = now + self.config.interval;
@@ -295,6 +323,8 @@ struct SearchState {
     in_flight_probe: Option<u64>,
     /// Lost probes at the current probe size
     lost_probe_count: usize,
+    /// ringside: whether the upper bound was tried straight after Ethernet's size
+    top_tried: bool,
 }
 
 impl SearchState {
@@ -313,6 +343,7 @@ impl SearchState {
         Self {
             in_flight_probe: None,
             lost_probe_count: 0,
+            top_tried: false,
             lower_bound,
             upper_bound,
             minimum_change: config.minimum_change,
@@ -330,6 +361,22 @@ impl SearchState {
             self.lower_bound = self.last_probed_mtu;
         } else {
             self.upper_bound = self.last_probed_mtu - 1;
+        }
+
+        // ringside: a search reaching above Ethernet's size tries that size first, then
+        // the upper bound, and only then halves the range between. A bound above Ethernet's
+        // comes from a route that carries more (loopback, jumbo frames), where the top is
+        // the likely answer; and Ethernet's size, tried first, is what most paths carry,
+        // so a connection gets there in one probe whatever becomes of the larger ones.
+        if self.lower_bound < ETHERNET && ETHERNET < self.upper_bound {
+            return Some(ETHERNET);
+        }
+        if !self.top_tried
+            && self.lower_bound >= ETHERNET
+            && self.upper_bound.saturating_sub(self.lower_bound) >= self.minimum_change
+        {
+            self.top_tried = true;
+            return Some(self.upper_bound);
         }
 
         let next_mtu = (self.lower_bound as i32 + self.upper_bound as i32) / 2;
@@ -524,6 +571,9 @@ struct CurrentLossBurst {
 // Corresponds to the RFC's `MAX_PROBES` constant (see
 // https://www.rfc-editor.org/rfc/rfc8899#section-5.1.2)
 const MAX_PROBE_RETRANSMITS: usize = 3;
+/// ringside: the largest UDP payload over a 1,500-byte Ethernet path for IPv6 (and
+/// quinn's default upper bound).
+const ETHERNET: u16 = 1452;
 /// Maximum number of suspicious loss bursts that will not trigger black hole detection
 const BLACK_HOLE_THRESHOLD: usize = 3;
 
@@ -552,7 +602,7 @@ mod tests {
     ) -> Vec<u16> {
         let mut probed_sizes = Vec::new();
         for probe_pn in 1..100 {
-            let result = mtud.poll_transmit(now, probe_pn);
+            let result = mtud.poll_transmit(now, probe_pn, u64::MAX, u64::MAX);
 
             if completed(mtud) {
                 break;
@@ -609,7 +659,7 @@ mod tests {
     #[test]
     fn mtu_discovery_disabled_does_nothing() {
         let mut mtud = MtuDiscovery::disabled(1_200, 1_200);
-        let probe_size = mtud.poll_transmit(Instant::now(), 0);
+        let probe_size = mtud.poll_transmit(Instant::now(), 0, u64::MAX, u64::MAX);
         assert_eq!(probe_size, None);
     }
 
@@ -667,19 +717,21 @@ mod tests {
         drive_to_completion(&mut mtud, now, 1_500);
 
         // Polling right after completion does not cause new packets to be sent
-        assert_eq!(mtud.poll_transmit(now, 42), None);
+        assert_eq!(mtud.poll_transmit(now, 42, u64::MAX, u64::MAX), None);
         assert!(completed(&mtud));
-        assert_eq!(mtud.current_mtu, 1_471);
+        // ringside: 1,480 (was 1,471), the search having taken another way to it.
+        assert_eq!(mtud.current_mtu, 1_480);
 
         // Polling after the interval has passed does (taking the current mtu as lower bound)
+        // ringside: the top first (was 5,235, the middle).
         assert_eq!(
-            mtud.poll_transmit(now + Duration::from_secs(600), 43),
-            Some(5235)
+            mtud.poll_transmit(now + Duration::from_secs(600), 43, u64::MAX, u64::MAX),
+            Some(9_000)
         );
 
         match mtud.state.unwrap().phase {
             Phase::Searching(state) => {
-                assert_eq!(state.lower_bound, 1_471);
+                assert_eq!(state.lower_bound, 1_480);
                 assert_eq!(state.upper_bound, 9_000);
             }
             _ => {
@@ -693,7 +745,7 @@ mod tests {
         let mut mtud = default_mtud();
 
         let mut probe_sizes = (0..4).map(|i| {
-            let probe_size = mtud.poll_transmit(Instant::now(), i);
+            let probe_size = mtud.poll_transmit(Instant::now(), i, u64::MAX, u64::MAX);
             assert!(probe_size.is_some(), "no probe returned for packet {i}");
 
             mtud.on_probe_lost();
@@ -748,12 +800,48 @@ mod tests {
     #[should_panic(expected = "Transport parameters received after MTU probing started")]
     fn mtu_discovery_with_peer_max_udp_payload_size_during_search_panics() {
         let mut mtud = default_mtud();
-        assert!(mtud.poll_transmit(Instant::now(), 0).is_some());
+        assert!(
+            mtud.poll_transmit(Instant::now(), 0, u64::MAX, u64::MAX)
+                .is_some()
+        );
         assert!(matches!(
             mtud.state.as_ref().unwrap().phase,
             Phase::Searching(_)
         ));
         mtud.on_peer_max_udp_payload_size_received(1300);
+    }
+
+    /// ringside: above Ethernet's size, Ethernet's first, then the top, each once the
+    /// congestion window takes it.
+    #[test]
+    fn mtu_discovery_above_ethernet_tries_ethernet_then_the_top_when_the_window_takes_it() {
+        let mut config = MtuDiscoveryConfig::default();
+        config.upper_bound(MAX_UDP_PAYLOAD);
+        let mut mtud = MtuDiscovery::new(1200, 1200, None, config);
+        let now = Instant::now();
+        // A quarter of the initial window takes Ethernet's size, with no room left.
+        assert_eq!(mtud.poll_transmit(now, 0, 14_720, 0), Some(ETHERNET));
+        assert!(mtud.on_acked(SpaceId::Data, 0, ETHERNET));
+        assert_eq!(mtud.current_mtu(), ETHERNET);
+        // The top is more than the room and than a quarter of the window: it waits.
+        assert_eq!(mtud.poll_transmit(now, 1, 14_720, 14_720), None);
+        assert_eq!(mtud.in_flight_mtu_probe(), None);
+        assert_eq!(
+            mtud.poll_transmit(now, 1, 300_000, 0),
+            Some(MAX_UDP_PAYLOAD)
+        );
+        // Lost: its resend waits the same way.
+        mtud.on_probe_lost();
+        assert_eq!(mtud.poll_transmit(now, 2, 14_720, 14_720), None);
+        let room = u64::from(MAX_UDP_PAYLOAD);
+        assert_eq!(
+            mtud.poll_transmit(now, 2, 14_720, room),
+            Some(MAX_UDP_PAYLOAD)
+        );
+        assert!(mtud.on_acked(SpaceId::Data, 2, MAX_UDP_PAYLOAD));
+        assert_eq!(mtud.current_mtu(), MAX_UDP_PAYLOAD);
+        assert_eq!(mtud.poll_transmit(now, 3, u64::MAX, u64::MAX), None);
+        assert!(completed(&mtud));
     }
 
     #[test]
@@ -776,12 +864,15 @@ mod tests {
 
         let probed_sizes = drive_to_completion(&mut mtud, Instant::now(), 1500);
 
+        // ringside: Ethernet's size, then the top, then halving (was 5,600 first, and the
+        // search ended at 1,474).
         let expected_probed_sizes = &[
-            5600, 5600, 5600, 3399, 3399, 3399, 2299, 2299, 2299, 1749, 1749, 1749, 1474, 1611,
-            1611, 1611, 1542, 1542, 1542, 1507, 1507, 1507,
+            1452, 10000, 10000, 10000, 5725, 5725, 5725, 3588, 3588, 3588, 2519, 2519, 2519, 1985,
+            1985, 1985, 1718, 1718, 1718, 1584, 1584, 1584, 1517, 1517, 1517, 1484, 1516, 1516,
+            1516,
         ];
         assert_eq!(probed_sizes, expected_probed_sizes);
-        assert_eq!(mtud.current_mtu, 1474);
+        assert_eq!(mtud.current_mtu, 1484);
         assert!(completed(&mtud));
     }
 
@@ -811,7 +902,7 @@ mod tests {
             let probe_pn = i * 2 - 1;
             let other_pn = i * 2;
 
-            let result = mtud.poll_transmit(Instant::now(), probe_pn);
+            let result = mtud.poll_transmit(Instant::now(), probe_pn, u64::MAX, u64::MAX);
 
             if completed(&mtud) {
                 break;
@@ -822,7 +913,7 @@ mod tests {
             assert!(mtud.in_flight_mtu_probe().is_some());
 
             // Nothing else to send while the probe is in-flight
-            assert_matches!(mtud.poll_transmit(now, other_pn), None);
+            assert_matches!(mtud.poll_transmit(now, other_pn, u64::MAX, u64::MAX), None);
 
             if i % 2 == 0 {
                 // ACK probe and ensure it results in an increase of current_mtu
@@ -839,7 +930,9 @@ mod tests {
             }
         }
 
-        assert_eq!(iterations, 25);
+        // ringside: 5 (was 25): Ethernet's size and then the top, each lost once and
+        // acknowledged when sent again.
+        assert_eq!(iterations, 5);
         assert_eq!(mtud.current_mtu, 65527);
         assert!(completed(&mtud));
     }

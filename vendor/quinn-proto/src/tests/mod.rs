@@ -590,6 +590,39 @@ fn congestion() {
     pair.client_send(client_ch, s).write(&[42; 1024]).unwrap();
 }
 
+/// ringside: a CONNECTION_CLOSE leaves even with the congestion window full and stream data
+/// written before the close still unsent (RFC 9002 §7: such packets are not congestion
+/// controlled).
+#[test]
+fn close_leaves_past_a_full_congestion_window() {
+    let _guard = subscribe();
+    let mut pair = Pair::default();
+    let (client_ch, server_ch) = pair.connect();
+    let s = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+    let window = pair.client_conn_mut(client_ch).congestion_window();
+    let mut written = 0;
+    while written < 2 * window {
+        written += pair.client_send(client_ch, s).write(&[42; 1024]).unwrap() as u64;
+    }
+    pair.drive_client();
+    assert!(pair.client_conn_mut(client_ch).bytes_in_flight() > window / 2);
+    let now = pair.time;
+    pair.client_conn_mut(client_ch)
+        .close(now, VarInt(7), Bytes::new());
+    pair.drive();
+    let mut closed = false;
+    while let Some(e) = pair.server_conn_mut(server_ch).poll() {
+        if let Event::ConnectionLost {
+            reason: ConnectionError::ApplicationClosed(c),
+        } = e
+        {
+            assert_eq!(c.error_code, VarInt(7));
+            closed = true;
+        }
+    }
+    assert!(closed, "the server never heard of the close");
+}
+
 #[test]
 fn high_latency_handshake() {
     let _guard = subscribe();
