@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{
-    Connection, ConnectionHandle, DatagramEvent, EndpointConfig, Incoming, ServerConfig,
-    TransportConfig, VarInt,
+    Connection, ConnectionHandle, DatagramEvent, EndpointConfig, Incoming, MtuDiscoveryConfig,
+    ServerConfig, TransportConfig, VarInt,
 };
 use ringside_runtime::config::Http3;
 use ringside_runtime::udp::UdpSocket;
@@ -54,8 +54,12 @@ pub(crate) struct Shared {
 
 /// GSO trains at most this many datagrams (the kernel allows 64).
 const GSO_SEGMENTS: usize = 16;
+/// A train's bytes at most: one IPv4 UDP datagram's payload limit, which
+/// the kernel holds a GSO send to (EMSGSIZE past it).
+const GSO_BYTES: usize = 65_507;
 /// Trains in flight through the ring at once (each buffer up to
-/// `GSO_SEGMENTS` datagrams, so 1.5 MiB a worker once all were used);
+/// `GSO_SEGMENTS` datagrams or `GSO_BYTES`, so at most 4 MiB a worker
+/// once all were used, 1.5 MiB where paths carry 1,500 bytes);
 /// past it, trains go by `sendmsg`.
 const SEND_SLOTS: usize = 64;
 /// Datagrams read by `recvmsg` in one go before the connections they
@@ -89,7 +93,7 @@ impl Shared {
                 if let Some(e) = err {
                     self.send_failed(e);
                 }
-                let Some(t) = q.poll_transmit(now, self.segments.get(), s.buf(i)) else {
+                let Some(t) = q.poll_transmit(now, self.train(q), s.buf(i)) else {
                     return false;
                 };
                 if s.submit(i, t.destination, t.segment_size) {
@@ -101,12 +105,20 @@ impl Shared {
                 continue;
             }
             tx.clear();
-            let Some(t) = q.poll_transmit(now, self.segments.get(), &mut tx) else {
+            let Some(t) = q.poll_transmit(now, self.train(q), &mut tx) else {
                 return false;
             };
             self.send(&tx[..t.size], t.destination, t.segment_size);
         }
         true
+    }
+
+    /// Datagrams one send may carry for `q`: a GSO train is one UDP send,
+    /// at most 65,507 bytes in all, so datagrams of a large path MTU go
+    /// fewer a train (a 64 KiB one alone).
+    fn train(&self, q: &Connection) -> usize {
+        let per = (GSO_BYTES / usize::from(q.current_mtu())).max(1);
+        self.segments.get().min(per)
     }
 
     fn sent(&self, len: usize, segment: Option<usize>) {
@@ -172,6 +184,7 @@ impl Shared {
 fn server_config(
     tls: &Arc<rustls::ServerConfig>,
     setup: &Setup,
+    mtu_bound: u16,
 ) -> Result<Arc<ServerConfig>, String> {
     let mut t = (**tls).clone();
     t.alpn_protocols = vec![b"h3".to_vec()];
@@ -201,34 +214,51 @@ fn server_config(
                 .into(),
         ))
         .datagram_receive_buffer_size(None);
+    let mut mtud = MtuDiscoveryConfig::default();
+    mtud.upper_bound(mtu_bound);
+    tr.mtu_discovery_config(Some(mtud));
     sc.transport_config(Arc::new(tr));
     sc.max_incoming(l.max_handshakes as usize);
     Ok(Arc::new(sc))
 }
+
+/// QUIC server settings made for each path MTU bound.
+type ByBound = Vec<(u16, Arc<ServerConfig>)>;
 
 /// What the endpoint's loop and the hand-over listener share.
 struct Ctx<F> {
     shared: Rc<Shared>,
     setup: Setup,
     tls: Box<dyn Fn() -> Option<Arc<rustls::ServerConfig>>>,
-    /// The listener's TLS settings last seen, and the QUIC side made of them.
-    cached: RefCell<Option<(Arc<rustls::ServerConfig>, Arc<ServerConfig>)>>,
+    /// The listener's TLS settings last seen, and the QUIC sides made of
+    /// them, one for each path MTU bound met since.
+    cached: RefCell<Option<(Arc<rustls::ServerConfig>, ByBound)>>,
+    routes: RefCell<crate::mtu::Routes>,
     serve: F,
 }
 
 impl<F> Ctx<F> {
-    /// The QUIC server settings for a new handshake: the listener's TLS now.
-    fn config(&self) -> Option<Arc<ServerConfig>> {
+    /// The QUIC server settings for a new handshake: the listener's TLS
+    /// now, path MTU discovery up to `mtu_bound` ([`crate::mtu`]).
+    fn config(&self, mtu_bound: u16) -> Option<Arc<ServerConfig>> {
         let now = (self.tls)()?;
         let mut cached = self.cached.borrow_mut();
-        if let Some((t, q)) = cached.as_ref() {
-            if Arc::ptr_eq(t, &now) {
-                return Some(q.clone());
+        match cached.as_mut() {
+            Some((t, made)) if Arc::ptr_eq(t, &now) => {
+                if let Some((_, q)) = made.iter().find(|(b, _)| *b == mtu_bound) {
+                    return Some(q.clone());
+                }
             }
+            _ => *cached = Some((now.clone(), Vec::new())),
         }
-        match server_config(&now, &self.setup) {
+        match server_config(&now, &self.setup, mtu_bound) {
             Ok(q) => {
-                *cached = Some((now, q.clone()));
+                // Few bounds are met (one for each interface MTU, and a
+                // path's own where the kernel has learnt one); past these,
+                // each handshake builds its own.
+                if let Some((_, made)) = cached.as_mut().filter(|(_, m)| m.len() < 8) {
+                    made.push((mtu_bound, q.clone()));
+                }
                 Some(q)
             }
             Err(e) => {
@@ -310,9 +340,10 @@ pub async fn serve<F, Fut>(
         setup,
         tls: Box::new(tls),
         cached: RefCell::new(None),
+        routes: RefCell::new(crate::mtu::Routes::new()),
         serve,
     };
-    let Some(first) = ctx.config() else {
+    let Some(first) = ctx.config(crate::mtu::INTERNET) else {
         tracing::error!(%local, "HTTP/3 not served: the listener has no usable TLS");
         return;
     };
@@ -498,8 +529,9 @@ where
         }
         return;
     }
+    let bound = ctx.routes.borrow_mut().bound(incoming.remote_address());
     let cfg = ctx
-        .config()
+        .config(bound)
         .filter(|_| shared.handshaking.get() < l.max_handshakes);
     let Some(cfg) = cfg else {
         stats::add(|c| &c.refused, 1);

@@ -28,6 +28,7 @@ mod conn;
 mod early;
 mod endpoint;
 mod keys;
+mod mtu;
 pub mod stats;
 mod udp;
 

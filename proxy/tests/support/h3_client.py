@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import socket
 import ssl
 import sys
 
@@ -171,6 +172,13 @@ async def main():
     async with connect(
         a.host, a.port, configuration=cfg, create_protocol=Client, wait_connected=wait
     ) as c:
+        # A receive buffer as ringside-bench and quinn ask for (4 MiB), not
+        # the kernel's default: Python reads slowly, and a download into
+        # 208 KiB loses datagrams, so the server's congestion window, and
+        # with it the datagram size its path MTU search may try, would
+        # depend on how busy the machine is.
+        sock = c._transport.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         # Without waiting for the handshake, these are sent at once: in
         # 0-RTT where the ticket allows it.
         answers = await c.requests(reqs, authority)
