@@ -118,7 +118,7 @@ pub fn run(core: Rc<Core>, conns: usize) -> Stats {
     let mut d = Driver {
         core: &core,
         client,
-        endpoint: Arc::new(EndpointConfig::default()),
+        endpoint: Arc::new(crate::h3::endpoint_config()),
         control: frames::control_stream(),
         io: Io::default(),
         server: None,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quinn_proto::crypto::rustls::{HandshakeData, QuicClientConfig};
-use quinn_proto::{ClientConfig, Connection, IdleTimeout, TransportConfig, VarInt};
+use quinn_proto::{ClientConfig, Connection, EndpointConfig, IdleTimeout, TransportConfig, VarInt};
 
 use crate::args::Config;
 use crate::tls::TlsInfo;
@@ -61,6 +61,20 @@ pub fn client_config(
     let mut c = ClientConfig::new(Arc::new(crypto));
     c.transport_config(Arc::new(t));
     Ok(c)
+}
+
+/// The client's endpoint settings. It takes datagrams as large as UDP
+/// allows (`max_udp_payload_size` 65,527, RFC 9000's default, as ngtcp2's
+/// client says, which h2load's and curl's HTTP/3 are, and as aioquic does
+/// by saying nothing), not quinn's 1,472: the
+/// server's path MTU discovery, not this client, then decides how large a
+/// server's packets get, as a TCP sender's segments follow the route.
+/// Every read takes up to 64 KiB ([`quic`]'s buffer), so any size fits.
+pub fn endpoint_config() -> EndpointConfig {
+    let mut e = EndpointConfig::default();
+    e.max_udp_payload_size(65_527)
+        .expect("65,527 is QUIC's largest payload");
+    e
 }
 
 /// The ALPN protocol the server chose, once the handshake has it.
