@@ -115,7 +115,7 @@ impl Shared {
 
     /// Datagrams one send may carry for `q`: a GSO train is one UDP send,
     /// at most 65,507 bytes in all, so datagrams of a large path MTU go
-    /// fewer a train (a 64 KiB one alone).
+    /// fewer a train (three of 16 KiB, or one pinned to 64 KiB).
     fn train(&self, q: &Connection) -> usize {
         let per = (GSO_BYTES / usize::from(q.current_mtu())).max(1);
         self.segments.get().min(per)
