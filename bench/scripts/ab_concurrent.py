@@ -19,7 +19,10 @@ change helps.
 
 usage: ab_concurrent.py --baseline EXE [--a ringside] [--b baseline]
                         [--proto h3|h2] [--file 11k.txt] [--rounds 5]
-                        [--duration 8] [-c 100] [-m 10]
+                        [--duration 8] [-c 100] [-m 10] [--proxy]
+
+--proxy has both proxy to one nginx origin (18 bytes on every path) on
+CPU 1, as h3_cpu_per_request.py --proxy does.
 
 Server names are cpu_per_request.py's: "ringside" is target/release,
 "baseline" the --baseline binary, and either takes +NAME=VALUE for an
@@ -77,12 +80,15 @@ def main():
     p.add_argument("--duration", type=int, default=8)
     p.add_argument("-c", type=int, default=100)
     p.add_argument("-m", type=int, default=10)
+    p.add_argument("--proxy", action="store_true")
     args = p.parse_args()
     base.BASELINE = args.baseline
     root = h2.make_root()
     cert = h2.make_cert(root)
     # h3_cpu_per_request's start serves HTTP/2 and HTTP/3 on one listener.
-    servers = [h3.start(n, root, args, cert, None) for n in (args.a, args.b)]
+    # --proxy: both proxy to one nginx origin on CPU 1, as in h3_cpu_per_request.
+    origin = base.start_origin() if args.proxy else None
+    servers = [h3.start(n, root, args, cert, origin[1] if origin else None) for n in (args.a, args.b)]
     ratios = []
     try:
         ports = [s[1] for s in servers]
@@ -101,6 +107,8 @@ def main():
     finally:
         for proc, _, prefix in servers:
             base.stop(proc, prefix)
+        if origin:
+            base.stop(origin[0], origin[2])
         shutil.rmtree(root, ignore_errors=True)
         for f in cert:
             os.unlink(f)

@@ -78,6 +78,11 @@ const READS_PER_TURN: usize = 64;
 /// for the turn as well. Measured alone, with the servers taken in turn,
 /// both changes together cost 0.93 of the old at 11 KiB (5 rounds) and
 /// 0.97 at 26 B (9 rounds, within the noise).
+/// It costs where the streams wait on an upstream: proxied 26 B, both
+/// builds at once, one datagram a turn cost 1.20x what 64 a turn did
+/// (`RINGSIDE_QUIC_RING_READS=64`, 7 rounds) and 1.17x what 8 did, while
+/// static 11 KiB cost 0.79x and 0.89x, and 26 B 0.85x (with 16 KiB
+/// datagrams). Static files keep the turn; a proxy's turn is a finding.
 const RING_READS_PER_TURN: usize = 1;
 
 impl Shared {
@@ -374,6 +379,13 @@ pub async fn serve<F, Fut>(
         }
     }
     let mut plain = Plain::new(&ctx);
+    // RINGSIDE_QUIC_RING_READS=N: N datagrams from the ring a turn, then
+    // the turn given up as any task's (the order before the one-datagram
+    // turn), to measure what that order is worth.
+    let per_turn = std::env::var("RINGSIDE_QUIC_RING_READS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 1);
     loop {
         let Ok(r) = &ring else {
             if plain.read(&ctx).await {
@@ -384,12 +396,14 @@ pub async fn serve<F, Fut>(
             }
             continue;
         };
-        let took = r.take(RING_READS_PER_TURN, |d, from| {
+        let max = per_turn.unwrap_or(RING_READS_PER_TURN);
+        let took = r.take(max, |d, from| {
             stats::add(|c| &c.datagrams_in, 1);
             datagram(&ctx, BytesMut::from(d), from);
         });
         match took {
-            Ok(RING_READS_PER_TURN) => ringside_runtime::task::yield_after_ready().await,
+            Ok(n) if n == max && per_turn.is_some() => ringside_runtime::task::yield_now().await,
+            Ok(n) if n == max => ringside_runtime::task::yield_after_ready().await,
             Ok(_) => {
                 // The ring ran dry under the receive: what waits in the
                 // socket is read the plain way before the ring is armed
