@@ -219,16 +219,23 @@ mod tests {
             .block_on(f)
     }
 
+    type Order = std::rc::Rc<std::cell::RefCell<Vec<&'static str>>>;
+
+    /// A task whose one wait is `yield_after_ready` (its first poll asks
+    /// wake_after_ready), then writes `name` down.
+    fn after_ready(order: &Order, name: &'static str) -> monoio::task::JoinHandle<()> {
+        let o = order.clone();
+        monoio::spawn(async move {
+            yield_after_ready().await;
+            o.borrow_mut().push(name);
+        })
+    }
+
     #[test]
     fn a_deferred_wake_comes_after_the_ready_tasks() {
-        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let order = Order::default();
         on_uring(async {
-            let o = order.clone();
-            // Its one wait asks wake_after_ready.
-            let deferred = monoio::spawn(async move {
-                yield_after_ready().await;
-                o.borrow_mut().push("deferred");
-            });
+            let deferred = after_ready(&order, "deferred");
             for name in ["a", "b"] {
                 let o = order.clone();
                 spawn(async move {
@@ -245,15 +252,11 @@ mod tests {
 
     #[test]
     fn yield_after_ready_resumes_after_the_ready_and_the_deferred() {
-        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let order = Order::default();
         on_uring(async {
-            let o = order.clone();
             // A connection's turn, deferred while a datagram is handled
-            // (its first poll asks wake_after_ready, as `Inner::kick` does).
-            let turn = monoio::spawn(async move {
-                yield_after_ready().await;
-                o.borrow_mut().push("turn");
-            });
+            // (as `Inner::kick` asks).
+            let turn = after_ready(&order, "turn");
             // A stream the datagram woke.
             let o = order.clone();
             spawn(async move {
