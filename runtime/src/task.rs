@@ -177,30 +177,23 @@ pub fn wake_after_ready(waker: &std::task::Waker) {
 /// Gives the tasks ready on this core, and what waits for them
 /// (`wake_after_ready`), a turn before this one goes on.
 pub async fn yield_after_ready() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            wake_after_ready(cx.waker());
-            Poll::Pending
-        }
-    })
-    .await
+    yield_then(wake_after_ready).await
 }
 
 /// Gives other tasks on this core a turn.
 pub async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
+    yield_then(std::task::Waker::wake_by_ref).await
+}
+
+/// Pending once, with `wake` asked to wake this task; ready after.
+async fn yield_then(wake: impl FnOnce(&std::task::Waker)) {
+    let mut wake = Some(wake);
+    std::future::poll_fn(|cx| match wake.take() {
+        Some(w) => {
+            w(cx.waker());
             Poll::Pending
         }
+        None => Poll::Ready(()),
     })
     .await
 }
