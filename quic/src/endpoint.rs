@@ -82,7 +82,8 @@ const READS_PER_TURN: usize = 64;
 /// builds at once, one datagram a turn cost 1.20x what 64 a turn did
 /// (`RINGSIDE_QUIC_RING_READS=64`, 7 rounds) and 1.17x what 8 did, while
 /// static 11 KiB cost 0.79x and 0.89x, and 26 B 0.85x (with 16 KiB
-/// datagrams). Static files keep the turn; a proxy's turn is a finding.
+/// datagrams). One a turn stays, for the static rows; a turn that suits
+/// streams waiting on an upstream is still to be found.
 const RING_READS_PER_TURN: usize = 1;
 
 impl Shared {
